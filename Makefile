@@ -1,0 +1,42 @@
+# Thin wrapper over CMake. `make demo` and `make test` are the two commands.
+JOBS  ?= $(shell nproc)
+CMAKE ?= cmake
+FUZZ_SECONDS ?= 60
+
+.PHONY: all deps build demo test test-fast test-asan test-fuzz bench clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@$(CMAKE) --build build -j$(JOBS)
+
+demo: build
+	@scripts/demo.sh
+
+# Every test: the normal build, the same suite under ASan+UBSan, and the
+# parser fuzzer for a bounded time.
+test: test-fast test-asan test-fuzz
+
+test-fast: build
+	ctest --test-dir build --output-on-failure -j$(JOBS)
+
+test-asan: deps
+	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DXROCE_SANITIZE=ON >/dev/null
+	@$(CMAKE) --build build-asan -j$(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --test-dir build-asan --output-on-failure -j$(JOBS)
+
+test-fuzz: deps
+	@CC=clang $(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DXROCE_FUZZ=ON -DXROCE_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
+	@$(CMAKE) --build build-fuzz -j$(JOBS)
+	ctest --test-dir build-fuzz --output-on-failure
+
+bench: build
+	@build/bin/bench-wire
+
+clean:
+	rm -rf build build-asan build-fuzz

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/* The packet builder: a frame from a struct xr_pkt, driven by the opcode table. */
+#include <errno.h>
+#include <string.h>
+
+#include "hdr.h"
+#include "xroce/wire.h"
+
+static void build_ext_hdr(uint8_t *h, enum xr_ext_hdr which, const struct xr_pkt *p)
+{
+	switch (which) {
+	case XR_H_RDETH:
+		h[0] = 0;
+		put_be24(h + RDETH_OFF_EEC, p->rdeth_eec);
+		break;
+	case XR_H_DETH:
+		put_be32(h + DETH_OFF_QKEY, p->deth.qkey);
+		h[4] = 0;
+		put_be24(h + DETH_OFF_SRCQP, p->deth.src_qp);
+		break;
+	case XR_H_RETH:
+		put_be64(h + RETH_OFF_VA, p->reth.va);
+		put_be32(h + RETH_OFF_RKEY, p->reth.rkey);
+		put_be32(h + RETH_OFF_LEN, p->reth.len);
+		break;
+	case XR_H_ATMETH:
+		put_be64(h + ATMETH_OFF_VA, p->atomic.va);
+		put_be32(h + ATMETH_OFF_RKEY, p->atomic.rkey);
+		put_be64(h + ATMETH_OFF_SWAP, p->atomic.swap_add);
+		put_be64(h + ATMETH_OFF_CMP, p->atomic.compare);
+		break;
+	case XR_H_AETH:
+		h[AETH_OFF_SYN] = p->aeth.syndrome;
+		put_be24(h + AETH_OFF_MSN, p->aeth.msn);
+		break;
+	case XR_H_ATMACK:
+		put_be64(h + ATMACK_OFF_ORIG, p->atomic_orig);
+		break;
+	case XR_H_IMMDT:
+		put_be32(h, p->imm);
+		break;
+	case XR_H_IETH:
+		put_be32(h, p->ieth_rkey);
+		break;
+	case XR_H_CNP:
+		memset(h, 0, xr_ext_hdr_size(XR_H_CNP));
+		break;
+	}
+}
+
+static int check_fields(const struct xr_pkt *p, const struct xr_opcode_info *op)
+{
+	if (!op)
+		return -EINVAL;
+	if (p->ip_version != 4 && p->ip_version != 6)
+		return -EINVAL;
+	if (p->ip_version == 4 && (!xr_gid_is_ipv4(&p->sgid) || !xr_gid_is_ipv4(&p->dgid)))
+		return -EINVAL;
+	if (p->pcp > 7 || p->vid > 0xFFF || p->tver > 0xF ||
+	    p->dqpn > XR_QPN_MASK || p->psn > XR_PSN_MASK ||
+	    p->flow_label > 0xFFFFF || p->bth_resv7 > 0x7F ||
+	    p->aeth.msn > 0xFFFFFF || p->deth.src_qp > XR_QPN_MASK ||
+	    p->rdeth_eec > 0xFFFFFF)
+		return -EINVAL;
+	if (op->payload == XR_PAY_NONE && p->payload_len)
+		return -EINVAL;
+	if (p->payload_len > XR_MAX_MTU)
+		return -EMSGSIZE;
+	if (p->payload_len && !p->payload)
+		return -EINVAL;
+	return 0;
+}
+
+ssize_t xr_pkt_build(struct xr_pkt *p, uint8_t *buf, size_t cap)
+{
+	const struct xr_opcode_info *op = xr_opcode_info(p->opcode);
+	size_t l3_off, l4_off, bth_off, pay_off, ip_len, total;
+	uint8_t pad, *ip, *udp, *bth, *h;
+	int err = check_fields(p, op);
+
+	if (err)
+		return err;
+	pad = (uint8_t)(-p->payload_len & 3);
+	l3_off = XR_ETH_HLEN + (p->vlan ? XR_VLAN_HLEN : 0);
+	ip_len = p->ip_version == 4 ? XR_IPV4_HLEN : XR_IPV6_HLEN;
+	l4_off = l3_off + ip_len;
+	bth_off = l4_off + XR_UDP_HLEN;
+	pay_off = bth_off + XR_BTH_LEN + op->hdr_len;
+	total = pay_off + p->payload_len + pad + XR_ICRC_LEN;
+	if (total > cap)
+		return -EMSGSIZE;
+
+	/* Ethernet, optionally tagged. */
+	memcpy(buf + ETH_OFF_DMAC, p->dmac, 6);
+	memcpy(buf + ETH_OFF_SMAC, p->smac, 6);
+	if (p->vlan) {
+		put_be16(buf + ETH_OFF_TYPE, XR_ETHERTYPE_VLAN);
+		put_be16(buf + ETH_OFF_TYPE + 2 + VLAN_OFF_TCI, vlan_tci(p->pcp, p->dei, p->vid));
+	}
+	put_be16(buf + l3_off - 2, p->ip_version == 4 ? XR_ETHERTYPE_IPV4 : XR_ETHERTYPE_IPV6);
+
+	/* IP */
+	ip = buf + l3_off;
+	if (p->ip_version == 4) {
+		ip[IP4_OFF_VER_IHL] = 0x45;
+		ip[IP4_OFF_TOS] = p->traffic_class;
+		put_be16(ip + IP4_OFF_TOTLEN, (uint16_t)(total - l3_off));
+		put_be16(ip + IP4_OFF_ID, p->ip_id);
+		put_be16(ip + IP4_OFF_FRAG, p->df ? IP4_FLAG_DF : 0);
+		ip[IP4_OFF_TTL] = p->hop_limit;
+		ip[IP4_OFF_PROTO] = IP_PROTO_UDP;
+		put_be16(ip + IP4_OFF_CSUM, 0);
+		put_be32(ip + IP4_OFF_SRC, xr_gid_to_ipv4(&p->sgid));
+		put_be32(ip + IP4_OFF_DST, xr_gid_to_ipv4(&p->dgid));
+		put_be16(ip + IP4_OFF_CSUM, xr_ipv4_csum(ip));
+	} else {
+		ip6_set_vtf(ip, p->traffic_class, p->flow_label);
+		put_be16(ip + IP6_OFF_PAYLEN, (uint16_t)(total - l4_off));
+		ip[IP6_OFF_NEXTHDR] = IP_PROTO_UDP;
+		ip[IP6_OFF_HOPLIM] = p->hop_limit;
+		memcpy(ip + IP6_OFF_SRC, p->sgid.raw, 16);
+		memcpy(ip + IP6_OFF_DST, p->dgid.raw, 16);
+	}
+
+	/* UDP; the checksum, when asked for, is filled in last. */
+	udp = buf + l4_off;
+	put_be16(udp + UDP_OFF_SPORT, p->sport);
+	put_be16(udp + UDP_OFF_DPORT, p->dport);
+	put_be16(udp + UDP_OFF_LEN, (uint16_t)(total - l4_off));
+	put_be16(udp + UDP_OFF_CSUM, 0);
+
+	/* BTH */
+	bth = buf + bth_off;
+	bth[BTH_OFF_OPCODE] = p->opcode;
+	bth_set_flags(bth, p->se, p->mig, pad, p->tver);
+	put_be16(bth + BTH_OFF_PKEY, p->pkey);
+	bth_set_fb(bth, p->fecn, p->becn);
+	put_be24(bth + BTH_OFF_DQPN, p->dqpn);
+	bth_set_ackreq_psn(bth, p->ackreq, p->bth_resv7, p->psn);
+
+	/* Extended headers, walked in wire order. */
+	h = bth + XR_BTH_LEN;
+	for (unsigned i = 0; i < XR_EXT_HDR_COUNT; i++) {
+		enum xr_ext_hdr which = (enum xr_ext_hdr)(1u << i);
+		if (op->hdrs & which) {
+			build_ext_hdr(h, which, p);
+			h += xr_ext_hdr_size(which);
+		}
+	}
+
+	if (p->payload_len)
+		memcpy(buf + pay_off, p->payload, p->payload_len);
+	memset(buf + pay_off + p->payload_len, 0, pad);
+
+	p->icrc = xr_icrc(ip, total - l3_off - XR_ICRC_LEN);
+	put_le32(buf + total - XR_ICRC_LEN, p->icrc);
+	if (p->udp_csum)
+		put_be16(udp + UDP_OFF_CSUM, xr_udp_csum(ip, total - l3_off));
+
+	p->pad = pad;
+	p->op = op;
+	p->l3_off = (uint16_t)l3_off;
+	p->l4_off = (uint16_t)l4_off;
+	p->bth_off = (uint16_t)bth_off;
+	p->payload_off = (uint16_t)pay_off;
+	p->len = (uint16_t)total;
+	return (ssize_t)total;
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* GIDs and packet-description defaults. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "xroce/wire.h"
+
+static const uint8_t v4_mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF };
+
+void xr_gid_from_ipv4(xr_gid *gid, uint32_t ipv4)
+{
+	memcpy(gid->raw, v4_mapped_prefix, sizeof(v4_mapped_prefix));
+	put_be32(gid->raw + 12, ipv4);
+}
+
+bool xr_gid_is_ipv4(const xr_gid *gid)
+{
+	return !memcmp(gid->raw, v4_mapped_prefix, sizeof(v4_mapped_prefix));
+}
+
+uint32_t xr_gid_to_ipv4(const xr_gid *gid)
+{
+	return get_be32(gid->raw + 12);
+}
+
+int xr_gid_parse(xr_gid *gid, const char *text)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+
+	if (!text)
+		return -EINVAL;
+	if (inet_pton(AF_INET, text, &a4) == 1) {
+		xr_gid_from_ipv4(gid, ntohl(a4.s_addr));
+		return 0;
+	}
+	if (inet_pton(AF_INET6, text, &a6) == 1) {
+		memcpy(gid->raw, a6.s6_addr, 16);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+char *xr_gid_format(const xr_gid *gid, char *buf, size_t len)
+{
+	if (!buf || !len)
+		return buf;
+	if (xr_gid_is_ipv4(gid))
+		inet_ntop(AF_INET, gid->raw + 12, buf, (socklen_t)len);
+	else
+		inet_ntop(AF_INET6, gid->raw, buf, (socklen_t)len);
+	return buf;
+}
+
+void xr_pkt_init(struct xr_pkt *p, uint8_t opcode)
+{
+	memset(p, 0, sizeof(*p));
+	p->ip_version = 4;
+	p->df = true;
+	p->hop_limit = 64;
+	p->dport = XR_ROCE_UDP_PORT;
+	p->sport = 0xC000;
+	p->pkey = XR_DEFAULT_PKEY;
+	p->opcode = opcode;
+	p->dqpn = 1;
+	xr_gid_from_ipv4(&p->sgid, 0);
+	xr_gid_from_ipv4(&p->dgid, 0);
+	if (opcode == XR_OP_RC_ACKNOWLEDGE || opcode == XR_OP_RC_ATOMIC_ACKNOWLEDGE)
+		p->aeth.syndrome = XR_AETH_ACK_UNLIMITED;
+	if (opcode == XR_OP_CNP) {
+		p->becn = true;  /* a CNP carries BECN=1 (ConnectX capture) */
+		p->sport = 0;
+	}
+	if (opcode == XR_OP_UD_SEND_ONLY || opcode == XR_OP_UD_SEND_ONLY_WITH_IMMEDIATE)
+		p->deth.qkey = XR_GSI_QKEY;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* Small helpers shared by the unit suites. */
+#ifndef XR_TEST_UTIL_H
+#define XR_TEST_UTIL_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Hex string with optional spaces, '|' and newlines -> bytes; returns length. */
+static inline size_t hex_to_bytes(const char *hex, uint8_t *out, size_t cap)
+{
+	size_t n = 0;
+	int hi = -1;
+
+	for (; *hex; hex++) {
+		int v;
+		char c = *hex;
+		if (c >= '0' && c <= '9') v = c - '0';
+		else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F') v = c - 'A' + 10;
+		else continue;
+		if (hi < 0) {
+			hi = v;
+		} else {
+			if (n < cap)
+				out[n] = (uint8_t)(hi << 4 | v);
+			n++;
+			hi = -1;
+		}
+	}
+	return n;
+}
+
+/* xorshift64*: a seeded generator so failing runs are reproducible. */
+static inline uint64_t test_rand(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545F4914F6CDD1DULL;
+}
+
+#endif
