@@ -3,7 +3,7 @@ JOBS  ?= $(shell nproc)
 CMAKE ?= cmake
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build demo test test-fast test-asan test-fuzz bench clean
+.PHONY: all deps build demo test test-fast test-asan test-fuzz bench docs clean
 
 all: build
 
@@ -34,6 +34,9 @@ test-fuzz: deps
 	@CC=clang $(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DXROCE_FUZZ=ON -DXROCE_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
 	@$(CMAKE) --build build-fuzz -j$(JOBS)
 	ctest --test-dir build-fuzz --output-on-failure
+
+docs: build
+	build/bin/xroce-regs doc > docs/registers.md
 
 bench: build
 	@build/bin/bench-wire

@@ -85,8 +85,8 @@ static inline enum xr_transport xr_opcode_transport(uint8_t opcode)
 
 /* ---- parse rejections: one named reason each ---- */
 
+/* X(NAME, description); XR_PARSE_OK (0) is not in the table. */
 #define XR_PARSE_ERR_TABLE(X) \
-	X(OK,               "accepted") \
 	X(TRUNCATED_L2,     "frame shorter than its Ethernet/VLAN header") \
 	X(NOT_IP,           "EtherType is neither IPv4 nor IPv6") \
 	X(TRUNCATED_IP,     "shorter than the IP header") \
@@ -109,6 +109,7 @@ static inline enum xr_transport xr_opcode_transport(uint8_t opcode)
 	X(BAD_ICRC,         "invariant CRC mismatch")
 
 enum xr_parse_err {
+	XR_PARSE_OK = 0,
 #define XR_X(name, desc) XR_PARSE_##name,
 	XR_PARSE_ERR_TABLE(XR_X)
 #undef XR_X

@@ -10,12 +10,14 @@
 #include "xroce/wire.h"
 
 static const char *const err_name[XR_PARSE_ERR_COUNT] = {
+	[XR_PARSE_OK] = "OK",
 #define XR_X(name, desc) [XR_PARSE_##name] = #name,
 	XR_PARSE_ERR_TABLE(XR_X)
 #undef XR_X
 };
 
 static const char *const err_desc[XR_PARSE_ERR_COUNT] = {
+	[XR_PARSE_OK] = "accepted",
 #define XR_X(name, desc) [XR_PARSE_##name] = desc,
 	XR_PARSE_ERR_TABLE(XR_X)
 #undef XR_X

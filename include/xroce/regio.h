@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Register access: how a driver or tool reaches an engine's register file.
+ * A backend is a struct of function pointers; backends exist for an
+ * in-process engine, for memory-mapped I/O on any mappable file (a UIO or
+ * VFIO BAR of a real FPGA, or a memfd in tests), and for an engine that
+ * serves its registers on a UNIX socket (debug attach, like JTAG-to-AXI).
+ *
+ * read/write return an AXI response (XR_AXI_OKAY, _SLVERR, _DECERR) or a
+ * negative errno when the transport itself failed.
+ */
+#ifndef XROCE_REGIO_H
+#define XROCE_REGIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xroce/regmap.h"
+#include "xroce/wire.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum xr_axi_resp { XR_AXI_OKAY = 0, XR_AXI_EXOKAY = 1, XR_AXI_SLVERR = 2, XR_AXI_DECERR = 3 };
+const char *xr_axi_resp_name(int resp);
+
+struct xr_regio_ops {
+	int (*read)(void *ctx, uint32_t addr, uint32_t *val);
+	int (*write)(void *ctx, uint32_t addr, uint32_t val);
+	void (*close)(void *ctx);
+};
+
+struct xr_regio {
+	const struct xr_regio_ops *ops;
+	void *ctx;
+};
+
+static inline int xr_regio_read(struct xr_regio *r, uint32_t addr, uint32_t *val)
+{
+	return r->ops->read(r->ctx, addr, val);
+}
+static inline int xr_regio_write(struct xr_regio *r, uint32_t addr, uint32_t val)
+{
+	return r->ops->write(r->ctx, addr, val);
+}
+/* Closes the backend and frees r (NULL is fine). */
+void xr_regio_close(struct xr_regio *r);
+
+struct xr_engine;
+/* The in-process engine's register file. NULL and errno on failure. */
+struct xr_regio *xr_regio_engine(struct xr_engine *e);
+/*
+ * Volatile 32-bit accesses on [offset, offset+size) of a mappable file:
+ * /dev/uioN, a VFIO/sysfs BAR "resource0", or any regular file or memfd.
+ * Errors: ENOENT/EACCES from open, EINVAL for a bad size, mmap's errors.
+ */
+struct xr_regio *xr_regio_mmio(const char *path, uint64_t offset, size_t size);
+/* The same on an already-mapped region (not unmapped on close). */
+struct xr_regio *xr_regio_mmio_mem(volatile void *base, size_t size);
+/* A client of an engine's debug socket (xr_engine_serve_debug). */
+struct xr_regio *xr_regio_socket(const char *path);
+
+/* ---- typed helpers used by the driver and tools ---- */
+
+/* Reads a 64-bit counter: low word first (latches the high word). */
+int xr_regio_read_counter(struct xr_regio *r, enum xr_counter c, uint64_t *val);
+
+/* A QP context as the QP window holds it. */
+struct xr_qp_ctx {
+	uint8_t  state, type, path_mtu;   /* enums of regmap.h; path_mtu 1..5 */
+	bool     ipv6;
+	uint32_t dest_qpn, sq_psn, rq_psn, msn;
+	uint8_t  timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint8_t  max_rd_atomic, max_dest_rd_atomic;
+	uint8_t  access;
+	uint16_t pkey;
+	uint32_t flow_label;
+	uint16_t src_port, dst_port;
+	uint8_t  traffic_class, hop_limit, pcp;
+	bool     vlan;
+	uint16_t vid;
+	uint32_t sq_cqn, rq_cqn, pd;
+	xr_gid   peer_gid;
+	uint8_t  peer_mac[6];
+	uint64_t sq_base, rq_base;
+	uint8_t  sq_log_size, rq_log_size;
+	uint16_t sq_ci, rq_ci;            /* read-only: engine progress */
+};
+
+struct xr_mr_ctx {
+	uint64_t va, len;
+	uint8_t  access;
+	bool     valid;                   /* read-only: set while registered */
+	uint32_t pd;
+	uint32_t lkey, rkey;              /* assigned by COMMIT */
+	uint8_t  page_shift;
+	uint64_t mtt;                     /* host address of uint64_t[mtt_count] */
+	uint32_t mtt_count;
+};
+
+struct xr_cq_ctx {
+	uint64_t base;
+	uint8_t  log_size;
+	uint32_t pi;                      /* read-only */
+	bool     valid, armed, solicited_only, overflow;
+};
+
+/*
+ * Shadow + commit: write every shadow register of the window, then the
+ * command register last, so the engine applies the whole entry at once.
+ * Return 0, a positive AXI response on refusal (the reason is in
+ * QP_CMD_STATUS; *status receives it when non-NULL), or -errno.
+ */
+int xr_regio_qp_commit(struct xr_regio *r, uint32_t qpn, const struct xr_qp_ctx *c, uint32_t *status);
+int xr_regio_qp_read(struct xr_regio *r, uint32_t qpn, struct xr_qp_ctx *c);
+int xr_regio_qp_destroy(struct xr_regio *r, uint32_t qpn);
+int xr_regio_mr_commit(struct xr_regio *r, uint32_t index, struct xr_mr_ctx *c, uint32_t *status);
+int xr_regio_mr_read(struct xr_regio *r, uint32_t index, struct xr_mr_ctx *c);
+int xr_regio_mr_invalidate(struct xr_regio *r, uint32_t index);
+int xr_regio_cq_commit(struct xr_regio *r, uint32_t cqn, const struct xr_cq_ctx *c, uint32_t *status);
+int xr_regio_cq_read(struct xr_regio *r, uint32_t cqn, struct xr_cq_ctx *c);
+int xr_regio_cq_destroy(struct xr_regio *r, uint32_t cqn);
+
+/* The shadow words of a context and back: shared by driver and engine. */
+#define XR_QP_SHADOW_WORDS 32
+/* (offset, value) pairs in write order; returns the count, or -EINVAL when
+ * a field does not fit its register field. */
+int xr_qp_ctx_encode(const struct xr_qp_ctx *c, uint32_t off[], uint32_t val[]);
+/* Decodes from a register reader (the engine's shadow or a backend). */
+void xr_qp_ctx_decode(struct xr_qp_ctx *c, uint32_t (*get)(void *arg, uint32_t off), void *arg);
+#define XR_MR_SHADOW_WORDS 16
+int xr_mr_ctx_encode(const struct xr_mr_ctx *c, uint32_t off[], uint32_t val[]);
+void xr_mr_ctx_decode(struct xr_mr_ctx *c, uint32_t (*get)(void *arg, uint32_t off), void *arg);
+#define XR_CQ_SHADOW_WORDS 8
+int xr_cq_ctx_encode(const struct xr_cq_ctx *c, uint32_t off[], uint32_t val[]);
+void xr_cq_ctx_decode(struct xr_cq_ctx *c, uint32_t (*get)(void *arg, uint32_t off), void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,373 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The xroce register map: the single source for every register, counter
+ * and event type. The engine's register file, the driver, xroce-regs and
+ * docs/registers.md are all generated from these tables.
+ *
+ * The map keeps the FPGA seed's global block (CTRL 0x00 ... PEER_UDP_PORT
+ * 0x20, QP window 0x40-0x7F, MR window 0x80-0xFF, counters 0x1000-0x1FFF)
+ * and adds identification, status, an IPv6 address, a second QP window,
+ * a CQ window, congestion-control and PFC parameters, an event-log window
+ * and per-QP/per-CQ doorbells.
+ *
+ * All registers are 32 bits, accessed at 4-byte-aligned offsets. Results
+ * follow AXI: OKAY, SLVERR (write to a read-only register, bad value,
+ * refused command), DECERR (unmapped or misaligned address).
+ */
+#ifndef XROCE_REGMAP_H
+#define XROCE_REGMAP_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "xroce/wire.h"
+
+#define XR_REG_ID_MAGIC   0x58524345u   /* "XRCE" */
+#define XR_REGMAP_VERSION    0x00010000u   /* map version 1.0 */
+
+/* Capacities of this engine model (also readable from CAP_* registers). */
+#define XR_MAX_QP        (1u << 17)     /* QPNs 2 .. XR_MAX_QP-1 are usable */
+#define XR_MAX_MR        (1u << 17)
+#define XR_MAX_CQ        (1u << 17)
+#define XR_FIRST_QPN     2              /* 0 is invalid, 1 is GSI */
+#define XR_EVLOG_ENTRIES 4096
+
+enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
+
+/*
+ * X(NAME, offset, access, reset value, "fields", "description")
+ * fields: space-separated "name:bit" or "name:lo:width" (a register with
+ * no fields is one 32-bit value).
+ */
+#define XR_REG_TABLE(X) \
+	X(CTRL,            0x000, XR_RW, 0x00000001, "soft_reset:0 enable:1 loopback:2", \
+	  "Global control. soft_reset (1 at power-on) holds the engine in reset and clears all QP, MR, CQ, counter and event state when set; enable starts the data path (refused with SLVERR while the link is down or soft_reset is set); loopback turns transmitted frames back to the receive path.") \
+	X(MAC_LOW,         0x004, XR_RW, 0x00000000, "", "Local MAC address, bytes 2-5 (byte 5 in bits 7:0).") \
+	X(MAC_HIGH,        0x008, XR_RW, 0x00000000, "mac_hi:0:16", "Local MAC address, bytes 0-1 (byte 0 in bits 15:8). Bits 31:16 must be 0.") \
+	X(IP_ADDR,         0x00C, XR_RW, 0x00000000, "", "Local IPv4 address (a.b.c.d = 0xaabbccdd).") \
+	X(UDP_PORT,        0x010, XR_RW, 0x000012B7, "port:0:16", "Local RoCE v2 UDP port (4791). Bits 31:16 must be 0.") \
+	X(PEER_MAC_LOW,    0x014, XR_RW, 0x00000000, "", "Default peer MAC, bytes 2-5: used when a QP has no peer MAC of its own (static neighbour entry).") \
+	X(PEER_MAC_HIGH,   0x018, XR_RW, 0x00000000, "mac_hi:0:16", "Default peer MAC, bytes 0-1.") \
+	X(PEER_IP,         0x01C, XR_RW, 0x00000000, "", "Default peer IPv4 address.") \
+	X(PEER_UDP_PORT,   0x020, XR_RW, 0x000012B7, "port:0:16", "Peer RoCE v2 UDP destination port (4791).") \
+	X(ID,              0x024, XR_RO, XR_REG_ID_MAGIC, "", "Identification magic: 0x58524345 (\"XRCE\").") \
+	X(VERSION,         0x028, XR_RO, XR_REGMAP_VERSION, "minor:0:16 major:16:16", "Register map version.") \
+	X(STATUS,          0x02C, XR_RO, 0x00000100, "link_up:0 ready:1 enabled:2 not_ready:8:4", \
+	  "Engine status. not_ready says why the engine is not running: 0 running, 1 in soft reset, 2 link down, 3 not enabled, 4 no local address configured.") \
+	X(IPV6_ADDR_0,     0x030, XR_RW, 0x00000000, "", "Local IPv6 address, bytes 0-3 (big-endian word).") \
+	X(IPV6_ADDR_1,     0x034, XR_RW, 0x00000000, "", "Local IPv6 address, bytes 4-7.") \
+	X(IPV6_ADDR_2,     0x038, XR_RW, 0x00000000, "", "Local IPv6 address, bytes 8-11.") \
+	X(IPV6_ADDR_3,     0x03C, XR_RW, 0x00000000, "", "Local IPv6 address, bytes 12-15.") \
+	/* QP window: a shadow of one QP context, applied by QP_CMD. */ \
+	X(QP_SEL,          0x040, XR_RW, 0x00000000, "qpn:0:24", "QPN that QP_CMD acts on.") \
+	X(QP_CMD,          0x044, XR_WO, 0x00000000, "cmd:0:4", \
+	  "QP command: 1 COMMIT (apply the shadow to QP_SEL atomically, creating it if needed), 2 READ (load QP_SEL into the shadow), 3 DESTROY, 4 CLEAR (zero the shadow). SLVERR when the QPN is out of range or the shadow holds an invalid context; QP_CMD_STATUS says why.") \
+	X(QP_STATE,        0x048, XR_RW, 0x00000000, "state:0:4 type:4:4 path_mtu:8:4 ipv6:13", \
+	  "QP state (0 RESET, 1 INIT, 2 RTR, 3 RTS, 4 SQD, 5 SQE, 6 ERR), transport type (0 RC, 1 UC, 3 UD), path MTU enum (1=256 ... 5=4096), IPv6 path.") \
+	X(QP_DEST_QPN,     0x04C, XR_RW, 0x00000000, "qpn:0:24", "Remote QPN.") \
+	X(QP_SQ_PSN,       0x050, XR_RW, 0x00000000, "psn:0:24", "Next send PSN.") \
+	X(QP_RQ_PSN,       0x054, XR_RW, 0x00000000, "psn:0:24", "Expected receive PSN (ePSN).") \
+	X(QP_MSN,          0x058, XR_RW, 0x00000000, "msn:0:24", "Responder message sequence number.") \
+	X(QP_TIMERS,       0x05C, XR_RW, 0x00000000, "timeout:0:5 retry_cnt:8:3 rnr_retry:12:3 min_rnr_timer:16:5", \
+	  "Local ACK timeout (4.096 us x 2^timeout, 0 = none), retry count, RNR retry (7 = infinite), minimum RNR NAK timer code.") \
+	X(QP_RD_ATOMIC,    0x060, XR_RW, 0x00000000, "max_rd_atomic:0:8 max_dest_rd_atomic:8:8", "Outstanding READ/atomic limits as initiator and responder.") \
+	X(QP_ACCESS,       0x064, XR_RW, 0x00000000, "access:0:4 pkey:16:16", "Access flags (bit 0 local write, 1 remote write, 2 remote read, 3 remote atomic) and P_Key.") \
+	X(QP_FLOW,         0x068, XR_RW, 0x00000000, "flow_label:0:20", "IPv6 flow label (0: derived from the QPNs, as rxe).") \
+	X(QP_PORTS,        0x06C, XR_RW, 0x12B70000, "src_port:0:16 dst_port:16:16", "UDP source port (0: rxe's rule from the QPNs) and destination port.") \
+	X(QP_NET,          0x070, XR_RW, 0x00004000, "traffic_class:0:8 hop_limit:8:8 pcp:16:3 vlan:19 vid:20:12", "IP traffic class, hop limit/TTL, 802.1Q tagging.") \
+	X(QP_SQ_CQN,       0x074, XR_RW, 0x00000000, "cqn:0:24", "CQ for send completions.") \
+	X(QP_RQ_CQN,       0x078, XR_RW, 0x00000000, "cqn:0:24", "CQ for receive completions.") \
+	X(QP_PD,           0x07C, XR_RW, 0x00000000, "pd:0:24", "Protection domain.") \
+	/* MR window: a shadow of one MR entry, applied by MR_CMD. */ \
+	X(MR_SEL,          0x080, XR_RW, 0x00000000, "index:0:24", "MR table index that MR_CMD acts on (the key's upper 24 bits).") \
+	X(MR_CMD,          0x084, XR_WO, 0x00000000, "cmd:0:4", \
+	  "MR command: 1 COMMIT (register; the key variant changes, new keys appear in MR_LKEY/MR_RKEY), 2 READ, 3 INVALIDATE, 4 CLEAR (zero the shadow). SLVERR on a bad entry or index.") \
+	X(MR_VA_LO,        0x088, XR_RW, 0x00000000, "", "Region start virtual address, bits 31:0.") \
+	X(MR_VA_HI,        0x08C, XR_RW, 0x00000000, "", "Region start virtual address, bits 63:32.") \
+	X(MR_LEN_LO,       0x090, XR_RW, 0x00000000, "", "Region length in bytes, bits 31:0.") \
+	X(MR_LEN_HI,       0x094, XR_RW, 0x00000000, "", "Region length in bytes, bits 63:32.") \
+	X(MR_ACCESS,       0x098, XR_RW, 0x00000000, "access:0:4 valid:8", "Access flags (bit 0 local write, 1 remote write, 2 remote read, 3 remote atomic); valid is set by the engine while the entry is registered.") \
+	X(MR_PD,           0x09C, XR_RW, 0x00000000, "pd:0:24", "Protection domain.") \
+	X(MR_LKEY,         0x0A0, XR_RO, 0x00000000, "variant:0:8 index:8:24", "Local key (assigned by COMMIT; read back with READ).") \
+	X(MR_RKEY,         0x0A4, XR_RO, 0x00000000, "variant:0:8 index:8:24", "Remote key (assigned by COMMIT).") \
+	X(MR_PAGE_SHIFT,   0x0A8, XR_RW, 0x0000000C, "shift:0:6", "Page size of the translation table, log2 (12 = 4 KiB).") \
+	X(MR_MTT_LO,       0x0AC, XR_RW, 0x00000000, "", "Host address of the translation table (MTT), bits 31:0: an array of 64-bit host page addresses.") \
+	X(MR_MTT_HI,       0x0B0, XR_RW, 0x00000000, "", "MTT host address, bits 63:32.") \
+	X(MR_MTT_COUNT,    0x0B4, XR_RW, 0x00000000, "", "Number of MTT entries (pages covering VA .. VA+LEN).") \
+	/* Identification of capacities and register errors. */ \
+	X(CAP_QP,          0x100, XR_RO, XR_MAX_QP, "", "Number of QP table entries (QPNs 2 .. CAP_QP-1 usable).") \
+	X(CAP_MR,          0x104, XR_RO, XR_MAX_MR, "", "Number of MR table entries.") \
+	X(CAP_CQ,          0x108, XR_RO, XR_MAX_CQ, "", "Number of CQ table entries.") \
+	X(REG_ERR_ADDR,    0x10C, XR_RO, 0x00000000, "", "Address of the last register access that failed.") \
+	X(QP_CMD_STATUS,   0x110, XR_RO, 0x00000000, "reason:0:8", \
+	  "Why the last QP/MR/CQ command failed (0 ok; the values are listed under Command status).") \
+	X(CNT_CTRL,        0x114, XR_WO, 0x00000000, "clear:0", "Write clear=1 to zero every counter.") \
+	/* Congestion control (DCQCN) and PFC parameters: kept and readable; behaviour in a later issue. */ \
+	X(CC_CTRL,         0x200, XR_RW, 0x00000000, "ecn_enable:0 cnp_enable:1 dcqcn_enable:2 cnp_dscp:8:6 cnp_prio:16:3", "Congestion control enables and the CNP's DSCP and priority.") \
+	X(DCQCN_ALPHA_G,   0x204, XR_RW, 0x00000400, "g:0:16", "DCQCN alpha gain g (x/65536; 1024 = 1/64).") \
+	X(DCQCN_RATE_AI,   0x208, XR_RW, 0x00000005, "", "DCQCN additive increase, Mb/s.") \
+	X(DCQCN_RATE_HAI,  0x20C, XR_RW, 0x00000032, "", "DCQCN hyper additive increase, Mb/s.") \
+	X(DCQCN_MIN_RATE,  0x210, XR_RW, 0x0000000A, "", "DCQCN minimum rate, Mb/s.") \
+	X(DCQCN_TIMER_US,  0x214, XR_RW, 0x00000037, "", "DCQCN rate increase timer, microseconds (55).") \
+	X(DCQCN_BYTE_RESET,0x218, XR_RW, 0x00989680, "", "DCQCN byte counter for rate increase (10 MB).") \
+	X(DCQCN_CNP_INTERVAL_US, 0x21C, XR_RW, 0x00000032, "", "Minimum interval between CNPs per QP, microseconds (50).") \
+	X(ECN_THRESHOLD,   0x220, XR_RW, 0x00010000, "", "Receive queue depth in bytes above which ECN-capable packets are marked CE.") \
+	X(PFC_CTRL,        0x240, XR_RW, 0x00000000, "enable:0:8 rx_enable:8:8", "PFC transmit and receive enable, one bit per priority.") \
+	X(PFC_QUANTA,      0x244, XR_RW, 0x0000FFFF, "quanta:0:16", "Pause time sent in PFC frames, 512-bit-time quanta.") \
+	X(PFC_XOFF,        0x248, XR_RW, 0x00040000, "", "Receive buffer bytes above which XOFF is sent.") \
+	X(PFC_XON,         0x24C, XR_RW, 0x00020000, "", "Receive buffer bytes below which XON is sent.") \
+	/* Event log window. */ \
+	X(EVLOG_COUNT,     0x280, XR_RO, 0x00000000, "", "Events logged since reset (low 32 bits of the sequence).") \
+	X(EVLOG_WRAP,      0x284, XR_RO, 0x00000000, "", "Times the ring wrapped (events lost to overwrite = EVLOG_COUNT - EVLOG_CAP when wrapped).") \
+	X(EVLOG_CAP,       0x288, XR_RO, XR_EVLOG_ENTRIES, "", "Ring capacity in entries.") \
+	X(EVLOG_SEL,       0x28C, XR_RW, 0x00000000, "", "Sequence number of the event to read into EVLOG_TS_LO..EVLOG_ARG1.") \
+	X(EVLOG_TS_LO,     0x290, XR_RO, 0x00000000, "", "Selected event: timestamp in ns since engine creation, bits 31:0.") \
+	X(EVLOG_TS_HI,     0x294, XR_RO, 0x00000000, "", "Selected event: timestamp bits 63:32.") \
+	X(EVLOG_TYPE,      0x298, XR_RO, 0x00000000, "type:0:8 valid:31", "Selected event: type (see the event table); valid clear when the sequence number is not (or no longer) in the ring.") \
+	X(EVLOG_QPN,       0x29C, XR_RO, 0x00000000, "qpn:0:24", "Selected event: QPN (0 for engine-wide events).") \
+	X(EVLOG_ARG0,      0x2A0, XR_RO, 0x00000000, "", "Selected event: first argument.") \
+	X(EVLOG_ARG1,      0x2A4, XR_RO, 0x00000000, "", "Selected event: second argument.") \
+	/* QP window, second page: addressing and rings of the same shadow. */ \
+	X(QP_PEER_GID_0,   0x300, XR_RW, 0x00000000, "", "Peer GID bytes 0-3 (IPv4 peers: ::ffff:a.b.c.d).") \
+	X(QP_PEER_GID_1,   0x304, XR_RW, 0x00000000, "", "Peer GID bytes 4-7.") \
+	X(QP_PEER_GID_2,   0x308, XR_RW, 0x00000000, "", "Peer GID bytes 8-11.") \
+	X(QP_PEER_GID_3,   0x30C, XR_RW, 0x00000000, "", "Peer GID bytes 12-15.") \
+	X(QP_PEER_MAC_LOW, 0x310, XR_RW, 0x00000000, "", "Peer MAC bytes 2-5 (0 with QP_PEER_MAC_HIGH: use PEER_MAC or neighbour resolution).") \
+	X(QP_PEER_MAC_HIGH,0x314, XR_RW, 0x00000000, "mac_hi:0:16", "Peer MAC bytes 0-1.") \
+	X(QP_SQ_BASE_LO,   0x318, XR_RW, 0x00000000, "", "Send queue ring host address, bits 31:0.") \
+	X(QP_SQ_BASE_HI,   0x31C, XR_RW, 0x00000000, "", "Send queue ring host address, bits 63:32.") \
+	X(QP_SQ_LOG_SIZE,  0x320, XR_RW, 0x00000000, "log_entries:0:5", "Send queue ring size, log2 of entries.") \
+	X(QP_RQ_BASE_LO,   0x324, XR_RW, 0x00000000, "", "Receive queue ring host address, bits 31:0.") \
+	X(QP_RQ_BASE_HI,   0x328, XR_RW, 0x00000000, "", "Receive queue ring host address, bits 63:32.") \
+	X(QP_RQ_LOG_SIZE,  0x32C, XR_RW, 0x00000000, "log_entries:0:5", "Receive queue ring size, log2 of entries.") \
+	X(QP_SQ_CI,        0x330, XR_RO, 0x00000000, "index:0:16", "Send queue consumer index (WQEs the engine has completed).") \
+	X(QP_RQ_CI,        0x334, XR_RO, 0x00000000, "index:0:16", "Receive queue consumer index.") \
+	X(QP_COMMIT_MASK,  0x338, XR_RW, 0xFFFFFFFF, "", \
+	  "Which fields a COMMIT of an existing QP applies, as ibv_qp_attr_mask: bit 0 state, 3 access flags, 4 P_Key, 7 address vector (GID, MAC, ports, traffic class, hop limit, flow label, VLAN), 8 path MTU, 9 timeout, 10 retry count, 11 RNR retry, 12 RQ PSN, 13 max_rd_atomic, 15 min RNR timer, 16 SQ PSN, 17 max_dest_rd_atomic, 20 dest QPN; xroce: 24 rings, 25 CQs, 26 PD, 27 type, 28 MSN. Fields left out keep the engine's values (PSNs advance while a driver edits the shadow). A new QP takes every field.") \
+	/* CQ window. */ \
+	X(CQ_SEL,          0x340, XR_RW, 0x00000000, "cqn:0:24", "CQN that CQ_CMD acts on.") \
+	X(CQ_CMD,          0x344, XR_WO, 0x00000000, "cmd:0:4", "CQ command: 1 COMMIT (create or resize), 2 READ, 3 DESTROY, 4 CLEAR.") \
+	X(CQ_BASE_LO,      0x348, XR_RW, 0x00000000, "", "Completion ring host address, bits 31:0.") \
+	X(CQ_BASE_HI,      0x34C, XR_RW, 0x00000000, "", "Completion ring host address, bits 63:32.") \
+	X(CQ_LOG_SIZE,     0x350, XR_RW, 0x00000000, "log_entries:0:5", "Completion ring size, log2 of entries.") \
+	X(CQ_PI,           0x354, XR_RO, 0x00000000, "index:0:32", "Producer index (CQEs written by the engine).") \
+	X(CQ_STATE,        0x358, XR_RO, 0x00000000, "valid:0 armed:1 solicited_only:2 overflow:3", "CQ state as of READ.")
+
+/*
+ * Register arrays: one register per QP or CQ.
+ * X(NAME, base, count, stride, access, "fields", "description")
+ */
+#define XR_REG_ARRAY_TABLE(X) \
+	X(DB_SQ, 0x100000, XR_MAX_QP, 8, XR_WO, "pi:0:16", \
+	  "Send queue doorbell of QP n at 0x100000 + 8n: the new producer index (WQEs posted, mod 2^16).") \
+	X(DB_RQ, 0x100004, XR_MAX_QP, 8, XR_WO, "pi:0:16", \
+	  "Receive queue doorbell of QP n at 0x100004 + 8n: the new producer index.") \
+	X(DB_CQ_CI, 0x200000, XR_MAX_CQ, 8, XR_WO, "ci:0:32", \
+	  "Completion queue n consumer index at 0x200000 + 8n: CQEs the host has consumed.") \
+	X(DB_CQ_ARM, 0x200004, XR_MAX_CQ, 8, XR_WO, "arm:0 solicited:1", \
+	  "Arm completion queue n at 0x200004 + 8n: signal the next completion (or the next solicited one).")
+
+#define XR_COUNTER_BASE 0x1000
+#define XR_COUNTER_END  0x2000
+
+/*
+ * Counters: 64 bits at XR_COUNTER_BASE + 8 * index (low word, then high
+ * word at +4). Reading the low word latches the high word, so a low-then-
+ * high read pair is consistent. Names follow rxe's hw_counters where the
+ * meaning is the same. X(ENUM, "name", "description")
+ */
+#define XR_COUNTER_TABLE(X) \
+	X(TX_PKTS,            "sent_pkts",              "Frames transmitted.") \
+	X(TX_BYTES,           "sent_bytes",             "Bytes transmitted (whole frames).") \
+	X(RX_PKTS,            "rcvd_pkts",              "Frames received and accepted by the parser.") \
+	X(RX_BYTES,           "rcvd_bytes",             "Bytes received (whole frames, accepted ones).") \
+	X(RDMA_SENDS,         "rdma_sends",             "SEND messages transmitted (first transmission).") \
+	X(RDMA_RECVS,         "rdma_recvs",             "SEND messages received and completed.") \
+	X(TX_ACK,             "ack_sent",               "ACK packets sent.") \
+	X(TX_NAK_SEQ,         "nak_seq_sent",           "PSN sequence error NAKs sent.") \
+	X(TX_NAK_INV_REQ,     "nak_inv_req_sent",       "Invalid request NAKs sent.") \
+	X(TX_NAK_REM_ACCESS,  "nak_rem_access_sent",    "Remote access error NAKs sent.") \
+	X(TX_NAK_REM_OP,      "nak_rem_op_sent",        "Remote operational error NAKs sent.") \
+	X(TX_RNR_NAK,         "send_rnr_err",           "RNR NAKs sent (no receive WQE posted).") \
+	X(RX_ACK,             "ack_rcvd",               "ACK packets received.") \
+	X(RX_NAK_SEQ,         "rcvd_seq_err",           "PSN sequence error NAKs received.") \
+	X(RX_NAK_INV_REQ,     "rcvd_inv_req_err",       "Invalid request NAKs received.") \
+	X(RX_NAK_REM_ACCESS,  "rcvd_rem_access_err",    "Remote access error NAKs received.") \
+	X(RX_NAK_REM_OP,      "rcvd_rem_op_err",        "Remote operational error NAKs received.") \
+	X(RX_RNR_NAK,         "rcvd_rnr_err",           "RNR NAKs received.") \
+	X(RETRANSMITS,        "completer_retry_err",    "Go-back-N retransmissions started.") \
+	X(ACK_TIMEOUTS,       "ack_timeouts",           "Local ACK timer expiries.") \
+	X(RETRY_EXCEEDED,     "retry_exceeded_err",     "QPs failed with retry count exhausted.") \
+	X(RNR_RETRY_EXCEEDED, "retry_rnr_exceeded_err", "QPs failed with RNR retry count exhausted.") \
+	X(DUP_REQUEST,        "duplicate_request",      "Duplicate requests received (PSN before ePSN).") \
+	X(OUT_OF_SEQ,         "out_of_seq_request",     "Requests received with PSN after ePSN.") \
+	X(RKEY_VIOLATION,     "rkey_violation",         "Requests refused: unknown, stale or invalid R_Key.") \
+	X(BOUNDS_VIOLATION,   "bounds_violation",       "Requests refused: range outside the memory region.") \
+	X(PERM_VIOLATION,     "perm_violation",         "Requests refused: access not permitted by the MR or QP.") \
+	X(SQ_WQES,            "sq_wqes",                "Send WQEs taken from send queues.") \
+	X(RQ_WQES,            "rq_wqes",                "Receive WQEs consumed.") \
+	X(CQES,               "cqes",                   "Completions written.") \
+	X(CQ_OVERFLOW,        "cq_overflow",            "Completions dropped because a CQ was full.") \
+	X(CNP_SENT,           "cnp_sent",               "Congestion notification packets sent.") \
+	X(CNP_RCVD,           "cnp_rcvd",               "Congestion notification packets received.") \
+	X(ECN_MARKED,         "ecn_marked_pkts",        "Received packets with ECN CE set.") \
+	X(PFC_PAUSE_SENT,     "pfc_pause_sent",         "PFC pause frames sent.") \
+	X(PFC_PAUSE_RCVD,     "pfc_pause_rcvd",         "PFC pause frames received.") \
+	X(REG_SLVERR,         "reg_slverr",             "Register accesses answered SLVERR.") \
+	X(REG_DECERR,         "reg_decerr",             "Register accesses answered DECERR.") \
+	X(DROP_UNKNOWN_QPN,   "rx_drop_unknown_qpn",    "Dropped: destination QP does not exist.") \
+	X(DROP_BAD_STATE,     "rx_drop_bad_state",      "Dropped: QP state does not accept the packet.") \
+	X(DROP_BAD_TRANSPORT, "rx_drop_bad_transport",  "Dropped: opcode transport differs from the QP's type.") \
+	X(DROP_NOT_FOR_US,    "rx_drop_not_for_us",     "Dropped: destination MAC or IP is not this engine's.") \
+	X(DROP_BAD_SRC,       "rx_drop_bad_src",        "Dropped: source IP differs from the QP's peer.") \
+	X(DROP_BAD_PKEY,      "rx_drop_bad_pkey",       "Dropped: P_Key mismatch.") \
+	X(DROP_BAD_QKEY,      "rx_drop_bad_qkey",       "Dropped: UD Q_Key mismatch.") \
+	X(DROP_DISABLED,      "rx_drop_disabled",       "Dropped: engine not enabled.")
+
+/* After the table: one counter per parser rejection, named
+ * "rx_drop_<reason>" and described by XR_PARSE_ERR_TABLE. */
+enum xr_counter {
+#define XR_X(e, name, desc) XR_CNT_##e,
+	XR_COUNTER_TABLE(XR_X)
+#undef XR_X
+#define XR_X(name, desc) XR_CNT_PARSE_##name,
+	XR_PARSE_ERR_TABLE(XR_X)
+#undef XR_X
+	XR_CNT_COUNT
+};
+_Static_assert(XR_COUNTER_BASE + 8 * XR_CNT_COUNT <= XR_COUNTER_END, "counters overflow their window");
+
+static inline enum xr_counter xr_counter_of_parse_err(enum xr_parse_err e)
+{
+	return (enum xr_counter)(XR_CNT_PARSE_TRUNCATED_L2 + (e - XR_PARSE_TRUNCATED_L2));
+}
+
+/* Register offsets as constants: XR_REG_CTRL, XR_REG_QP_SEL, ... */
+enum xr_reg {
+#define XR_X(name, off, acc, rst, fields, desc) XR_REG_##name = (off),
+	XR_REG_TABLE(XR_X)
+#undef XR_X
+};
+enum xr_reg_array {
+#define XR_X(name, base, count, stride, acc, fields, desc) XR_REG_##name = (base),
+	XR_REG_ARRAY_TABLE(XR_X)
+#undef XR_X
+};
+
+/* CTRL and STATUS bits. */
+#define XR_CTRL_SOFT_RESET (1u << 0)
+#define XR_CTRL_ENABLE     (1u << 1)
+#define XR_CTRL_LOOPBACK   (1u << 2)
+#define XR_STATUS_LINK_UP  (1u << 0)
+#define XR_STATUS_READY    (1u << 1)
+#define XR_STATUS_ENABLED  (1u << 2)
+#define XR_STATUS_NOT_READY_SHIFT 8
+enum xr_not_ready {
+	XR_NOT_READY_NONE = 0,
+	XR_NOT_READY_RESET = 1,
+	XR_NOT_READY_LINK_DOWN = 2,
+	XR_NOT_READY_DISABLED = 3,
+	XR_NOT_READY_NO_ADDRESS = 4,
+};
+
+/* Table commands (QP_CMD, MR_CMD, CQ_CMD) and their failure reasons. */
+enum xr_table_cmd { XR_CMD_COMMIT = 1, XR_CMD_READ = 2, XR_CMD_DESTROY = 3, XR_CMD_CLEAR = 4 };
+#define XR_CMD_STATUS_TABLE(X) \
+	X(OK,             "ok") \
+	X(BAD_INDEX,      "index out of range or reserved") \
+	X(BAD_STATE,      "invalid QP state") \
+	X(BAD_MTU,        "invalid path MTU") \
+	X(BAD_TYPE,       "invalid transport type") \
+	X(NO_ENTRY,       "no such entry") \
+	X(BAD_TRANSITION, "state transition not allowed") \
+	X(BAD_RANGE,      "bad length, address or translation table") \
+	X(BAD_CQ,         "CQ does not exist") \
+	X(BAD_CMD,        "unknown command") \
+	X(BAD_ACCESS,     "access flags not allowed (remote write/atomic need local write)") \
+	X(BUSY,           "entry in use")
+enum xr_cmd_status {
+#define XR_X(name, desc) XR_CMD_ST_##name,
+	XR_CMD_STATUS_TABLE(XR_X)
+#undef XR_X
+};
+
+/* QP_COMMIT_MASK bits (ibv_qp_attr_mask values, then xroce's). */
+enum xr_qp_mask {
+	XR_QPM_STATE = 1u << 0, XR_QPM_ACCESS = 1u << 3, XR_QPM_PKEY = 1u << 4,
+	XR_QPM_AV = 1u << 7, XR_QPM_PATH_MTU = 1u << 8, XR_QPM_TIMEOUT = 1u << 9,
+	XR_QPM_RETRY_CNT = 1u << 10, XR_QPM_RNR_RETRY = 1u << 11, XR_QPM_RQ_PSN = 1u << 12,
+	XR_QPM_MAX_RD_ATOMIC = 1u << 13, XR_QPM_MIN_RNR_TIMER = 1u << 15,
+	XR_QPM_SQ_PSN = 1u << 16, XR_QPM_MAX_DEST_RD_ATOMIC = 1u << 17,
+	XR_QPM_DEST_QPN = 1u << 20, XR_QPM_RINGS = 1u << 24, XR_QPM_CQS = 1u << 25,
+	XR_QPM_PD = 1u << 26, XR_QPM_TYPE = 1u << 27, XR_QPM_MSN = 1u << 28,
+	XR_QPM_ALL = 0xFFFFFFFFu,
+};
+
+/* QP states and transport types as held in QP_STATE. */
+enum xr_qp_state {
+	XR_QPS_RESET = 0, XR_QPS_INIT = 1, XR_QPS_RTR = 2, XR_QPS_RTS = 3,
+	XR_QPS_SQD = 4, XR_QPS_SQE = 5, XR_QPS_ERR = 6,
+};
+enum xr_qp_type { XR_QPT_RC = 0, XR_QPT_UC = 1, XR_QPT_UD = 3 };
+
+/* Access flags (same bits as ibv_access_flags). */
+#define XR_ACCESS_LOCAL_WRITE   (1u << 0)
+#define XR_ACCESS_REMOTE_WRITE  (1u << 1)
+#define XR_ACCESS_REMOTE_READ   (1u << 2)
+#define XR_ACCESS_REMOTE_ATOMIC (1u << 3)
+#define XR_MR_VALID             (1u << 8)
+
+/* Event log types. X(ENUM, "name", "arg0", "arg1") */
+#define XR_EVENT_TABLE(X) \
+	X(NONE,          "none",           "",            "") \
+	X(SOFT_RESET,    "soft_reset",     "",            "") \
+	X(ENABLE,        "enable",         "enabled",     "") \
+	X(LINK,          "link",           "up",          "") \
+	X(QP_STATE,      "qp_state",       "old state",   "new state") \
+	X(QP_DESTROY,    "qp_destroy",     "",            "") \
+	X(MR_REG,        "mr_reg",         "rkey",        "access") \
+	X(MR_INVALIDATE, "mr_invalidate",  "rkey",        "") \
+	X(WQE_POSTED,    "wqe_posted",     "queue (0 SQ, 1 RQ)", "producer index") \
+	X(WQE_COMPLETED, "wqe_completed",  "wc status",   "wr index") \
+	X(NAK_SENT,      "nak_sent",       "syndrome",    "psn") \
+	X(NAK_RCVD,      "nak_rcvd",       "syndrome",    "psn") \
+	X(RETRANSMIT,    "retransmit",     "from psn",    "reason") \
+	X(TIMEOUT,       "timeout",        "psn",         "retries left") \
+	X(QP_ERROR,      "qp_error",       "wc status",   "psn") \
+	X(REG_ERROR,     "reg_error",      "address",     "response (2 SLVERR, 3 DECERR)") \
+	X(CMD_ERROR,     "cmd_error",      "register",    "status")
+
+enum xr_event_type {
+#define XR_X(e, name, a0, a1) XR_EV_##e,
+	XR_EVENT_TABLE(XR_X)
+#undef XR_X
+	XR_EV_COUNT
+};
+
+/* ---- descriptions generated from the tables, for tools and docs ---- */
+
+struct xr_reg_desc {
+	const char *name;
+	uint32_t offset;
+	enum xr_reg_access access;
+	uint32_t reset;
+	const char *fields;
+	const char *desc;
+	uint32_t count, stride;   /* arrays: count > 1 */
+};
+
+/* Every register (arrays once each, then each counter's LO and HI). */
+const struct xr_reg_desc *xr_reg_descs(size_t *count);
+/* The register at an offset (array members map to their array), or NULL. */
+const struct xr_reg_desc *xr_reg_by_offset(uint32_t offset);
+/* By name, case-insensitive ("CTRL", "ctrl", "sent_pkts_lo"), or NULL. */
+const struct xr_reg_desc *xr_reg_by_name(const char *name);
+const char *xr_counter_name(enum xr_counter c);
+const char *xr_counter_desc(enum xr_counter c);
+const char *xr_event_name(enum xr_event_type t);
+const char *xr_cmd_status_desc(enum xr_cmd_status s);
+const char *xr_access_name(enum xr_reg_access a);
+/* Writes the register reference (docs/registers.md) to f; 0 or -EIO. */
+int xr_regmap_write_doc(FILE *f);
+
+#endif

@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Register access backends (in-process engine, MMIO on a mapped file,
+ * debug socket) and the driver's typed helpers on top of any of them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "../nic/debug_wire.h"
+#include "../wire/bytes.h"
+#include "xroce/engine.h"
+#include "xroce/regio.h"
+
+static struct xr_regio *regio_new(const struct xr_regio_ops *ops, void *ctx)
+{
+	struct xr_regio *r = malloc(sizeof(*r));
+
+	if (!r) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	r->ops = ops;
+	r->ctx = ctx;
+	return r;
+}
+
+void xr_regio_close(struct xr_regio *r)
+{
+	if (!r)
+		return;
+	if (r->ops->close)
+		r->ops->close(r->ctx);
+	free(r);
+}
+
+/* ---- in-process engine ---- */
+
+static int engine_read(void *ctx, uint32_t addr, uint32_t *val)
+{
+	return (int)xr_engine_reg_read(ctx, addr, val);
+}
+
+static int engine_write(void *ctx, uint32_t addr, uint32_t val)
+{
+	return (int)xr_engine_reg_write(ctx, addr, val);
+}
+
+static const struct xr_regio_ops engine_ops = { engine_read, engine_write, NULL };
+
+struct xr_regio *xr_regio_engine(struct xr_engine *e)
+{
+	if (!e) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return regio_new(&engine_ops, e);
+}
+
+/* ---- MMIO: volatile 32-bit loads and stores, as on a PCIe BAR ---- */
+
+struct mmio {
+	volatile uint32_t *base;
+	size_t size;
+	bool owned;
+};
+
+static int mmio_read(void *ctx, uint32_t addr, uint32_t *val)
+{
+	struct mmio *m = ctx;
+
+	if ((addr & 3) || addr >= m->size)
+		return -EFAULT;   /* would fault on real hardware: refuse instead */
+	*val = m->base[addr / 4];
+	return XR_AXI_OKAY;
+}
+
+static int mmio_write(void *ctx, uint32_t addr, uint32_t val)
+{
+	struct mmio *m = ctx;
+
+	if ((addr & 3) || addr >= m->size)
+		return -EFAULT;
+	m->base[addr / 4] = val;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);   /* keep posted writes in program order */
+	return XR_AXI_OKAY;
+}
+
+static void mmio_close(void *ctx)
+{
+	struct mmio *m = ctx;
+
+	if (m->owned)
+		munmap((void *)m->base, m->size);
+	free(m);
+}
+
+static const struct xr_regio_ops mmio_ops = { mmio_read, mmio_write, mmio_close };
+
+struct xr_regio *xr_regio_mmio_mem(volatile void *base, size_t size)
+{
+	struct mmio *m;
+	struct xr_regio *r;
+
+	if (!base || size < 4) {
+		errno = EINVAL;
+		return NULL;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	m->base = base;
+	m->size = size;
+	r = regio_new(&mmio_ops, m);
+	if (!r)
+		free(m);
+	return r;
+}
+
+struct xr_regio *xr_regio_mmio(const char *path, uint64_t offset, size_t size)
+{
+	struct xr_regio *r;
+	void *p;
+	int fd, err;
+
+	if (!path || size < 4 || (offset & 0xFFF)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)offset);
+	err = errno;
+	close(fd);
+	if (p == MAP_FAILED) {
+		errno = err;
+		return NULL;
+	}
+	r = xr_regio_mmio_mem(p, size);
+	if (!r) {
+		munmap(p, size);
+		return NULL;
+	}
+	((struct mmio *)r->ctx)->owned = true;
+	return r;
+}
+
+/* ---- debug socket client ---- */
+
+static int sock_xfer(void *ctx, uint8_t op, uint32_t addr, uint32_t *val)
+{
+	int fd = (int)(intptr_t)ctx;
+	uint8_t req[XR_DBG_REQ_LEN] = { op }, resp[XR_DBG_RESP_LEN];
+	size_t got = 0;
+
+	put_le32(req + 4, addr);
+	put_le32(req + 8, *val);
+	if (write(fd, req, sizeof(req)) != (ssize_t)sizeof(req))
+		return -EPIPE;
+	while (got < sizeof(resp)) {
+		ssize_t n = read(fd, resp + got, sizeof(resp) - got);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			return -ECONNRESET;
+		}
+		got += (size_t)n;
+	}
+	*val = get_le32(resp + 4);
+	return resp[0];
+}
+
+static int sock_read(void *ctx, uint32_t addr, uint32_t *val)
+{
+	*val = 0;
+	return sock_xfer(ctx, XR_DBG_OP_READ, addr, val);
+}
+
+static int sock_write(void *ctx, uint32_t addr, uint32_t val)
+{
+	return sock_xfer(ctx, XR_DBG_OP_WRITE, addr, &val);
+}
+
+static void sock_close(void *ctx)
+{
+	close((int)(intptr_t)ctx);
+}
+
+static const struct xr_regio_ops sock_ops = { sock_read, sock_write, sock_close };
+
+struct xr_regio *xr_regio_socket(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct xr_regio *r;
+	int fd;
+
+	if (!path || strlen(path) >= sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return NULL;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int err = errno;
+		close(fd);
+		errno = err;
+		return NULL;
+	}
+	r = regio_new(&sock_ops, (void *)(intptr_t)fd);
+	if (!r)
+		close(fd);
+	return r;
+}
+
+/* ---- typed helpers ---- */
+
+int xr_regio_read_counter(struct xr_regio *r, enum xr_counter c, uint64_t *val)
+{
+	uint32_t lo, hi;
+	int rc;
+
+	if ((unsigned)c >= XR_CNT_COUNT)
+		return -EINVAL;
+	rc = xr_regio_read(r, XR_COUNTER_BASE + 8 * (uint32_t)c, &lo);
+	if (rc)
+		return rc;
+	rc = xr_regio_read(r, XR_COUNTER_BASE + 8 * (uint32_t)c + 4, &hi);
+	if (rc)
+		return rc;
+	*val = (uint64_t)hi << 32 | lo;
+	return 0;
+}
+
+/* Selects an entry, writes the shadow words, then the command: last. */
+static int window_commit(struct xr_regio *r, uint32_t sel_reg, uint32_t cmd_reg, uint32_t index,
+			 const uint32_t *off, const uint32_t *val, int n, uint32_t *status)
+{
+	int rc = xr_regio_write(r, sel_reg, index);
+
+	for (int i = 0; !rc && i < n; i++)
+		rc = xr_regio_write(r, off[i], val[i]);
+	if (!rc)
+		rc = xr_regio_write(r, cmd_reg, XR_CMD_COMMIT);
+	if (status) {
+		*status = 0;
+		if (rc > 0)
+			xr_regio_read(r, XR_REG_QP_CMD_STATUS, status);
+	}
+	return rc;
+}
+
+static int window_cmd(struct xr_regio *r, uint32_t sel_reg, uint32_t cmd_reg, uint32_t index, uint32_t cmd)
+{
+	int rc = xr_regio_write(r, sel_reg, index);
+	return rc ? rc : xr_regio_write(r, cmd_reg, cmd);
+}
+
+struct reader {
+	struct xr_regio *r;
+	int rc;
+};
+
+static uint32_t reader_get(void *arg, uint32_t off)
+{
+	struct reader *rd = arg;
+	uint32_t v = 0;
+	int rc = xr_regio_read(rd->r, off, &v);
+
+	if (rc && !rd->rc)
+		rd->rc = rc;
+	return v;
+}
+
+int xr_regio_qp_commit(struct xr_regio *r, uint32_t qpn, const struct xr_qp_ctx *c, uint32_t *status)
+{
+	uint32_t off[XR_QP_SHADOW_WORDS], val[XR_QP_SHADOW_WORDS];
+	int n = xr_qp_ctx_encode(c, off, val);
+
+	if (n < 0)
+		return n;
+	return window_commit(r, XR_REG_QP_SEL, XR_REG_QP_CMD, qpn, off, val, n, status);
+}
+
+int xr_regio_qp_read(struct xr_regio *r, uint32_t qpn, struct xr_qp_ctx *c)
+{
+	struct reader rd = { r, window_cmd(r, XR_REG_QP_SEL, XR_REG_QP_CMD, qpn, XR_CMD_READ) };
+
+	if (rd.rc)
+		return rd.rc;
+	xr_qp_ctx_decode(c, reader_get, &rd);
+	return rd.rc;
+}
+
+int xr_regio_qp_destroy(struct xr_regio *r, uint32_t qpn)
+{
+	return window_cmd(r, XR_REG_QP_SEL, XR_REG_QP_CMD, qpn, XR_CMD_DESTROY);
+}
+
+int xr_regio_mr_commit(struct xr_regio *r, uint32_t index, struct xr_mr_ctx *c, uint32_t *status)
+{
+	uint32_t off[XR_MR_SHADOW_WORDS], val[XR_MR_SHADOW_WORDS];
+	int n = xr_mr_ctx_encode(c, off, val), rc;
+
+	if (n < 0)
+		return n;
+	rc = window_commit(r, XR_REG_MR_SEL, XR_REG_MR_CMD, index, off, val, n, status);
+	if (!rc) {
+		/* The engine assigned fresh keys: read them back. */
+		rc = xr_regio_read(r, XR_REG_MR_LKEY, &c->lkey);
+		if (!rc)
+			rc = xr_regio_read(r, XR_REG_MR_RKEY, &c->rkey);
+		c->valid = true;
+	}
+	return rc;
+}
+
+int xr_regio_mr_read(struct xr_regio *r, uint32_t index, struct xr_mr_ctx *c)
+{
+	struct reader rd = { r, window_cmd(r, XR_REG_MR_SEL, XR_REG_MR_CMD, index, XR_CMD_READ) };
+
+	if (rd.rc)
+		return rd.rc;
+	xr_mr_ctx_decode(c, reader_get, &rd);
+	return rd.rc;
+}
+
+int xr_regio_mr_invalidate(struct xr_regio *r, uint32_t index)
+{
+	return window_cmd(r, XR_REG_MR_SEL, XR_REG_MR_CMD, index, XR_CMD_DESTROY);
+}
+
+int xr_regio_cq_commit(struct xr_regio *r, uint32_t cqn, const struct xr_cq_ctx *c, uint32_t *status)
+{
+	uint32_t off[XR_CQ_SHADOW_WORDS], val[XR_CQ_SHADOW_WORDS];
+	int n = xr_cq_ctx_encode(c, off, val);
+
+	if (n < 0)
+		return n;
+	return window_commit(r, XR_REG_CQ_SEL, XR_REG_CQ_CMD, cqn, off, val, n, status);
+}
+
+int xr_regio_cq_read(struct xr_regio *r, uint32_t cqn, struct xr_cq_ctx *c)
+{
+	struct reader rd = { r, window_cmd(r, XR_REG_CQ_SEL, XR_REG_CQ_CMD, cqn, XR_CMD_READ) };
+
+	if (rd.rc)
+		return rd.rc;
+	xr_cq_ctx_decode(c, reader_get, &rd);
+	return rd.rc;
+}
+
+int xr_regio_cq_destroy(struct xr_regio *r, uint32_t cqn)
+{
+	return window_cmd(r, XR_REG_CQ_SEL, XR_REG_CQ_CMD, cqn, XR_CMD_DESTROY);
+}

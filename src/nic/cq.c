@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/* The CQ table behind the CQ window: completion rings in host memory. */
+#include <string.h>
+
+#include "engine.h"
+
+#define MAX_CQ_LOG_SIZE 20
+
+static uint32_t shadow_get(void *arg, uint32_t off)
+{
+	return xr_reg_get(arg, off);
+}
+
+static void shadow_load(struct xr_engine *e, const struct xr_cq_ctx *c)
+{
+	uint32_t off[XR_CQ_SHADOW_WORDS], val[XR_CQ_SHADOW_WORDS];
+	int n = xr_cq_ctx_encode(c, off, val);
+
+	for (int i = 0; i < n; i++)
+		xr_reg_set(e, off[i], val[i]);
+	/* Engine-owned fields are read-only in the window. */
+	xr_reg_set(e, XR_REG_CQ_PI, c->pi);
+	xr_reg_set(e, XR_REG_CQ_STATE, (c->valid ? 1u : 0) | (c->armed ? 2u : 0) |
+		   (c->solicited_only ? 4u : 0) | (c->overflow ? 8u : 0));
+}
+
+enum xr_cmd_status xr_cq_cmd(struct xr_engine *e, uint32_t cmd)
+{
+	uint32_t cqn = xr_reg_get(e, XR_REG_CQ_SEL);
+	struct xr_cq *cq;
+	struct xr_cq_ctx c;
+
+	if (cmd == XR_CMD_CLEAR) {
+		memset(&c, 0, sizeof(c));
+		shadow_load(e, &c);
+		return XR_CMD_ST_OK;
+	}
+	if (cmd < XR_CMD_COMMIT || cmd > XR_CMD_DESTROY)
+		return XR_CMD_ST_BAD_CMD;
+	if (cqn == 0 || cqn >= XR_MAX_CQ)
+		return XR_CMD_ST_BAD_INDEX;
+	cq = &e->cqs[cqn];
+	switch (cmd) {
+	case XR_CMD_COMMIT:
+		xr_cq_ctx_decode(&c, shadow_get, e);
+		if (!c.base || c.log_size < 1 || c.log_size > MAX_CQ_LOG_SIZE)
+			return XR_CMD_ST_BAD_RANGE;
+		c.pi = cq->in_use ? cq->ctx.pi : 0;
+		c.valid = true;
+		c.armed = cq->in_use && cq->ctx.armed;
+		c.solicited_only = cq->in_use && cq->ctx.solicited_only;
+		c.overflow = false;
+		if (!cq->in_use)
+			cq->ci = 0;
+		cq->ctx = c;
+		cq->in_use = true;
+		shadow_load(e, &c);
+		return XR_CMD_ST_OK;
+	case XR_CMD_READ:
+		if (!cq->in_use)
+			return XR_CMD_ST_NO_ENTRY;
+		shadow_load(e, &cq->ctx);
+		return XR_CMD_ST_OK;
+	default:
+		if (!cq->in_use)
+			return XR_CMD_ST_NO_ENTRY;
+		for (uint32_t q = XR_FIRST_QPN; q < XR_MAX_QP; q++) {
+			struct xr_qp *qp = xr_qp_lookup(e, q);
+			if (qp && (qp->ctx.sq_cqn == cqn || qp->ctx.rq_cqn == cqn) &&
+			    qp->ctx.state != XR_QPS_RESET)
+				return XR_CMD_ST_BUSY;   /* a live QP still completes into it */
+		}
+		memset(cq, 0, sizeof(*cq));
+		return XR_CMD_ST_OK;
+	}
+}

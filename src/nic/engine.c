@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/* Engine lifetime: power-on state, soft reset, link state, the event log. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine.h"
+
+uint64_t xr_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Bits a write may set: the defined fields, or all 32 when there are none. */
+static uint32_t field_mask(const struct xr_reg_desc *d)
+{
+	const char *p = d->fields;
+	uint32_t mask = 0;
+
+	if (!*p)
+		return 0xFFFFFFFFu;
+	while (*p) {
+		const char *end = strchr(p, ' ');
+		char name[48];
+		unsigned lo, width;
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		const char *colon = memchr(p, ':', len);
+		snprintf(name, sizeof(name), "%.*s", colon ? (int)(colon - p) : (int)len, p);
+		if (!xr_reg_field(d, name, &lo, &width))
+			mask |= (width >= 32 ? 0xFFFFFFFFu : ((1u << width) - 1)) << lo;
+		p += len;
+		if (*p)
+			p++;
+	}
+	return mask;
+}
+
+/* Every plain register to its reset value. */
+static void regs_reset(struct xr_engine *e)
+{
+	size_t n;
+	const struct xr_reg_desc *d = xr_reg_descs(&n);
+
+	memset(e->regs, 0, sizeof(e->regs));
+	for (size_t i = 0; i < n; i++)
+		if (d[i].count == 1 && d[i].offset < 0x400) {
+			e->regs[d[i].offset / 4] = d[i].reset;
+			e->writable_mask[d[i].offset / 4] = field_mask(&d[i]);
+		}
+}
+
+struct xr_engine *xr_engine_create(void)
+{
+	struct xr_engine *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		goto nomem;
+	e->qps = calloc(XR_MAX_QP, sizeof(*e->qps));
+	e->mrs = calloc(XR_MAX_MR, sizeof(*e->mrs));
+	e->mr_variant = calloc(XR_MAX_MR, 1);
+	e->cqs = calloc(XR_MAX_CQ, sizeof(*e->cqs));
+	if (!e->qps || !e->mrs || !e->mr_variant || !e->cqs)
+		goto nomem;
+	pthread_mutex_init(&e->reg_lock, NULL);
+	pthread_rwlock_init(&e->dp_lock, NULL);
+	pthread_mutex_init(&e->evlog_lock, NULL);
+	e->debug.listen_fd = -1;
+	e->t0_ns = xr_now_ns();
+	regs_reset(e);
+	return e;
+nomem:
+	if (e) {
+		free(e->qps);
+		free(e->mrs);
+		free(e->mr_variant);
+		free(e->cqs);
+		free(e);
+	}
+	errno = ENOMEM;
+	return NULL;
+}
+
+void xr_engine_destroy(struct xr_engine *e)
+{
+	if (!e)
+		return;
+	xr_engine_stop_debug(e);
+	xr_tables_free(e);
+	free(e->qps);
+	free(e->mrs);
+	free(e->mr_variant);
+	free(e->cqs);
+	pthread_mutex_destroy(&e->reg_lock);
+	pthread_rwlock_destroy(&e->dp_lock);
+	pthread_mutex_destroy(&e->evlog_lock);
+	free(e);
+}
+
+/* CTRL.soft_reset asserted: tables, counters and the event log start over. */
+void xr_engine_soft_reset(struct xr_engine *e)
+{
+	pthread_rwlock_wrlock(&e->dp_lock);
+	xr_tables_reset(e);
+	for (unsigned c = 0; c < XR_CNT_COUNT; c++)
+		atomic_store_explicit(&e->counters[c], 0, memory_order_relaxed);
+	e->latch_valid = false;
+	pthread_mutex_lock(&e->evlog_lock);
+	memset(e->evlog, 0, sizeof(e->evlog));
+	e->evlog_seq = 0;
+	pthread_mutex_unlock(&e->evlog_lock);
+	/* The shadow windows and command status go back to reset values too. */
+	for (uint32_t off = XR_REG_QP_SEL; off < 0x400; off += 4) {
+		const struct xr_reg_desc *d = xr_reg_by_offset(off);
+		bool table_window = off < XR_REG_CAP_QP || off == XR_REG_QP_CMD_STATUS || off >= XR_REG_QP_PEER_GID_0;
+		if (d && table_window)
+			xr_reg_set(e, off, d->reset);
+	}
+	pthread_rwlock_unlock(&e->dp_lock);
+	xr_evlog_add(e, XR_EV_SOFT_RESET, 0, 0, 0);
+}
+
+void xr_engine_set_link_up(struct xr_engine *e, bool up)
+{
+	bool was = atomic_exchange(&e->link_up, up);
+	if (was != up)
+		xr_evlog_add(e, XR_EV_LINK, 0, up, 0);
+}
+
+void xr_evlog_add(struct xr_engine *e, enum xr_event_type t, uint32_t qpn, uint32_t a0, uint32_t a1)
+{
+	struct xr_evlog_entry *ent;
+
+	pthread_mutex_lock(&e->evlog_lock);
+	ent = &e->evlog[e->evlog_seq % XR_EVLOG_ENTRIES];
+	ent->ts_ns = xr_now_ns() - e->t0_ns;
+	ent->type = (uint8_t)t;
+	ent->qpn = qpn;
+	ent->arg0 = a0;
+	ent->arg1 = a1;
+	e->evlog_seq++;
+	pthread_mutex_unlock(&e->evlog_lock);
+}
+
+/* The selected event into the EVLOG_* read registers' values. */
+void xr_evlog_read(struct xr_engine *e, uint64_t seq, struct xr_evlog_entry *out, bool *valid)
+{
+	pthread_mutex_lock(&e->evlog_lock);
+	*valid = seq < e->evlog_seq && e->evlog_seq - seq <= XR_EVLOG_ENTRIES;
+	if (*valid)
+		*out = e->evlog[seq % XR_EVLOG_ENTRIES];
+	else
+		memset(out, 0, sizeof(*out));
+	pthread_mutex_unlock(&e->evlog_lock);
+}
+
+uint64_t xr_evlog_count(struct xr_engine *e)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&e->evlog_lock);
+	n = e->evlog_seq;
+	pthread_mutex_unlock(&e->evlog_lock);
+	return n;
+}

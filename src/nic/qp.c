@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The QP table behind the QP window: O(1) lookup by QPN, contexts applied
+ * atomically by COMMIT under the QP's lock (which the data path holds per
+ * packet), validation of what hardware must refuse, and the state
+ * machine's allowed transitions.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+/* Allowed QP state transitions (IBTA vol.1 10.3, kernel qp_state_table). */
+static const uint8_t transitions[7] = {
+	[XR_QPS_RESET] = 1u << XR_QPS_RESET | 1u << XR_QPS_INIT,
+	[XR_QPS_INIT]  = 1u << XR_QPS_RESET | 1u << XR_QPS_INIT | 1u << XR_QPS_RTR | 1u << XR_QPS_ERR,
+	[XR_QPS_RTR]   = 1u << XR_QPS_RESET | 1u << XR_QPS_RTS | 1u << XR_QPS_ERR,
+	[XR_QPS_RTS]   = 1u << XR_QPS_RESET | 1u << XR_QPS_RTS | 1u << XR_QPS_SQD | 1u << XR_QPS_ERR,
+	[XR_QPS_SQD]   = 1u << XR_QPS_RESET | 1u << XR_QPS_RTS | 1u << XR_QPS_SQD | 1u << XR_QPS_ERR,
+	[XR_QPS_SQE]   = 1u << XR_QPS_RESET | 1u << XR_QPS_RTS | 1u << XR_QPS_ERR,
+	[XR_QPS_ERR]   = 1u << XR_QPS_RESET | 1u << XR_QPS_ERR,
+};
+
+static uint32_t shadow_get(void *arg, uint32_t off)
+{
+	return xr_reg_get(arg, off);
+}
+
+static void shadow_load(struct xr_engine *e, const struct xr_qp_ctx *c)
+{
+	uint32_t off[XR_QP_SHADOW_WORDS], val[XR_QP_SHADOW_WORDS];
+	int n = xr_qp_ctx_encode(c, off, val);
+
+	for (int i = 0; i < n; i++)
+		xr_reg_set(e, off[i], val[i]);
+	xr_reg_set(e, XR_REG_QP_SQ_CI, c->sq_ci);
+	xr_reg_set(e, XR_REG_QP_RQ_CI, c->rq_ci);
+}
+
+static void shadow_clear(struct xr_engine *e)
+{
+	struct xr_qp_ctx zero;
+
+	memset(&zero, 0, sizeof(zero));
+	shadow_load(e, &zero);
+	xr_reg_set(e, XR_REG_QP_PORTS, xr_reg_by_offset(XR_REG_QP_PORTS)->reset);
+	xr_reg_set(e, XR_REG_QP_NET, xr_reg_by_offset(XR_REG_QP_NET)->reset);
+	xr_reg_set(e, XR_REG_QP_COMMIT_MASK, XR_QPM_ALL);
+}
+
+struct xr_qp *xr_qp_lookup(struct xr_engine *e, uint32_t qpn)
+{
+	struct xr_qp *qp;
+
+	if (qpn >= XR_MAX_QP)
+		return NULL;
+	qp = __atomic_load_n(&e->qps[qpn], __ATOMIC_ACQUIRE);
+	return (qp && __atomic_load_n(&qp->in_use, __ATOMIC_ACQUIRE)) ? qp : NULL;
+}
+
+int xr_qp_snapshot(struct xr_engine *e, uint32_t qpn, struct xr_qp_ctx *out)
+{
+	struct xr_qp *qp = xr_qp_lookup(e, qpn);
+
+	if (!qp)
+		return -ENOENT;
+	pthread_mutex_lock(&qp->lock);
+	*out = qp->ctx;
+	pthread_mutex_unlock(&qp->lock);
+	return 0;
+}
+
+static bool cq_exists(struct xr_engine *e, uint32_t cqn)
+{
+	return cqn < XR_MAX_CQ && e->cqs[cqn].in_use;
+}
+
+static enum xr_cmd_status validate(struct xr_engine *e, const struct xr_qp_ctx *c)
+{
+	if (c->state > XR_QPS_ERR)
+		return XR_CMD_ST_BAD_STATE;
+	if (c->type != XR_QPT_RC && c->type != XR_QPT_UC && c->type != XR_QPT_UD)
+		return XR_CMD_ST_BAD_TYPE;
+	if (c->state >= XR_QPS_RTR && c->state != XR_QPS_ERR && (c->path_mtu < 1 || c->path_mtu > 5))
+		return XR_CMD_ST_BAD_MTU;
+	if (c->path_mtu > 5)
+		return XR_CMD_ST_BAD_MTU;
+	if (c->state != XR_QPS_RESET && (!cq_exists(e, c->sq_cqn) || !cq_exists(e, c->rq_cqn)))
+		return XR_CMD_ST_BAD_CQ;
+	if (c->sq_log_size > 16 || c->rq_log_size > 16)
+		return XR_CMD_ST_BAD_RANGE;
+	return XR_CMD_ST_OK;
+}
+
+/* Applies the fields a commit mask selects onto the live context. */
+static void merge(struct xr_qp_ctx *live, const struct xr_qp_ctx *s, uint32_t mask)
+{
+#define TAKE(bit, field) do { if (mask & (bit)) live->field = s->field; } while (0)
+	TAKE(XR_QPM_STATE, state);
+	TAKE(XR_QPM_TYPE, type);
+	TAKE(XR_QPM_ACCESS, access);
+	TAKE(XR_QPM_PKEY, pkey);
+	if (mask & XR_QPM_AV) {
+		live->peer_gid = s->peer_gid;
+		memcpy(live->peer_mac, s->peer_mac, 6);
+		live->ipv6 = s->ipv6;
+		live->flow_label = s->flow_label;
+		live->src_port = s->src_port;
+		live->dst_port = s->dst_port;
+		live->traffic_class = s->traffic_class;
+		live->hop_limit = s->hop_limit;
+		live->pcp = s->pcp;
+		live->vlan = s->vlan;
+		live->vid = s->vid;
+	}
+	TAKE(XR_QPM_PATH_MTU, path_mtu);
+	TAKE(XR_QPM_TIMEOUT, timeout);
+	TAKE(XR_QPM_RETRY_CNT, retry_cnt);
+	TAKE(XR_QPM_RNR_RETRY, rnr_retry);
+	TAKE(XR_QPM_RQ_PSN, rq_psn);
+	TAKE(XR_QPM_MAX_RD_ATOMIC, max_rd_atomic);
+	TAKE(XR_QPM_MIN_RNR_TIMER, min_rnr_timer);
+	TAKE(XR_QPM_SQ_PSN, sq_psn);
+	TAKE(XR_QPM_MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+	TAKE(XR_QPM_DEST_QPN, dest_qpn);
+	TAKE(XR_QPM_MSN, msn);
+	TAKE(XR_QPM_PD, pd);
+	if (mask & XR_QPM_CQS) {
+		live->sq_cqn = s->sq_cqn;
+		live->rq_cqn = s->rq_cqn;
+	}
+	if (mask & XR_QPM_RINGS) {
+		live->sq_base = s->sq_base;
+		live->rq_base = s->rq_base;
+		live->sq_log_size = s->sq_log_size;
+		live->rq_log_size = s->rq_log_size;
+	}
+#undef TAKE
+}
+
+static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
+{
+	struct xr_qp_ctx shadow, next;
+	struct xr_qp *qp = e->qps[qpn];
+	bool is_new = !qp || !qp->in_use;
+	uint32_t mask = is_new ? XR_QPM_ALL : xr_reg_get(e, XR_REG_QP_COMMIT_MASK);
+	enum xr_cmd_status st;
+	uint8_t old_state;
+
+	xr_qp_ctx_decode(&shadow, shadow_get, e);
+	if (is_new && shadow.state != XR_QPS_RESET)
+		return XR_CMD_ST_NO_ENTRY;   /* QPs are created in RESET */
+	if (!qp) {
+		qp = calloc(1, sizeof(*qp));
+		if (!qp)
+			return XR_CMD_ST_BUSY;
+		pthread_mutex_init(&qp->lock, NULL);
+		qp->qpn = qpn;
+		__atomic_store_n(&e->qps[qpn], qp, __ATOMIC_RELEASE);
+	}
+
+	pthread_mutex_lock(&qp->lock);
+	next = is_new ? shadow : qp->ctx;
+	old_state = is_new ? XR_QPS_RESET : qp->ctx.state;
+	merge(&next, &shadow, mask);
+	if (!is_new && next.type != qp->ctx.type && old_state != XR_QPS_RESET)
+		st = XR_CMD_ST_BAD_TYPE;
+	else if (!is_new && !(transitions[old_state] & (1u << next.state)))
+		st = XR_CMD_ST_BAD_TRANSITION;
+	else
+		st = validate(e, &next);
+	if (st == XR_CMD_ST_OK) {
+		next.sq_psn &= XR_PSN_MASK;
+		next.rq_psn &= XR_PSN_MASK;
+		if (next.state == XR_QPS_RESET) {
+			/* RESET forgets progress: the rings start over. */
+			next.msn = 0;
+			next.sq_ci = next.rq_ci = 0;
+			qp->sq_pi = qp->rq_pi = 0;
+		}
+		qp->ctx = next;
+		__atomic_store_n(&qp->in_use, true, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&qp->lock);
+
+	if (st == XR_CMD_ST_OK && (is_new || old_state != next.state))
+		xr_evlog_add(e, XR_EV_QP_STATE, qpn, is_new ? 0xFF : old_state, next.state);
+	return st;
+}
+
+enum xr_cmd_status xr_qp_cmd(struct xr_engine *e, uint32_t cmd)
+{
+	uint32_t qpn = xr_reg_get(e, XR_REG_QP_SEL);
+	struct xr_qp *qp;
+	struct xr_qp_ctx c;
+
+	if (cmd == XR_CMD_CLEAR) {
+		shadow_clear(e);
+		return XR_CMD_ST_OK;
+	}
+	if (cmd < XR_CMD_COMMIT || cmd > XR_CMD_DESTROY)
+		return XR_CMD_ST_BAD_CMD;
+	if (qpn < XR_FIRST_QPN || qpn >= XR_MAX_QP)
+		return XR_CMD_ST_BAD_INDEX;
+	if (cmd == XR_CMD_COMMIT)
+		return qp_commit(e, qpn);
+	qp = xr_qp_lookup(e, qpn);
+	if (!qp)
+		return XR_CMD_ST_NO_ENTRY;
+	if (cmd == XR_CMD_READ) {
+		pthread_mutex_lock(&qp->lock);
+		c = qp->ctx;
+		pthread_mutex_unlock(&qp->lock);
+		shadow_load(e, &c);
+		return XR_CMD_ST_OK;
+	}
+	/* DESTROY: the slot stays allocated so the data path never sees freed memory. */
+	pthread_mutex_lock(&qp->lock);
+	__atomic_store_n(&qp->in_use, false, __ATOMIC_RELEASE);
+	memset(&qp->ctx, 0, sizeof(qp->ctx));
+	qp->sq_pi = qp->rq_pi = 0;
+	pthread_mutex_unlock(&qp->lock);
+	xr_evlog_add(e, XR_EV_QP_DESTROY, qpn, 0, 0);
+	return XR_CMD_ST_OK;
+}
+
+void xr_tables_reset(struct xr_engine *e)
+{
+	for (uint32_t i = 0; i < XR_MAX_QP; i++) {
+		struct xr_qp *qp = e->qps[i];
+		if (qp) {
+			pthread_mutex_lock(&qp->lock);
+			qp->in_use = false;
+			memset(&qp->ctx, 0, sizeof(qp->ctx));
+			qp->sq_pi = qp->rq_pi = 0;
+			pthread_mutex_unlock(&qp->lock);
+		}
+	}
+	memset(e->mrs, 0, XR_MAX_MR * sizeof(*e->mrs));
+	memset(e->cqs, 0, XR_MAX_CQ * sizeof(*e->cqs));
+	/* Key variants survive: a key from before the reset must stay stale. */
+}
+
+void xr_tables_free(struct xr_engine *e)
+{
+	for (uint32_t i = 0; i < XR_MAX_QP; i++)
+		if (e->qps[i]) {
+			pthread_mutex_destroy(&e->qps[i]->lock);
+			free(e->qps[i]);
+			e->qps[i] = NULL;
+		}
+}
+
+enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val)
+{
+	if (addr >= XR_REG_DB_CQ_CI) {
+		uint32_t cqn = (addr - XR_REG_DB_CQ_CI) / 8;
+		struct xr_cq *cq = &e->cqs[cqn];
+		if (!cq->in_use || (addr & 4 ? val > 3 : false))
+			return XR_AXI_SLVERR;
+		if (addr & 4) {
+			cq->ctx.armed = val & 1 || val & 2;
+			cq->ctx.solicited_only = (val & 2) && !(val & 1);
+		} else {
+			cq->ci = val;
+		}
+		return XR_AXI_OKAY;
+	} else {
+		uint32_t qpn = (addr - XR_REG_DB_SQ) / 8;
+		struct xr_qp *qp = xr_qp_lookup(e, qpn);
+		if (!qp || val > 0xFFFF)
+			return XR_AXI_SLVERR;
+		pthread_mutex_lock(&qp->lock);
+		if (addr & 4)
+			qp->rq_pi = (uint16_t)val;
+		else
+			qp->sq_pi = (uint16_t)val;
+		pthread_mutex_unlock(&qp->lock);
+		xr_evlog_add(e, XR_EV_WQE_POSTED, qpn, (addr & 4) ? 1 : 0, val);
+		return XR_AXI_OKAY;
+	}
+}

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef XR_NIC_RECV_H
+#define XR_NIC_RECV_H
+
+#include "engine.h"
+#include "../wire/bytes.h"
+
+/*
+ * Checks a parsed packet against the engine and its destination QP.
+ * Returns 0 with *out set to the QP, locked (the caller unlocks it when
+ * done), or 1 + the counter of the drop reason (already counted).
+ */
+int xr_recv_check(struct xr_engine *e, const struct xr_pkt *p, bool check_mac, struct xr_qp **out);
+
+#endif

@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * xroce-regs: the register file from the command line. Works on a fresh
+ * in-process engine, on a running engine's debug socket (--attach), or on
+ * memory-mapped registers (--mmio: a UIO/VFIO BAR of real hardware).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "xroce/engine.h"
+#include "xroce/regio.h"
+
+static const char *prog = "xroce-regs";
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+"Usage: xroce-regs [--attach SOCKET | --mmio PATH[@OFFSET]] COMMAND [ARGS]\n"
+"Reads and writes xroce's register file. Without --attach or --mmio it uses a\n"
+"fresh in-process engine (power-on values).\n"
+"\n"
+"Commands:\n"
+"  dump [--golden]          every register by name with decoded fields, then the\n"
+"                           counters; --golden writes the golden-file format\n"
+"  read REG|OFFSET          one register (a counter name reads all 64 bits)\n"
+"  write REG|OFFSET VALUE   one register; prints the AXI response\n"
+"  log                      the event log entries still in the ring\n"
+"  watch [-i SEC] [-n N]    counters that change, per second (N rounds; 0 = forever)\n"
+"  check GOLDEN [--config-only]\n"
+"                           read back every register and compare with a golden file\n"
+"                           (from dump --golden); prints a diff, exit 1 on mismatch.\n"
+"                           --config-only skips counters and the event log.\n"
+"  doc                      the register reference (docs/registers.md)\n"
+"  serve SOCKET [--link-up] run a fresh engine serving its registers on SOCKET\n"
+"                           until interrupted (a register model for FPGA teams)\n"
+"\n"
+"Options:\n"
+"  -a, --attach SOCKET      a running engine's debug socket\n"
+"  -m, --mmio PATH[@OFF]    a mappable register region (size 0x300000)\n"
+"  -h, --help\n"
+"Exit status: 0 ok, 1 mismatch or refused access, 2 usage or connection error.\n");
+}
+
+static struct xr_engine *local_engine;
+
+static struct xr_regio *open_regs(const char *attach, const char *mmio)
+{
+	struct xr_regio *r;
+
+	if (attach) {
+		r = xr_regio_socket(attach);
+		if (!r)
+			fprintf(stderr, "%s: cannot attach to %s: %s\n", prog, attach, strerror(errno));
+		return r;
+	}
+	if (mmio) {
+		char path[4096];
+		uint64_t off = 0;
+		const char *at = strrchr(mmio, '@');
+		snprintf(path, sizeof(path), "%.*s", at ? (int)(at - mmio) : (int)strlen(mmio), mmio);
+		if (at && !cli_u64(prog, "mmio offset", at + 1, UINT64_MAX, &off))
+			return NULL;
+		r = xr_regio_mmio(path, off, 0x300000);
+		if (!r)
+			fprintf(stderr, "%s: cannot map %s: %s\n", prog, path, strerror(errno));
+		return r;
+	}
+	local_engine = xr_engine_create();
+	if (!local_engine) {
+		fprintf(stderr, "%s: cannot create an engine: %s\n", prog, strerror(errno));
+		return NULL;
+	}
+	return xr_regio_engine(local_engine);
+}
+
+static bool is_counter(const struct xr_reg_desc *d)
+{
+	return d->offset >= XR_COUNTER_BASE && d->offset < XR_COUNTER_END;
+}
+
+static bool is_volatile(const struct xr_reg_desc *d)
+{
+	/* Time-stamped: differs on every run by nature. */
+	return d->offset == XR_REG_EVLOG_TS_LO || d->offset == XR_REG_EVLOG_TS_HI;
+}
+
+static bool is_evlog(const struct xr_reg_desc *d)
+{
+	return d->offset >= XR_REG_EVLOG_COUNT && d->offset <= XR_REG_EVLOG_ARG1;
+}
+
+static void print_fields(const struct xr_reg_desc *d, uint32_t v)
+{
+	const char *p = d->fields;
+
+	while (*p) {
+		const char *end = strchr(p, ' ');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char item[64];
+		unsigned lo = 0, width = 1;
+		char *c1, *c2;
+		snprintf(item, sizeof(item), "%.*s", (int)len, p);
+		c1 = strchr(item, ':');
+		if (c1) {
+			*c1 = '\0';
+			lo = (unsigned)atoi(c1 + 1);
+			c2 = strchr(c1 + 1, ':');
+			if (c2)
+				width = (unsigned)atoi(c2 + 1);
+		}
+		printf(" %s=%" PRIu64, item, (uint64_t)(((uint64_t)v >> lo) & ((UINT64_C(1) << width) - 1)));
+		p += len;
+		if (*p)
+			p++;
+	}
+}
+
+static int cmd_dump(struct xr_regio *r, bool golden)
+{
+	size_t n;
+	const struct xr_reg_desc *d = xr_reg_descs(&n);
+	int bad = 0;
+
+	if (golden)
+		printf("# xroce register golden file v1: OFFSET NAME VALUE\n");
+	for (size_t i = 0; i < n; i++) {
+		uint32_t v;
+		int rc;
+		if (d[i].count > 1 || d[i].access == XR_WO || (golden && is_volatile(&d[i])))
+			continue;
+		if (is_counter(&d[i]) && !golden) {
+			uint64_t c;
+			if (d[i].offset & 4)
+				continue;
+			rc = xr_regio_read_counter(r, (enum xr_counter)((d[i].offset - XR_COUNTER_BASE) / 8), &c);
+			if (rc) {
+				fprintf(stderr, "%s: %s: %s\n", prog, d[i].name, xr_axi_resp_name(rc));
+				bad = 1;
+				continue;
+			}
+			printf("0x%04x %-24.*s %" PRIu64 "\n", d[i].offset, (int)strlen(d[i].name) - 3, d[i].name, c);
+			continue;
+		}
+		rc = xr_regio_read(r, d[i].offset, &v);
+		if (rc) {
+			fprintf(stderr, "%s: %s: %s\n", prog, d[i].name, xr_axi_resp_name(rc));
+			bad = 1;
+			continue;
+		}
+		if (golden) {
+			printf("0x%04x %s 0x%08x\n", d[i].offset, d[i].name, v);
+		} else {
+			printf("0x%04x %-24s 0x%08x", d[i].offset, d[i].name, v);
+			print_fields(&d[i], v);
+			printf("\n");
+		}
+	}
+	return bad;
+}
+
+/* A register by name, counter name, or offset. */
+static const struct xr_reg_desc *find_reg(const char *s, uint32_t *off, int *counter)
+{
+	const struct xr_reg_desc *d = xr_reg_by_name(s);
+	char *end;
+	unsigned long v;
+
+	*counter = -1;
+	if (d) {
+		*off = d->offset;
+		return d;
+	}
+	for (unsigned c = 0; c < XR_CNT_COUNT; c++)
+		if (!strcasecmp(xr_counter_name(c), s)) {
+			*counter = (int)c;
+			*off = XR_COUNTER_BASE + 8 * c;
+			return xr_reg_by_offset(*off);
+		}
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (*s && !*end && !errno && v <= UINT32_MAX) {
+		*off = (uint32_t)v;
+		return xr_reg_by_offset(*off);   /* may be NULL: still try it */
+	}
+	*off = UINT32_MAX;
+	return NULL;
+}
+
+static int cmd_read(struct xr_regio *r, const char *what)
+{
+	uint32_t off, v;
+	int counter, rc;
+	const struct xr_reg_desc *d = find_reg(what, &off, &counter);
+
+	if (off == UINT32_MAX) {
+		fprintf(stderr, "%s: no register '%s'\n", prog, what);
+		return 2;
+	}
+	if (counter >= 0) {
+		uint64_t c;
+		rc = xr_regio_read_counter(r, (enum xr_counter)counter, &c);
+		if (!rc)
+			printf("%s = %" PRIu64 "\n", xr_counter_name((enum xr_counter)counter), c);
+	} else {
+		rc = xr_regio_read(r, off, &v);
+		if (!rc) {
+			printf("0x%04x %s = 0x%08x", off, d ? d->name : "?", v);
+			if (d)
+				print_fields(d, v);
+			printf("\n");
+		}
+	}
+	if (rc) {
+		printf("0x%04x %s: %s\n", off, d ? d->name : "?", xr_axi_resp_name(rc));
+		return rc < 0 ? 2 : 1;
+	}
+	return 0;
+}
+
+static int cmd_write(struct xr_regio *r, const char *what, const char *value)
+{
+	uint32_t off;
+	uint64_t v;
+	int counter, rc;
+	const struct xr_reg_desc *d = find_reg(what, &off, &counter);
+
+	if (off == UINT32_MAX) {
+		fprintf(stderr, "%s: no register '%s'\n", prog, what);
+		return 2;
+	}
+	if (!cli_u64(prog, "value", value, UINT32_MAX, &v))
+		return 2;
+	rc = xr_regio_write(r, off, (uint32_t)v);
+	printf("0x%04x %s <- 0x%08x: %s\n", off, d ? d->name : "?", (uint32_t)v, xr_axi_resp_name(rc));
+	return rc == 0 ? 0 : rc < 0 ? 2 : 1;
+}
+
+static int cmd_log(struct xr_regio *r)
+{
+	uint32_t count, cap, first;
+	int rc = xr_regio_read(r, XR_REG_EVLOG_COUNT, &count);
+
+	if (!rc)
+		rc = xr_regio_read(r, XR_REG_EVLOG_CAP, &cap);
+	if (rc) {
+		fprintf(stderr, "%s: event log: %s\n", prog, xr_axi_resp_name(rc));
+		return 1;
+	}
+	first = count > cap ? count - cap : 0;
+	printf("%-8s %-16s %-14s %-8s %-10s %s\n", "seq", "time(ns)", "event", "qpn", "arg0", "arg1");
+	for (uint32_t s = first; s < count; s++) {
+		uint32_t lo, hi, type, qpn, a0, a1;
+		if (xr_regio_write(r, XR_REG_EVLOG_SEL, s) || xr_regio_read(r, XR_REG_EVLOG_TS_LO, &lo) ||
+		    xr_regio_read(r, XR_REG_EVLOG_TS_HI, &hi) || xr_regio_read(r, XR_REG_EVLOG_TYPE, &type) ||
+		    xr_regio_read(r, XR_REG_EVLOG_QPN, &qpn) || xr_regio_read(r, XR_REG_EVLOG_ARG0, &a0) ||
+		    xr_regio_read(r, XR_REG_EVLOG_ARG1, &a1))
+			return 1;
+		if (!(type >> 31))
+			continue;   /* overwritten while we read */
+		printf("%-8u %-16" PRIu64 " %-14s 0x%06x 0x%08x 0x%08x\n", s, (uint64_t)hi << 32 | lo,
+		       xr_event_name((enum xr_event_type)(type & 0xFF)), qpn, a0, a1);
+	}
+	return 0;
+}
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static int cmd_watch(struct xr_regio *r, double interval, uint64_t rounds)
+{
+	uint64_t prev[XR_CNT_COUNT], cur;
+	struct timespec ts = { (time_t)interval, (long)((interval - (double)(time_t)interval) * 1e9) };
+
+	for (unsigned c = 0; c < XR_CNT_COUNT; c++)
+		if (xr_regio_read_counter(r, (enum xr_counter)c, &prev[c]))
+			return 1;
+	signal(SIGINT, on_signal);
+	for (uint64_t round = 0; !stop && (rounds == 0 || round < rounds); round++) {
+		bool any = false;
+		nanosleep(&ts, NULL);
+		printf("-- %.1f s --\n", (double)(round + 1) * interval);
+		for (unsigned c = 0; c < XR_CNT_COUNT; c++) {
+			if (xr_regio_read_counter(r, (enum xr_counter)c, &cur))
+				return 1;
+			if (cur != prev[c]) {
+				printf("%-26s %14" PRIu64 " %14.1f/s\n", xr_counter_name((enum xr_counter)c), cur,
+				       (double)(cur - prev[c]) / interval);
+				any = true;
+			}
+			prev[c] = cur;
+		}
+		if (!any)
+			printf("(no counter changed)\n");
+		fflush(stdout);
+	}
+	return 0;
+}
+
+static int cmd_check(struct xr_regio *r, const char *path, bool config_only)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+	unsigned lineno = 0, checked = 0, diffs = 0;
+
+	if (!f) {
+		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
+		return 2;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char name[96];
+		unsigned off, want, got;
+		const struct xr_reg_desc *d;
+		int rc;
+		lineno++;
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if (sscanf(line, "%x %95s %x", &off, name, &want) != 3) {
+			fprintf(stderr, "%s: %s:%u: not 'OFFSET NAME VALUE'\n", prog, path, lineno);
+			fclose(f);
+			return 2;
+		}
+		d = xr_reg_by_offset(off);
+		if (!d || strcasecmp(d->name, name)) {
+			printf("- 0x%04x %s: not in this register map (map changed?)\n", off, name);
+			diffs++;
+			continue;
+		}
+		if (config_only && (is_counter(d) || is_evlog(d)))
+			continue;
+		rc = xr_regio_read(r, off, &got);
+		checked++;
+		if (rc) {
+			printf("! 0x%04x %-24s read failed: %s\n", off, name, xr_axi_resp_name(rc));
+			diffs++;
+		} else if (got != want) {
+			printf("- 0x%04x %-24s 0x%08x (golden)\n+ 0x%04x %-24s 0x%08x (read)\n", off, name, want, off, name, got);
+			diffs++;
+		}
+	}
+	fclose(f);
+	if (diffs) {
+		printf("FAIL: %u of %u registers differ from %s\n", diffs, checked, path);
+		return 1;
+	}
+	printf("OK: %u registers match %s\n", checked, path);
+	return 0;
+}
+
+static int cmd_serve(const char *path, bool link_up)
+{
+	int rc;
+
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	if (link_up)
+		xr_engine_set_link_up(local_engine, true);
+	rc = xr_engine_serve_debug(local_engine, path);
+	if (rc) {
+		fprintf(stderr, "%s: cannot serve on %s: %s\n", prog, path, strerror(-rc));
+		return 2;
+	}
+	printf("serving registers on %s\n", path);
+	fflush(stdout);
+	while (!stop)
+		pause();
+	xr_engine_stop_debug(local_engine);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "attach", required_argument, 0, 'a' }, { "mmio", required_argument, 0, 'm' },
+		{ "golden", no_argument, 0, 'g' }, { "config-only", no_argument, 0, 'c' },
+		{ "interval", required_argument, 0, 'i' }, { "count", required_argument, 0, 'n' },
+		{ "link-up", no_argument, 0, 'l' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+	};
+	const char *attach = NULL, *mmio = NULL, *cmd;
+	bool golden = false, config_only = false, link_up = false;
+	double interval = 1.0;
+	uint64_t rounds = 0;
+	struct xr_regio *r;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "+a:m:hi:n:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'a': attach = optarg; break;
+		case 'm': mmio = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	cmd = argv[optind];
+	/* Options after the command: parse the rest as a fresh argument list
+	 * (argv[0] stands in for the program name), so they may come anywhere. */
+	argc -= optind;
+	argv += optind;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "gci:n:l", opts, NULL)) != -1) {
+		switch (c) {
+		case 'g': golden = true; break;
+		case 'c': config_only = true; break;
+		case 'l': link_up = true; break;
+		case 'i': {
+			char *end;
+			interval = strtod(optarg, &end);
+			if (*end || interval < 0.01 || interval > 3600) {
+				fprintf(stderr, "%s: bad --interval '%s' (0.01..3600 seconds)\n", prog, optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'n': if (!cli_u64(prog, "count", optarg, UINT32_MAX, &rounds)) return 2; break;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (!strcmp(cmd, "doc"))
+		return xr_regmap_write_doc(stdout) ? 1 : 0;
+	if (!strcmp(cmd, "serve") && (attach || mmio)) {
+		fprintf(stderr, "%s: serve runs its own engine; drop --attach/--mmio\n", prog);
+		return 2;
+	}
+	r = open_regs(attach, mmio);
+	if (!r)
+		return 2;
+	if (!strcmp(cmd, "dump") && optind == argc)
+		rc = cmd_dump(r, golden);
+	else if (!strcmp(cmd, "read") && optind == argc - 1)
+		rc = cmd_read(r, argv[optind]);
+	else if (!strcmp(cmd, "write") && optind == argc - 2)
+		rc = cmd_write(r, argv[optind], argv[optind + 1]);
+	else if (!strcmp(cmd, "log") && optind == argc)
+		rc = cmd_log(r);
+	else if (!strcmp(cmd, "watch") && optind == argc)
+		rc = cmd_watch(r, interval, rounds);
+	else if (!strcmp(cmd, "check") && optind == argc - 1)
+		rc = cmd_check(r, argv[optind], config_only);
+	else if (!strcmp(cmd, "serve") && optind == argc - 1)
+		rc = cmd_serve(argv[optind], link_up);
+	else {
+		fprintf(stderr, "%s: unknown command or wrong arguments: %s\n", prog, cmd);
+		usage(stderr);
+		rc = 2;
+	}
+	xr_regio_close(r);
+	xr_engine_destroy(local_engine);
+	return rc;
+}
