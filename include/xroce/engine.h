@@ -31,6 +31,26 @@ enum xr_axi_resp xr_engine_reg_write(struct xr_engine *e, uint32_t addr, uint32_
 /* Link state as the MAC reports it (links set it; tests may too). */
 void xr_engine_set_link_up(struct xr_engine *e, bool up);
 
+struct xr_link;
+/* Connects the engine's MAC to a link (not owned: close it after the
+ * engine is destroyed). The link state follows the link. 0 or -EBUSY. */
+int xr_engine_attach_link(struct xr_engine *e, struct xr_link *l);
+
+/*
+ * Progress: the engine's pipeline runs either in a thread of its own
+ * (start_thread) or inline, one pass per xr_engine_progress call, in the
+ * caller's thread. A pass receives a burst, serves every QP with work and
+ * fires due timers; it returns how much it did (0: idle). Concurrent
+ * callers do not block: one runs the pass, the others return 0.
+ */
+int xr_engine_progress(struct xr_engine *e);
+int xr_engine_start_thread(struct xr_engine *e);
+void xr_engine_stop_thread(struct xr_engine *e);
+
+/* Completion interrupts: fn(ctx, cqn) runs when an armed CQ gets a CQE
+ * (from the engine's thread or the progressing caller). */
+void xr_engine_set_irq(struct xr_engine *e, void (*fn)(void *ctx, uint32_t cqn), void *ctx);
+
 /*
  * Serves the register file on a UNIX stream socket at path (created, and
  * removed by xr_engine_stop_debug or destroy) from a thread of its own.

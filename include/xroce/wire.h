@@ -198,6 +198,15 @@ void xr_pkt_init(struct xr_pkt *p, uint8_t opcode);
  * -EMSGSIZE when the frame does not fit in cap (or payload > 4096).
  */
 ssize_t xr_pkt_build(struct xr_pkt *p, uint8_t *buf, size_t cap);
+/*
+ * The same in two steps, for callers that place the payload themselves
+ * (gathered straight from memory into the frame, one copy): build_hdrs
+ * writes every header and sets the offsets (p->payload is not read); the
+ * caller writes p->payload_len bytes at buf + p->payload_off; finish
+ * writes pad, ICRC and the optional UDP checksum.
+ */
+ssize_t xr_pkt_build_hdrs(struct xr_pkt *p, uint8_t *buf, size_t cap);
+void xr_pkt_finish(struct xr_pkt *p, uint8_t *buf);
 
 /* ---- parser ---- */
 

@@ -24,6 +24,8 @@ static void shadow_load(struct xr_engine *e, const struct xr_cq_ctx *c)
 		   (c->solicited_only ? 4u : 0) | (c->overflow ? 8u : 0));
 }
 
+static enum xr_cmd_status cq_cmd_locked(struct xr_engine *e, struct xr_cq *cq, uint32_t cqn, uint32_t cmd);
+
 enum xr_cmd_status xr_cq_cmd(struct xr_engine *e, uint32_t cmd)
 {
 	uint32_t cqn = xr_reg_get(e, XR_REG_CQ_SEL);
@@ -40,6 +42,16 @@ enum xr_cmd_status xr_cq_cmd(struct xr_engine *e, uint32_t cmd)
 	if (cqn == 0 || cqn >= XR_MAX_CQ)
 		return XR_CMD_ST_BAD_INDEX;
 	cq = &e->cqs[cqn];
+	pthread_mutex_lock(&cq->lock);
+	enum xr_cmd_status st = cq_cmd_locked(e, cq, cqn, cmd);
+	pthread_mutex_unlock(&cq->lock);
+	return st;
+}
+
+static enum xr_cmd_status cq_cmd_locked(struct xr_engine *e, struct xr_cq *cq, uint32_t cqn, uint32_t cmd)
+{
+	struct xr_cq_ctx c;
+
 	switch (cmd) {
 	case XR_CMD_COMMIT:
 		xr_cq_ctx_decode(&c, shadow_get, e);
@@ -70,7 +82,9 @@ enum xr_cmd_status xr_cq_cmd(struct xr_engine *e, uint32_t cmd)
 			    qp->ctx.state != XR_QPS_RESET)
 				return XR_CMD_ST_BUSY;   /* a live QP still completes into it */
 		}
-		memset(cq, 0, sizeof(*cq));
+		memset(&cq->ctx, 0, sizeof(cq->ctx));
+		cq->in_use = false;
+		cq->ci = 0;
 		return XR_CMD_ST_OK;
 	}
 }

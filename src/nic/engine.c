@@ -69,6 +69,9 @@ struct xr_engine *xr_engine_create(void)
 	pthread_mutex_init(&e->evlog_lock, NULL);
 	e->debug.listen_fd = -1;
 	e->t0_ns = xr_now_ns();
+	xr_datapath_init(e);
+	for (uint32_t i = 0; i < XR_MAX_CQ; i++)
+		pthread_mutex_init(&e->cqs[i].lock, NULL);
 	regs_reset(e);
 	return e;
 nomem:
@@ -88,6 +91,7 @@ void xr_engine_destroy(struct xr_engine *e)
 	if (!e)
 		return;
 	xr_engine_stop_debug(e);
+	xr_datapath_fini(e);
 	xr_tables_free(e);
 	free(e->qps);
 	free(e->mrs);

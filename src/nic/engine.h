@@ -14,8 +14,76 @@
 
 #include "regmap_internal.h"
 #include "xroce/engine.h"
+#include "xroce/link.h"
+#include "xroce/ring.h"
 
 #define XR_PLAIN_REG_WORDS (0x400 / 4)
+
+/* Per send-queue slot, engine-private (the NIC's SRAM): where a WQE's
+ * packets sit in PSN space once it has been started. */
+struct xr_swqe_meta {
+	uint32_t first_psn, last_psn;
+	uint32_t read_done;          /* READ: response bytes already placed */
+	uint8_t  opcode;             /* enum xr_wr_opcode, copied at start */
+	uint8_t  flags;              /* enum xr_send_flags */
+	uint8_t  status;             /* a local error found while sending it */
+	bool     started;
+};
+
+/* Requester and completer state of a QP (req.c, comp.c). */
+struct xr_req {
+	uint16_t head;               /* next WQE to start (free-running, as the doorbell) */
+	uint16_t tail;               /* oldest WQE not completed */
+	bool     cur_active;         /* a WQE is being segmented */
+	uint16_t cur;                /* its index */
+	uint32_t cur_offset;         /* bytes of it already sent */
+	uint32_t cur_psn;            /* PSN of its next packet */
+	struct xr_hw_wqe cur_wqe;    /* its copy, read from the ring */
+	uint32_t una_psn;            /* oldest PSN not acknowledged */
+	uint32_t rd_atomic_out;      /* READ/atomic requests in flight */
+	uint32_t since_ackreq;       /* packets sent since the last AckReq */
+	uint64_t timer_due_ns;       /* local ACK timer (0: stopped) */
+	uint64_t rnr_due_ns;         /* RNR wait (0: none) */
+	uint8_t  retry_left, rnr_left;
+	bool     retx_pending;       /* go back to retx_psn before sending more */
+	uint32_t retx_psn;
+	struct xr_swqe_meta *meta;   /* one per SQ slot */
+	uint32_t meta_slots;
+};
+
+/* A responder resource: a READ or atomic kept for replay (resp.c). */
+struct xr_rd_res {
+	uint8_t  kind;               /* 0 free, 1 READ, 2 atomic */
+	uint32_t first_psn, last_psn;
+	uint64_t va;
+	uint32_t rkey, len;
+	uint64_t atomic_orig;
+	uint32_t msn;
+	/* The response stream being sent: the original request, or a retried
+	 * one that asks for its tail. */
+	bool     sending;
+	uint32_t stream_psn, stream_len, next_psn;
+	uint64_t stream_va;
+};
+
+enum xr_resp_msg { XR_RESP_IDLE, XR_RESP_IN_SEND, XR_RESP_IN_WRITE };
+
+struct xr_resp {
+	enum xr_resp_msg in_msg;     /* a multi-packet SEND or WRITE under way */
+	bool     have_rwqe;          /* rwqe holds the receive WQE being filled */
+	struct xr_hw_rwqe rwqe;
+	uint32_t recv_offset;        /* bytes placed in it */
+	uint16_t rq_head;            /* next receive WQE to take (free-running) */
+	uint64_t write_va;
+	uint32_t write_rkey, write_left, write_total;
+	bool     nak_seq_sent;       /* one PSN-sequence NAK per gap */
+	bool     ack_due;            /* an ACK/NAK waits to be sent */
+	uint8_t  ack_syndrome;
+	uint32_t ack_psn;
+	struct xr_rd_res *res;       /* max_dest_rd_atomic entries (power of 2) */
+	uint32_t nres, res_next;
+	int      res_sending;        /* resource whose responses are going out, -1 */
+};
 
 struct xr_qp {
 	pthread_mutex_t lock;        /* held by the data path per packet and by commit */
@@ -23,6 +91,11 @@ struct xr_qp {
 	bool in_use;
 	struct xr_qp_ctx ctx;        /* the committed context, PSNs kept current by the engine */
 	uint16_t sq_pi, rq_pi;       /* doorbell values: WQEs posted by the host */
+	uint16_t rq_ci;              /* receive WQEs completed (free-running) */
+	bool busy;                   /* on the engine's busy list */
+	uint8_t last_state;          /* state the data path last acted on */
+	struct xr_req req;
+	struct xr_resp resp;
 };
 
 struct xr_mr {
@@ -34,6 +107,7 @@ struct xr_cq {
 	bool in_use;
 	struct xr_cq_ctx ctx;
 	uint32_t ci;                 /* consumer index from the doorbell */
+	pthread_mutex_t lock;        /* CQEs come from the data path and from flushes */
 };
 
 struct xr_evlog_entry {
@@ -71,6 +145,21 @@ struct xr_engine {
 		bool running;
 		char path[108];
 	} debug;
+
+	/* Data path (datapath.c). */
+	struct xr_link *link;
+	pthread_mutex_t dp_mutex;              /* one progress pass at a time */
+	pthread_mutex_t busy_lock;
+	struct xr_qp **busy;                   /* QPs with work, timers or flushes */
+	uint32_t nbusy, busy_cap;
+	int doorbell_efd;                      /* wakes the progress thread */
+	void (*irq)(void *ctx, uint32_t cqn);  /* completion interrupt (MSI-X) */
+	void *irq_ctx;
+	struct {
+		pthread_t thread;
+		atomic_bool run;
+		bool started;
+	} progress;
 };
 
 static inline void xr_count(struct xr_engine *e, enum xr_counter c, uint64_t n)
@@ -110,5 +199,82 @@ struct xr_mr *xr_mr_lookup(struct xr_engine *e, uint32_t key);
 
 /* Doorbells (regfile.c routes them here). */
 enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val);
+
+/* ---- data path ---- */
+
+/* PSN arithmetic on 24 bits: >0 when a is after b. */
+static inline int32_t psn_cmp(uint32_t a, uint32_t b)
+{
+	return (int32_t)((a - b) << 8);
+}
+static inline uint32_t psn_add(uint32_t p, uint32_t n)
+{
+	return (p + n) & XR_PSN_MASK;
+}
+static inline uint32_t mtu_bytes(uint8_t path_mtu)
+{
+	return 128u << path_mtu;   /* enum 1..5 -> 256..4096 */
+}
+
+/* Puts a QP on the busy list (caller holds qp->lock). */
+void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp);
+/* Sizes the engine-private per-QP arrays after a commit (qp.c). */
+int xr_qp_runtime_setup(struct xr_qp *qp);
+void xr_qp_runtime_reset(struct xr_qp *qp);
+
+/* dma.c: checked access to registered memory. */
+enum xr_dma_err { XR_DMA_OK, XR_DMA_BAD_KEY, XR_DMA_BAD_PD, XR_DMA_BOUNDS, XR_DMA_PERM };
+enum xr_dma_err xr_dma_check(struct xr_engine *e, uint32_t key, uint32_t pd, uint64_t va,
+			     uint64_t len, uint32_t access, struct xr_mr **out);
+void xr_dma_write(const struct xr_mr *mr, uint64_t va, const void *src, size_t len);
+void xr_dma_read(const struct xr_mr *mr, uint64_t va, void *dst, size_t len);
+uint64_t *xr_dma_u64(const struct xr_mr *mr, uint64_t va);
+/* Local scatter/gather lists (lkeys): 0 or an enum xr_wc_status. */
+int xr_sgl_read(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsigned n,
+		uint32_t offset, void *dst, uint32_t len);
+int xr_sgl_write(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsigned n,
+		 uint32_t offset, const void *src, uint32_t len);
+
+/* cqe.c: completions. */
+struct xr_wc_info {
+	uint64_t wr_id;
+	uint8_t status, opcode;
+	uint16_t flags;
+	uint32_t byte_len, imm, src_qp;
+	uint16_t wqe_index;
+};
+void xr_complete(struct xr_engine *e, struct xr_qp *qp, uint32_t cqn, const struct xr_wc_info *wc,
+		 bool solicited);
+/* Moves a QP to ERR from the data path, logging why. */
+void xr_qp_to_error(struct xr_engine *e, struct xr_qp *qp, uint8_t status);
+/* Completes every outstanding WQE of a QP in ERR with FLUSH_ERR. */
+void xr_qp_flush(struct xr_engine *e, struct xr_qp *qp);
+uint8_t xr_wc_opcode_of_wr(uint8_t wr);
+const struct xr_hw_wqe *xr_sq_slot(const struct xr_qp *qp, uint16_t idx);
+const struct xr_hw_rwqe *xr_rq_slot(const struct xr_qp *qp, uint16_t idx);
+
+/* req.c / resp.c / comp.c */
+struct xr_tx;   /* a burst of frames being built (datapath.c) */
+void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx);
+void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, struct xr_tx *tx);
+void xr_resp_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx);
+void xr_comp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p);
+void xr_comp_timers(struct xr_engine *e, struct xr_qp *qp, uint64_t now);
+void xr_req_retransmit(struct xr_engine *e, struct xr_qp *qp, uint32_t from_psn);
+
+/* datapath.c: frames out. */
+struct xr_tx {
+	struct xr_frame *f[32];
+	unsigned n;
+	bool full;                   /* the link refused frames: stop producing */
+};
+/* A frame for a packet of qp: headers from the QP context; NULL when the
+ * burst or the pool is exhausted. The caller fills the payload and calls
+ * xr_tx_commit. */
+void xr_datapath_init(struct xr_engine *e);
+void xr_datapath_fini(struct xr_engine *e);
+struct xr_frame *xr_tx_begin(struct xr_engine *e, struct xr_tx *tx, struct xr_qp *qp,
+			     struct xr_pkt *p);
+void xr_tx_commit(struct xr_engine *e, struct xr_tx *tx, struct xr_frame *f, struct xr_pkt *p);
 
 #endif

@@ -49,6 +49,61 @@ static void shadow_clear(struct xr_engine *e)
 	xr_reg_set(e, XR_REG_QP_COMMIT_MASK, XR_QPM_ALL);
 }
 
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* Engine-private arrays sized by the context: allocated at commit time,
+ * never per packet. 0 or -ENOMEM. */
+int xr_qp_runtime_setup(struct xr_qp *qp)
+{
+	uint32_t slots = qp->ctx.sq_log_size ? 1u << qp->ctx.sq_log_size : 0;
+	uint32_t nres = qp->ctx.max_dest_rd_atomic ? pow2_at_least(qp->ctx.max_dest_rd_atomic) : 0;
+
+	if (slots != qp->req.meta_slots) {
+		struct xr_swqe_meta *m = slots ? calloc(slots, sizeof(*m)) : NULL;
+		if (slots && !m)
+			return -ENOMEM;
+		free(qp->req.meta);
+		qp->req.meta = m;
+		qp->req.meta_slots = slots;
+	}
+	if (nres > qp->resp.nres) {
+		struct xr_rd_res *r = calloc(nres, sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		free(qp->resp.res);
+		qp->resp.res = r;
+		qp->resp.nres = nres;
+		qp->resp.res_sending = -1;
+	}
+	return 0;
+}
+
+void xr_qp_runtime_reset(struct xr_qp *qp)
+{
+	struct xr_swqe_meta *meta = qp->req.meta;
+	struct xr_rd_res *res = qp->resp.res;
+	uint32_t slots = qp->req.meta_slots, nres = qp->resp.nres;
+
+	memset(&qp->req, 0, sizeof(qp->req));
+	memset(&qp->resp, 0, sizeof(qp->resp));
+	qp->req.meta = meta;
+	qp->req.meta_slots = slots;
+	qp->resp.res = res;
+	qp->resp.nres = nres;
+	qp->resp.res_sending = -1;
+	if (meta)
+		memset(meta, 0, slots * sizeof(*meta));
+	if (res)
+		memset(res, 0, nres * sizeof(*res));
+	qp->rq_ci = 0;
+}
+
 struct xr_qp *xr_qp_lookup(struct xr_engine *e, uint32_t qpn)
 {
 	struct xr_qp *qp;
@@ -88,7 +143,7 @@ static enum xr_cmd_status validate(struct xr_engine *e, const struct xr_qp_ctx *
 		return XR_CMD_ST_BAD_MTU;
 	if (c->state != XR_QPS_RESET && (!cq_exists(e, c->sq_cqn) || !cq_exists(e, c->rq_cqn)))
 		return XR_CMD_ST_BAD_CQ;
-	if (c->sq_log_size > 16 || c->rq_log_size > 16)
+	if (c->sq_log_size > 15 || c->rq_log_size > 15)   /* 16-bit doorbell indexes */
 		return XR_CMD_ST_BAD_RANGE;
 	return XR_CMD_ST_OK;
 }
@@ -180,7 +235,18 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 			qp->sq_pi = qp->rq_pi = 0;
 		}
 		qp->ctx = next;
+		if (next.state == XR_QPS_RESET)
+			xr_qp_runtime_reset(qp);
+		if (xr_qp_runtime_setup(qp))
+			st = XR_CMD_ST_BUSY;
+		if (next.state == XR_QPS_RTS && old_state == XR_QPS_RTR) {
+			qp->req.una_psn = next.sq_psn;
+			qp->req.retry_left = next.retry_cnt;
+			qp->req.rnr_left = next.rnr_retry;
+		}
 		__atomic_store_n(&qp->in_use, true, __ATOMIC_RELEASE);
+		if (next.state != old_state && next.state >= XR_QPS_RTR)
+			xr_qp_mark_busy(e, qp);   /* flush (ERR) or resume posted work */
 	}
 	pthread_mutex_unlock(&qp->lock);
 
@@ -220,6 +286,7 @@ enum xr_cmd_status xr_qp_cmd(struct xr_engine *e, uint32_t cmd)
 	__atomic_store_n(&qp->in_use, false, __ATOMIC_RELEASE);
 	memset(&qp->ctx, 0, sizeof(qp->ctx));
 	qp->sq_pi = qp->rq_pi = 0;
+	xr_qp_runtime_reset(qp);
 	pthread_mutex_unlock(&qp->lock);
 	xr_evlog_add(e, XR_EV_QP_DESTROY, qpn, 0, 0);
 	return XR_CMD_ST_OK;
@@ -234,11 +301,18 @@ void xr_tables_reset(struct xr_engine *e)
 			qp->in_use = false;
 			memset(&qp->ctx, 0, sizeof(qp->ctx));
 			qp->sq_pi = qp->rq_pi = 0;
+			xr_qp_runtime_reset(qp);
 			pthread_mutex_unlock(&qp->lock);
 		}
 	}
 	memset(e->mrs, 0, XR_MAX_MR * sizeof(*e->mrs));
-	memset(e->cqs, 0, XR_MAX_CQ * sizeof(*e->cqs));
+	for (uint32_t i = 0; i < XR_MAX_CQ; i++) {
+		pthread_mutex_lock(&e->cqs[i].lock);
+		memset(&e->cqs[i].ctx, 0, sizeof(e->cqs[i].ctx));
+		e->cqs[i].in_use = false;
+		e->cqs[i].ci = 0;
+		pthread_mutex_unlock(&e->cqs[i].lock);
+	}
 	/* Key variants survive: a key from before the reset must stay stale. */
 }
 
@@ -247,6 +321,8 @@ void xr_tables_free(struct xr_engine *e)
 	for (uint32_t i = 0; i < XR_MAX_QP; i++)
 		if (e->qps[i]) {
 			pthread_mutex_destroy(&e->qps[i]->lock);
+			free(e->qps[i]->req.meta);
+			free(e->qps[i]->resp.res);
 			free(e->qps[i]);
 			e->qps[i] = NULL;
 		}
@@ -257,15 +333,18 @@ enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val)
 	if (addr >= XR_REG_DB_CQ_CI) {
 		uint32_t cqn = (addr - XR_REG_DB_CQ_CI) / 8;
 		struct xr_cq *cq = &e->cqs[cqn];
-		if (!cq->in_use || (addr & 4 ? val > 3 : false))
-			return XR_AXI_SLVERR;
-		if (addr & 4) {
+		enum xr_axi_resp r = XR_AXI_OKAY;
+		pthread_mutex_lock(&cq->lock);
+		if (!cq->in_use || ((addr & 4) && val > 3))
+			r = XR_AXI_SLVERR;
+		else if (addr & 4) {
 			cq->ctx.armed = val & 1 || val & 2;
 			cq->ctx.solicited_only = (val & 2) && !(val & 1);
 		} else {
 			cq->ci = val;
 		}
-		return XR_AXI_OKAY;
+		pthread_mutex_unlock(&cq->lock);
+		return r;
 	} else {
 		uint32_t qpn = (addr - XR_REG_DB_SQ) / 8;
 		struct xr_qp *qp = xr_qp_lookup(e, qpn);
@@ -276,6 +355,7 @@ enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val)
 			qp->rq_pi = (uint16_t)val;
 		else
 			qp->sq_pi = (uint16_t)val;
+		xr_qp_mark_busy(e, qp);
 		pthread_mutex_unlock(&qp->lock);
 		xr_evlog_add(e, XR_EV_WQE_POSTED, qpn, (addr & 4) ? 1 : 0, val);
 		return XR_AXI_OKAY;

@@ -66,12 +66,10 @@ static int check_fields(const struct xr_pkt *p, const struct xr_opcode_info *op)
 		return -EINVAL;
 	if (p->payload_len > XR_MAX_MTU)
 		return -EMSGSIZE;
-	if (p->payload_len && !p->payload)
-		return -EINVAL;
 	return 0;
 }
 
-ssize_t xr_pkt_build(struct xr_pkt *p, uint8_t *buf, size_t cap)
+ssize_t xr_pkt_build_hdrs(struct xr_pkt *p, uint8_t *buf, size_t cap)
 {
 	const struct xr_opcode_info *op = xr_opcode_info(p->opcode);
 	size_t l3_off, l4_off, bth_off, pay_off, ip_len, total;
@@ -148,15 +146,6 @@ ssize_t xr_pkt_build(struct xr_pkt *p, uint8_t *buf, size_t cap)
 		}
 	}
 
-	if (p->payload_len)
-		memcpy(buf + pay_off, p->payload, p->payload_len);
-	memset(buf + pay_off + p->payload_len, 0, pad);
-
-	p->icrc = xr_icrc(ip, total - l3_off - XR_ICRC_LEN);
-	put_le32(buf + total - XR_ICRC_LEN, p->icrc);
-	if (p->udp_csum)
-		put_be16(udp + UDP_OFF_CSUM, xr_udp_csum(ip, total - l3_off));
-
 	p->pad = pad;
 	p->op = op;
 	p->l3_off = (uint16_t)l3_off;
@@ -165,4 +154,31 @@ ssize_t xr_pkt_build(struct xr_pkt *p, uint8_t *buf, size_t cap)
 	p->payload_off = (uint16_t)pay_off;
 	p->len = (uint16_t)total;
 	return (ssize_t)total;
+}
+
+void xr_pkt_finish(struct xr_pkt *p, uint8_t *buf)
+{
+	uint8_t *ip = buf + p->l3_off;
+	size_t ip_len = (size_t)p->len - p->l3_off;
+
+	memset(buf + p->payload_off + p->payload_len, 0, p->pad);
+	p->icrc = xr_icrc(ip, ip_len - XR_ICRC_LEN);
+	put_le32(buf + p->len - XR_ICRC_LEN, p->icrc);
+	if (p->udp_csum)
+		put_be16(buf + p->l4_off + UDP_OFF_CSUM, xr_udp_csum(ip, ip_len));
+}
+
+ssize_t xr_pkt_build(struct xr_pkt *p, uint8_t *buf, size_t cap)
+{
+	ssize_t len;
+
+	if (p->payload_len && !p->payload)
+		return -EINVAL;
+	len = xr_pkt_build_hdrs(p, buf, cap);
+	if (len < 0)
+		return len;
+	if (p->payload_len)
+		memcpy(buf + p->payload_off, p->payload, p->payload_len);
+	xr_pkt_finish(p, buf);
+	return len;
 }

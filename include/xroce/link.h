@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Links: how frames leave and enter an engine, as a struct of function
+ * pointers filled by each backend (in-memory pair, fault injection, pcap
+ * tap; UDP and raw Ethernet later). Frames are whole Ethernet frames.
+ *
+ * Buffers: xr_link_frame_alloc gives a frame to fill and send; send_burst
+ * takes ownership of what it accepts; recv_burst hands frames to the
+ * caller, who returns them with xr_link_frame_free. No allocation per
+ * packet: frames come from a pool made when the link is created.
+ */
+#ifndef XROCE_LINK_H
+#define XROCE_LINK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "xroce/wire.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct xr_frame {
+	struct xr_frame *next;      /* pool and queue linkage */
+	uint64_t due_ns;            /* fault injection: hold until */
+	uint16_t len;
+	uint8_t data[XR_MAX_FRAME] __attribute__((aligned(64)));
+};
+
+struct xr_link_stats {
+	uint64_t tx_frames, rx_frames, tx_drops, rx_drops;
+};
+
+struct xr_link;
+
+struct xr_link_ops {
+	/* Sends up to n frames; returns how many were taken (the rest stay
+	 * the caller's: retry later) or -errno. */
+	int (*send_burst)(struct xr_link *l, struct xr_frame **f, unsigned n);
+	/* Receives up to n frames; returns the count (0 if none) or -errno. */
+	int (*recv_burst)(struct xr_link *l, struct xr_frame **f, unsigned n);
+	/* An fd that polls readable when frames may be waiting, or -1. */
+	int (*wait_fd)(struct xr_link *l);
+	struct xr_frame *(*frame_alloc)(struct xr_link *l);
+	void (*frame_free)(struct xr_link *l, struct xr_frame *f);
+	bool (*is_up)(struct xr_link *l);
+	void (*close)(struct xr_link *l);
+	/* Neighbour resolution: the MAC that reaches gid; 0 or -errno
+	 * (-EHOSTUNREACH). Links without L2 (UDP) may leave it NULL. */
+	int (*resolve)(struct xr_link *l, const xr_gid *gid, uint8_t mac[6]);
+};
+
+struct xr_link {
+	const struct xr_link_ops *ops;
+	const char *kind;          /* "mem", "fault", "pcap", ... */
+	uint32_t mtu;              /* IP MTU of the medium (bytes) */
+	uint8_t mac[6];            /* this end's MAC */
+	struct xr_link_stats stats;
+	void *priv;
+};
+
+static inline int xr_link_send(struct xr_link *l, struct xr_frame **f, unsigned n)
+{
+	return l->ops->send_burst(l, f, n);
+}
+static inline int xr_link_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
+{
+	return l->ops->recv_burst(l, f, n);
+}
+static inline struct xr_frame *xr_link_frame_alloc(struct xr_link *l)
+{
+	return l->ops->frame_alloc(l);
+}
+static inline void xr_link_frame_free(struct xr_link *l, struct xr_frame *f)
+{
+	l->ops->frame_free(l, f);
+}
+void xr_link_close(struct xr_link *l);
+/* The MAC for a peer: the link's resolution, or all zeros without one. */
+int xr_link_resolve(struct xr_link *l, const xr_gid *gid, uint8_t mac[6]);
+
+/*
+ * Two connected in-memory links (a and b), for two engines in one process.
+ * Each direction queues up to `depth` frames (0: 4096). 0 or -errno.
+ */
+int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth);
+
+/* Fault injection on any link: rates are probabilities per frame sent. */
+struct xr_fault_cfg {
+	uint64_t seed;
+	double drop, duplicate, reorder, corrupt, delay;
+	uint32_t delay_us;         /* how long a delayed frame is held */
+};
+/* Wraps inner (taking ownership). NULL and errno on failure. */
+struct xr_link *xr_link_fault(struct xr_link *inner, const struct xr_fault_cfg *cfg);
+/* Frames the fault wrapper dropped, duplicated, reordered, corrupted, delayed. */
+struct xr_fault_stats { uint64_t dropped, duplicated, reordered, corrupted, delayed; };
+void xr_link_fault_stats(struct xr_link *fault, struct xr_fault_stats *out);
+
+/* Records every frame sent and received on inner to a pcap file. */
+struct xr_link *xr_link_pcap_tap(struct xr_link *inner, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

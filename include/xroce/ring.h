@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host-memory ring formats shared by the driver and the engine: send and
+ * receive WQEs, and CQEs. Little-endian host layout (the engine models a
+ * device DMA-ing host memory). Sizes are fixed and checked at compile time.
+ *
+ * Ownership: the host writes a WQE, then rings the doorbell with the new
+ * producer index; the WQE is the engine's until its completion. The engine
+ * writes a CQE, the phase byte last; a CQE is new when its phase equals
+ * the pass bit the host expects (1 on the first pass, 0 on the second...).
+ */
+#ifndef XROCE_RING_H
+#define XROCE_RING_H
+
+#include <stdint.h>
+
+#define XR_WQE_SIZE        256
+#define XR_WQE_MAX_SGE     12
+#define XR_WQE_MAX_INLINE  (XR_WQE_MAX_SGE * 16)
+#define XR_RWQE_SIZE       256
+#define XR_RWQE_MAX_SGE    15
+#define XR_CQE_SIZE        64
+
+/* Send WQE opcodes (values of ibv_wr_opcode). */
+enum xr_wr_opcode {
+	XR_WR_RDMA_WRITE = 0,
+	XR_WR_RDMA_WRITE_WITH_IMM = 1,
+	XR_WR_SEND = 2,
+	XR_WR_SEND_WITH_IMM = 3,
+	XR_WR_RDMA_READ = 4,
+	XR_WR_ATOMIC_CMP_AND_SWP = 5,
+	XR_WR_ATOMIC_FETCH_AND_ADD = 6,
+	XR_WR_LOCAL_INV = 7,
+	XR_WR_SEND_WITH_INV = 9,
+};
+
+/* Send flags (values of ibv_send_flags). */
+enum xr_send_flags {
+	XR_SEND_FENCE = 1 << 0,
+	XR_SEND_SIGNALED = 1 << 1,
+	XR_SEND_SOLICITED = 1 << 2,
+	XR_SEND_INLINE = 1 << 3,
+};
+
+struct xr_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+struct xr_hw_wqe {
+	uint64_t wr_id;
+	uint8_t  opcode;          /* enum xr_wr_opcode */
+	uint8_t  flags;           /* enum xr_send_flags */
+	uint8_t  num_sge;         /* SGEs, or 0 with XR_SEND_INLINE */
+	uint8_t  rsvd0;
+	uint32_t length;          /* total message length (bytes) */
+	uint32_t imm_data;        /* ImmDt as the wire value, or the R_Key to invalidate */
+	uint32_t rkey;
+	uint64_t remote_addr;
+	uint64_t compare_add;     /* atomics: compare (CMP_SWP) or add (FETCH_ADD) */
+	uint64_t swap;
+	uint8_t  rsvd1[16];
+	union {
+		struct xr_sge sge[XR_WQE_MAX_SGE];
+		uint8_t inline_data[XR_WQE_MAX_INLINE];
+	};
+};
+
+struct xr_hw_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t length;          /* sum of the SGE lengths */
+	struct xr_sge sge[XR_RWQE_MAX_SGE];
+};
+
+/* Completion opcodes and status (values of ibv_wc_opcode, ibv_wc_status). */
+enum xr_wc_opcode {
+	XR_WC_SEND = 0, XR_WC_RDMA_WRITE = 1, XR_WC_RDMA_READ = 2, XR_WC_COMP_SWAP = 3,
+	XR_WC_FETCH_ADD = 4, XR_WC_BIND_MW = 5, XR_WC_LOCAL_INV = 6,
+	XR_WC_RECV = 128, XR_WC_RECV_RDMA_WITH_IMM = 129,
+};
+
+enum xr_wc_status {
+	XR_WC_SUCCESS = 0, XR_WC_LOC_LEN_ERR = 1, XR_WC_LOC_QP_OP_ERR = 2, XR_WC_LOC_EEC_OP_ERR = 3,
+	XR_WC_LOC_PROT_ERR = 4, XR_WC_WR_FLUSH_ERR = 5, XR_WC_MW_BIND_ERR = 6, XR_WC_BAD_RESP_ERR = 7,
+	XR_WC_LOC_ACCESS_ERR = 8, XR_WC_REM_INV_REQ_ERR = 9, XR_WC_REM_ACCESS_ERR = 10,
+	XR_WC_REM_OP_ERR = 11, XR_WC_RETRY_EXC_ERR = 12, XR_WC_RNR_RETRY_EXC_ERR = 13,
+	XR_WC_LOC_RDD_VIOL_ERR = 14, XR_WC_REM_INV_RD_REQ_ERR = 15, XR_WC_REM_ABORT_ERR = 16,
+	XR_WC_INV_EECN_ERR = 17, XR_WC_INV_EEC_STATE_ERR = 18, XR_WC_FATAL_ERR = 19,
+	XR_WC_RESP_TIMEOUT_ERR = 20, XR_WC_GENERAL_ERR = 21,
+};
+
+/* wc_flags (values of ibv_wc_flags). */
+enum xr_wc_flags {
+	XR_WC_GRH = 1 << 0,
+	XR_WC_WITH_IMM = 1 << 1,
+	XR_WC_WITH_INV = 1 << 3,
+};
+
+struct xr_hw_cqe {
+	uint64_t wr_id;
+	uint32_t qp_num;
+	uint32_t byte_len;
+	uint32_t imm_data;        /* wire value (network order), or the invalidated R_Key */
+	uint32_t src_qp;
+	uint32_t vendor_err;
+	uint16_t wc_flags;
+	uint8_t  status;
+	uint8_t  opcode;
+	uint16_t wqe_index;       /* the send/receive queue slot completed (free-running) */
+	uint8_t  rsvd[25];
+	uint8_t  phase;           /* written last */
+};
+
+_Static_assert(sizeof(struct xr_hw_wqe) == XR_WQE_SIZE, "send WQE size");
+_Static_assert(sizeof(struct xr_hw_rwqe) == XR_RWQE_SIZE, "receive WQE size");
+_Static_assert(sizeof(struct xr_hw_cqe) == XR_CQE_SIZE, "CQE size");
+
+#endif

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * xroce verbs: a libibverbs-shaped API over the xroce engine. The driver
+ * behind it (src/drv) reaches the engine only through the register file,
+ * doorbells and host-memory rings. Names, attribute masks, transition
+ * rules, opcodes and completion status codes follow libibverbs; functions
+ * return 0 or a positive errno (as ibv_post_send/ibv_modify_qp do), and
+ * constructors return NULL with errno set.
+ */
+#ifndef XROCE_VERBS_H
+#define XROCE_VERBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xroce/engine.h"
+#include "xroce/link.h"
+#include "xroce/ring.h"
+#include "xroce/wire.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct xr_context;
+struct xr_pd;
+struct xr_cq;
+struct xr_qp;
+
+enum xr_progress_mode {
+	XR_PROGRESS_THREAD = 0,   /* the engine runs in a thread of its own */
+	XR_PROGRESS_INLINE = 1,   /* the engine runs inside xr_poll_cq (one core, lowest latency) */
+};
+
+struct xr_device_opts {
+	const char *addr;             /* local IPv4 or IPv6 address (required) */
+	enum xr_progress_mode progress;
+};
+
+/* Opens a device (an engine and its driver) on a link. The link stays the
+ * caller's; close it after xr_close_device. Errors: EINVAL, ENOMEM, EBUSY. */
+struct xr_context *xr_open_device(struct xr_link *link, const struct xr_device_opts *opts);
+int xr_close_device(struct xr_context *ctx);
+/* The local GID (IPv4-mapped or IPv6). */
+void xr_query_gid(struct xr_context *ctx, xr_gid *gid);
+/* The register access the driver uses (for counters, tools). */
+struct xr_regio *xr_context_regs(struct xr_context *ctx);
+struct xr_engine *xr_context_engine(struct xr_context *ctx);
+
+struct xr_pd *xr_alloc_pd(struct xr_context *ctx);
+int xr_dealloc_pd(struct xr_pd *pd);
+
+/* Access flags are XR_ACCESS_LOCAL_WRITE, _REMOTE_WRITE, _REMOTE_READ,
+ * _REMOTE_ATOMIC (regmap.h), with ibv_access_flags' values. */
+
+struct xr_mr {
+	struct xr_context *context;
+	struct xr_pd *pd;
+	void *addr;
+	size_t length;
+	uint32_t lkey, rkey;
+	uint32_t handle;              /* MR table index */
+	uint64_t *mtt;                /* the page table the engine translates with */
+};
+
+/* Registers [addr, addr+length). Errors: EINVAL (bad flags or range), ENOMEM, ENOSPC. */
+struct xr_mr *xr_reg_mr(struct xr_pd *pd, void *addr, size_t length, int access);
+int xr_dereg_mr(struct xr_mr *mr);
+
+struct xr_wc {
+	uint64_t wr_id;
+	enum xr_wc_status status;
+	enum xr_wc_opcode opcode;
+	uint32_t vendor_err;
+	uint32_t byte_len;
+	uint32_t imm_data;            /* network order, or the invalidated R_Key */
+	uint32_t qp_num;
+	uint32_t src_qp;
+	unsigned int wc_flags;
+};
+
+struct xr_cq *xr_create_cq(struct xr_context *ctx, int cqe);
+int xr_destroy_cq(struct xr_cq *cq);
+/* Up to n completions; returns how many (0: none), or -errno. */
+int xr_poll_cq(struct xr_cq *cq, int n, struct xr_wc *wc);
+/* Event mode: arm, then wait on the fd (readable when the CQ fired). */
+int xr_req_notify_cq(struct xr_cq *cq, int solicited_only);
+int xr_cq_event_fd(struct xr_cq *cq);
+/* Blocks until the CQ fires (or timeout_ms, -1 forever); 0, or ETIMEDOUT. */
+int xr_get_cq_event(struct xr_cq *cq, int timeout_ms);
+const char *xr_wc_status_str(enum xr_wc_status status);
+
+struct xr_qp_cap {
+	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data;
+};
+
+struct xr_qp_init_attr {
+	struct xr_cq *send_cq, *recv_cq;
+	struct xr_qp_cap cap;
+	enum xr_qp_type qp_type;
+	int sq_sig_all;
+};
+
+/* QP states are enum xr_qp_state (XR_QPS_RESET ... XR_QPS_ERR, regmap.h),
+ * with ibv_qp_state's values; the QP type is XR_QPT_RC. */
+
+enum xr_mtu { XR_MTU_256 = 1, XR_MTU_512 = 2, XR_MTU_1024 = 3, XR_MTU_2048 = 4, XR_MTU_4096 = 5 };
+
+struct xr_global_route {
+	xr_gid dgid;
+	uint32_t flow_label;
+	uint8_t sgid_index, hop_limit, traffic_class;
+};
+
+struct xr_ah_attr {
+	struct xr_global_route grh;
+	uint16_t dlid;
+	uint8_t sl, src_path_bits, static_rate, is_global, port_num;
+};
+
+struct xr_qp_attr {
+	enum xr_qp_state qp_state, cur_qp_state;
+	enum xr_mtu path_mtu;
+	uint32_t qkey, rq_psn, sq_psn, dest_qp_num;
+	unsigned int qp_access_flags;
+	struct xr_qp_cap cap;
+	struct xr_ah_attr ah_attr;
+	uint16_t pkey_index;
+	uint8_t sq_draining, max_rd_atomic, max_dest_rd_atomic, min_rnr_timer, port_num, timeout,
+		retry_cnt, rnr_retry;
+};
+
+/* ibv_qp_attr_mask */
+enum xr_qp_attr_mask {
+	XR_QP_STATE = 1 << 0, XR_QP_CUR_STATE = 1 << 1, XR_QP_EN_SQD_ASYNC_NOTIFY = 1 << 2,
+	XR_QP_ACCESS_FLAGS = 1 << 3, XR_QP_PKEY_INDEX = 1 << 4, XR_QP_PORT = 1 << 5,
+	XR_QP_QKEY = 1 << 6, XR_QP_AV = 1 << 7, XR_QP_PATH_MTU = 1 << 8, XR_QP_TIMEOUT = 1 << 9,
+	XR_QP_RETRY_CNT = 1 << 10, XR_QP_RNR_RETRY = 1 << 11, XR_QP_RQ_PSN = 1 << 12,
+	XR_QP_MAX_QP_RD_ATOMIC = 1 << 13, XR_QP_ALT_PATH = 1 << 14, XR_QP_MIN_RNR_TIMER = 1 << 15,
+	XR_QP_SQ_PSN = 1 << 16, XR_QP_MAX_DEST_RD_ATOMIC = 1 << 17, XR_QP_PATH_MIG_STATE = 1 << 18,
+	XR_QP_CAP = 1 << 19, XR_QP_DEST_QPN = 1 << 20,
+};
+
+#define XR_MAX_RD_ATOMIC 16
+
+struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr);
+/* Errors as ibv_modify_qp: EINVAL for a transition, mask or value the
+ * state machine does not allow (nothing changes). */
+int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *attr, int mask);
+int xr_query_qp(struct xr_qp *qp, struct xr_qp_attr *attr, int mask, struct xr_qp_init_attr *init);
+int xr_destroy_qp(struct xr_qp *qp);
+uint32_t xr_qp_num(const struct xr_qp *qp);
+
+struct xr_send_wr {
+	uint64_t wr_id;
+	struct xr_send_wr *next;
+	struct xr_sge *sg_list;
+	int num_sge;
+	enum xr_wr_opcode opcode;
+	unsigned int send_flags;
+	uint32_t imm_data;            /* network order (as ibv) */
+	uint32_t invalidate_rkey;
+	union {
+		struct { uint64_t remote_addr; uint32_t rkey; } rdma;
+		struct { uint64_t remote_addr; uint64_t compare_add; uint64_t swap; uint32_t rkey; } atomic;
+	} wr;
+};
+
+struct xr_recv_wr {
+	uint64_t wr_id;
+	struct xr_recv_wr *next;
+	struct xr_sge *sg_list;
+	int num_sge;
+};
+
+/* 0, or EINVAL (bad WR or QP state), ENOMEM (queue full); *bad names the WR. */
+int xr_post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad);
+int xr_post_recv(struct xr_qp *qp, struct xr_recv_wr *wr, struct xr_recv_wr **bad);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

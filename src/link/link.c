@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdlib.h>
+#include <string.h>
+
+#include "xroce/link.h"
+
+void xr_link_close(struct xr_link *l)
+{
+	if (l && l->ops->close)
+		l->ops->close(l);
+}
+
+int xr_link_resolve(struct xr_link *l, const xr_gid *gid, uint8_t mac[6])
+{
+	memset(mac, 0, 6);
+	return l->ops->resolve ? l->ops->resolve(l, gid, mac) : 0;
+}

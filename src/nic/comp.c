@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The completer: the requester's receive side. ACKs are cumulative and
+ * complete SEND/WRITE WQEs up to their PSN; READ and atomic WQEs complete
+ * only through their own responses (which also acknowledge everything
+ * before them). NAKs and timeouts send the requester back (go-back-N);
+ * retry_cnt and rnr_retry bound that (rnr_retry 7 = infinite). When they
+ * run out, or on a fatal NAK, the WQE fails and the QP goes to ERR.
+ */
+#include <string.h>
+
+#include "engine.h"
+
+#define RNR_INFINITE 7
+
+/* RNR NAK timer codes in microseconds (IBTA table 45; code 0 = 655.36 ms). */
+static const uint32_t rnr_timer_us[32] = {
+	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920,
+	2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960, 61440, 81920, 122880,
+	163840, 245760, 327680, 491520,
+};
+
+void xr_req_arm_timer(struct xr_qp *qp, uint64_t now);
+
+static struct xr_swqe_meta *meta_at(struct xr_qp *qp, uint16_t i)
+{
+	return &qp->req.meta[i & (qp->req.meta_slots - 1)];
+}
+
+static bool is_rd_atomic(uint8_t wr)
+{
+	return wr == XR_WR_RDMA_READ || wr == XR_WR_ATOMIC_CMP_AND_SWP || wr == XR_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Completes the WQE at the tail with status. */
+static void complete_tail(struct xr_engine *e, struct xr_qp *qp, uint8_t status, uint32_t byte_len)
+{
+	struct xr_req *r = &qp->req;
+	struct xr_swqe_meta *m = meta_at(qp, r->tail);
+	const struct xr_hw_wqe *w = xr_sq_slot(qp, r->tail);
+
+	if (status != XR_WC_SUCCESS || (m->flags & XR_SEND_SIGNALED)) {
+		struct xr_wc_info wc = { .wr_id = w->wr_id, .status = status,
+					 .opcode = xr_wc_opcode_of_wr(m->opcode), .byte_len = byte_len,
+					 .wqe_index = r->tail };
+		xr_complete(e, qp, qp->ctx.sq_cqn, &wc, false);
+	}
+	if (is_rd_atomic(m->opcode) && r->rd_atomic_out)
+		r->rd_atomic_out--;
+	memset(m, 0, sizeof(*m));
+	r->tail++;
+	qp->ctx.sq_ci = r->tail;
+}
+
+/* Fails the WQE at the tail and the QP with it. */
+static void fail_tail(struct xr_engine *e, struct xr_qp *qp, uint8_t status)
+{
+	if (qp->req.tail != qp->req.head)
+		complete_tail(e, qp, status, 0);
+	xr_qp_to_error(e, qp, status);
+}
+
+/* Everything up to psn is acknowledged: SEND/WRITE WQEs complete. */
+static void ack_upto(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
+{
+	struct xr_req *r = &qp->req;
+
+	while (r->tail != r->head) {
+		struct xr_swqe_meta *m = meta_at(qp, r->tail);
+		if (is_rd_atomic(m->opcode) || psn_cmp(m->last_psn, psn) > 0)
+			break;
+		if (r->cur_active && r->cur == r->tail)
+			break;   /* not even fully sent yet (a stray ACK) */
+		complete_tail(e, qp, XR_WC_SUCCESS, 0);
+	}
+	if (psn_cmp(psn_add(psn, 1), r->una_psn) > 0) {
+		r->una_psn = psn_add(psn, 1);
+		r->retry_left = qp->ctx.retry_cnt;   /* progress: the budget starts over */
+		if (qp->ctx.rnr_retry != RNR_INFINITE)
+			r->rnr_left = qp->ctx.rnr_retry;
+	}
+}
+
+/* Timer bookkeeping after progress: stop when nothing is outstanding. */
+static void rearm(struct xr_qp *qp)
+{
+	struct xr_req *r = &qp->req;
+
+	if (r->tail == r->head && !r->cur_active)
+		r->timer_due_ns = 0;
+	else
+		xr_req_arm_timer(qp, xr_now_ns());
+}
+
+/* One retry from psn; false (and the QP failed) when retries are exhausted. */
+static bool retry_from(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
+{
+	struct xr_req *r = &qp->req;
+
+	if (r->retry_left == 0) {
+		xr_count(e, XR_CNT_RETRY_EXCEEDED, 1);
+		fail_tail(e, qp, XR_WC_RETRY_EXC_ERR);
+		return false;
+	}
+	r->retry_left--;
+	xr_req_retransmit(e, qp, psn);
+	return true;
+}
+
+/* PSN the tail READ/atomic expects next. */
+static uint32_t tail_expected_psn(struct xr_qp *qp)
+{
+	struct xr_swqe_meta *m = meta_at(qp, qp->req.tail);
+	uint32_t mtu = mtu_bytes(qp->ctx.path_mtu);
+	return psn_add(m->first_psn, m->read_done / mtu);
+}
+
+static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
+{
+	struct xr_req *r = &qp->req;
+	uint8_t syn = p->aeth.syndrome, type = syn & XR_AETH_TYPE_MASK;
+	uint32_t psn = p->psn;
+
+	/* Beyond anything sent, or older than what is acknowledged: stale. */
+	if (psn_cmp(psn, qp->ctx.sq_psn) >= 0 || psn_cmp(psn, psn_add(r->una_psn, XR_PSN_MASK)) < 0)
+		return;
+	switch (type) {
+	case XR_AETH_ACK:
+		xr_count(e, XR_CNT_RX_ACK, 1);
+		ack_upto(e, qp, psn);
+		/* An ACK at or past a pending READ/atomic: its responses were lost. */
+		if (r->tail != r->head && is_rd_atomic(meta_at(qp, r->tail)->opcode) &&
+		    psn_cmp(psn, meta_at(qp, r->tail)->first_psn) >= 0 && !r->retx_pending)
+			retry_from(e, qp, tail_expected_psn(qp));
+		break;
+	case XR_AETH_RNR_NAK:
+		xr_count(e, XR_CNT_RX_RNR_NAK, 1);
+		ack_upto(e, qp, psn_add(psn, XR_PSN_MASK));
+		if (qp->ctx.rnr_retry != RNR_INFINITE) {
+			if (r->rnr_left == 0) {
+				xr_count(e, XR_CNT_RNR_RETRY_EXCEEDED, 1);
+				fail_tail(e, qp, XR_WC_RNR_RETRY_EXC_ERR);
+				return;
+			}
+			r->rnr_left--;
+		}
+		r->rnr_due_ns = xr_now_ns() + 1000ull * rnr_timer_us[syn & XR_AETH_VALUE_MASK];
+		xr_req_retransmit(e, qp, psn);
+		xr_evlog_add(e, XR_EV_NAK_RCVD, qp->qpn, syn, psn);
+		return;
+	case XR_AETH_NAK:
+		xr_evlog_add(e, XR_EV_NAK_RCVD, qp->qpn, syn, psn);
+		ack_upto(e, qp, psn_add(psn, XR_PSN_MASK));
+		switch (syn) {
+		case XR_AETH_NAK_PSN_SEQ:
+			xr_count(e, XR_CNT_RX_NAK_SEQ, 1);
+			if (!retry_from(e, qp, psn))
+				return;
+			break;
+		case XR_AETH_NAK_INV_REQ:
+			xr_count(e, XR_CNT_RX_NAK_INV_REQ, 1);
+			fail_tail(e, qp, XR_WC_REM_INV_REQ_ERR);
+			return;
+		case XR_AETH_NAK_REM_ACCESS:
+			xr_count(e, XR_CNT_RX_NAK_REM_ACCESS, 1);
+			fail_tail(e, qp, XR_WC_REM_ACCESS_ERR);
+			return;
+		default:
+			xr_count(e, XR_CNT_RX_NAK_REM_OP, 1);
+			fail_tail(e, qp, XR_WC_REM_OP_ERR);
+			return;
+		}
+		break;
+	default:
+		return;   /* reserved type: ignored */
+	}
+	rearm(qp);
+}
+
+static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
+{
+	struct xr_req *r = &qp->req;
+	uint32_t mtu = mtu_bytes(qp->ctx.path_mtu), offset, expect_len;
+	struct xr_swqe_meta *m;
+	const struct xr_hw_wqe *w;
+	int err;
+
+	/* A response acknowledges every request before its READ. */
+	ack_upto(e, qp, psn_add(p->psn, XR_PSN_MASK));
+	if (r->tail == r->head)
+		return;
+	m = meta_at(qp, r->tail);
+	if (m->opcode != XR_WR_RDMA_READ || psn_cmp(p->psn, m->first_psn) < 0 ||
+	    psn_cmp(p->psn, m->last_psn) > 0)
+		return;   /* a duplicate of an answered READ */
+	if (p->psn != tail_expected_psn(qp)) {
+		/* Out of order: a gap means lost responses; ask again once. */
+		if (psn_cmp(p->psn, tail_expected_psn(qp)) > 0 && !r->retx_pending)
+			retry_from(e, qp, tail_expected_psn(qp));
+		return;
+	}
+	w = xr_sq_slot(qp, r->tail);
+	offset = m->read_done;
+	expect_len = w->length - offset < mtu ? w->length - offset : mtu;
+	if (p->payload_len != expect_len) {
+		fail_tail(e, qp, XR_WC_BAD_RESP_ERR);
+		return;
+	}
+	if (p->payload_len) {
+		err = xr_sgl_write(e, qp->ctx.pd, w->sge, w->num_sge, offset, p->payload, p->payload_len);
+		if (err) {
+			fail_tail(e, qp, (uint8_t)err);
+			return;
+		}
+	}
+	m->read_done += p->payload_len;
+	r->una_psn = psn_add(p->psn, 1);
+	r->retry_left = qp->ctx.retry_cnt;
+	if (p->psn == m->last_psn)
+		complete_tail(e, qp, XR_WC_SUCCESS, w->length);
+	rearm(qp);
+}
+
+static void rx_atomic_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
+{
+	struct xr_req *r = &qp->req;
+	struct xr_swqe_meta *m;
+	const struct xr_hw_wqe *w;
+	int err;
+
+	ack_upto(e, qp, psn_add(p->psn, XR_PSN_MASK));
+	if (r->tail == r->head)
+		return;
+	m = meta_at(qp, r->tail);
+	if (!is_rd_atomic(m->opcode) || m->opcode == XR_WR_RDMA_READ || m->first_psn != p->psn)
+		return;   /* duplicate */
+	w = xr_sq_slot(qp, r->tail);
+	err = xr_sgl_write(e, qp->ctx.pd, w->sge, w->num_sge, 0, &p->atomic_orig, 8);
+	if (err) {
+		fail_tail(e, qp, (uint8_t)err);
+		return;
+	}
+	r->una_psn = psn_add(p->psn, 1);
+	r->retry_left = qp->ctx.retry_cnt;
+	complete_tail(e, qp, XR_WC_SUCCESS, 8);
+	rearm(qp);
+}
+
+void xr_comp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
+{
+	if (!qp->req.meta || (qp->ctx.state != XR_QPS_RTS && qp->ctx.state != XR_QPS_SQD &&
+			      qp->ctx.state != XR_QPS_SQE))
+		return;
+	if (p->op->flags & XR_OPF_ACK)
+		rx_ack(e, qp, p);
+	else if (p->op->flags & XR_OPF_READ_RESP)
+		rx_read_response(e, qp, p);
+	else if (p->op->flags & XR_OPF_ATOMIC_ACK)
+		rx_atomic_ack(e, qp, p);
+}
+
+void xr_comp_timers(struct xr_engine *e, struct xr_qp *qp, uint64_t now)
+{
+	struct xr_req *r = &qp->req;
+
+	if (!r->timer_due_ns || now < r->timer_due_ns)
+		return;
+	if (r->tail == r->head && !r->cur_active) {
+		r->timer_due_ns = 0;
+		return;
+	}
+	xr_count(e, XR_CNT_ACK_TIMEOUTS, 1);
+	xr_evlog_add(e, XR_EV_TIMEOUT, qp->qpn, r->una_psn, r->retry_left);
+	if (!retry_from(e, qp, r->tail != r->head && is_rd_atomic(meta_at(qp, r->tail)->opcode) ?
+			       tail_expected_psn(qp) : r->una_psn))
+		return;
+	xr_req_arm_timer(qp, now);
+}

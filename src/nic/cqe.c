@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Completions: CQEs written into host CQ rings (phase byte last), the
+ * completion interrupt for armed CQs, and flushing a QP in ERR.
+ */
+#include <string.h>
+
+#include "engine.h"
+
+void xr_complete(struct xr_engine *e, struct xr_qp *qp, uint32_t cqn, const struct xr_wc_info *wc,
+		 bool solicited)
+{
+	struct xr_cq *cq = cqn < XR_MAX_CQ ? &e->cqs[cqn] : NULL;
+	struct xr_hw_cqe *cqe;
+	uint32_t size, pi;
+	bool fire = false;
+
+	if (!cq || !cq->in_use) {
+		xr_count(e, XR_CNT_CQ_OVERFLOW, 1);
+		return;
+	}
+	pthread_mutex_lock(&cq->lock);
+	size = 1u << cq->ctx.log_size;
+	pi = cq->ctx.pi;
+	if (pi - cq->ci >= size) {
+		/* Full: the host did not consume in time. The CQE is lost and counted. */
+		cq->ctx.overflow = true;
+		pthread_mutex_unlock(&cq->lock);
+		xr_count(e, XR_CNT_CQ_OVERFLOW, 1);
+		return;
+	}
+	cqe = (struct xr_hw_cqe *)(uintptr_t)(cq->ctx.base + (uint64_t)(pi & (size - 1)) * XR_CQE_SIZE);
+	cqe->wr_id = wc->wr_id;
+	cqe->qp_num = qp->qpn;
+	cqe->byte_len = wc->byte_len;
+	cqe->imm_data = wc->imm;
+	cqe->src_qp = wc->src_qp;
+	cqe->vendor_err = 0;
+	cqe->wc_flags = wc->flags;
+	cqe->status = wc->status;
+	cqe->opcode = wc->opcode;
+	cqe->wqe_index = wc->wqe_index;
+	/* The pass bit: 1 on even passes over the ring, 0 on odd ones. */
+	__atomic_store_n(&cqe->phase, (uint8_t)(((pi >> cq->ctx.log_size) & 1) ^ 1), __ATOMIC_RELEASE);
+	cq->ctx.pi = pi + 1;
+	if (cq->ctx.armed && (!cq->ctx.solicited_only || solicited || wc->status != XR_WC_SUCCESS)) {
+		cq->ctx.armed = false;
+		fire = true;
+	}
+	pthread_mutex_unlock(&cq->lock);
+	xr_count(e, XR_CNT_CQES, 1);
+	if (wc->status != XR_WC_SUCCESS)
+		xr_evlog_add(e, XR_EV_WQE_COMPLETED, qp->qpn, wc->status, (uint32_t)wc->wr_id);
+	if (fire && e->irq)
+		e->irq(e->irq_ctx, cqn);
+}
+
+void xr_qp_to_error(struct xr_engine *e, struct xr_qp *qp, uint8_t status)
+{
+	if (qp->ctx.state == XR_QPS_ERR)
+		return;
+	xr_evlog_add(e, XR_EV_QP_ERROR, qp->qpn, status, qp->req.una_psn);
+	xr_evlog_add(e, XR_EV_QP_STATE, qp->qpn, qp->ctx.state, XR_QPS_ERR);
+	qp->ctx.state = XR_QPS_ERR;
+	xr_qp_mark_busy(e, qp);
+}
+
+static const struct xr_hw_wqe *sq_slot(const struct xr_qp *qp, uint16_t idx)
+{
+	uint32_t mask = (1u << qp->ctx.sq_log_size) - 1;
+	return (const struct xr_hw_wqe *)(uintptr_t)(qp->ctx.sq_base + (uint64_t)(idx & mask) * XR_WQE_SIZE);
+}
+
+static const struct xr_hw_rwqe *rq_slot(const struct xr_qp *qp, uint16_t idx)
+{
+	uint32_t mask = (1u << qp->ctx.rq_log_size) - 1;
+	return (const struct xr_hw_rwqe *)(uintptr_t)(qp->ctx.rq_base + (uint64_t)(idx & mask) * XR_RWQE_SIZE);
+}
+
+static uint8_t wc_opcode_of(uint8_t wr)
+{
+	switch (wr) {
+	case XR_WR_RDMA_WRITE: case XR_WR_RDMA_WRITE_WITH_IMM: return XR_WC_RDMA_WRITE;
+	case XR_WR_RDMA_READ: return XR_WC_RDMA_READ;
+	case XR_WR_ATOMIC_CMP_AND_SWP: return XR_WC_COMP_SWAP;
+	case XR_WR_ATOMIC_FETCH_AND_ADD: return XR_WC_FETCH_ADD;
+	case XR_WR_LOCAL_INV: return XR_WC_LOCAL_INV;
+	default: return XR_WC_SEND;
+	}
+}
+
+uint8_t xr_wc_opcode_of_wr(uint8_t wr)
+{
+	return wc_opcode_of(wr);
+}
+
+const struct xr_hw_wqe *xr_sq_slot(const struct xr_qp *qp, uint16_t idx)
+{
+	return sq_slot(qp, idx);
+}
+
+const struct xr_hw_rwqe *xr_rq_slot(const struct xr_qp *qp, uint16_t idx)
+{
+	return rq_slot(qp, idx);
+}
+
+void xr_qp_flush(struct xr_engine *e, struct xr_qp *qp)
+{
+	struct xr_req *rq = &qp->req;
+	struct xr_resp *rs = &qp->resp;
+
+	if (qp->ctx.sq_log_size && qp->ctx.sq_base) {
+		for (uint16_t i = rq->tail; i != qp->sq_pi; i++) {
+			const struct xr_hw_wqe *w = sq_slot(qp, i);
+			const struct xr_swqe_meta *m = rq->meta ? &rq->meta[i & (rq->meta_slots - 1)] : NULL;
+			struct xr_wc_info wc = { .wr_id = w->wr_id, .opcode = wc_opcode_of(w->opcode), .wqe_index = i };
+			/* The WQE that failed keeps its own status; the rest are flushed. */
+			wc.status = (m && m->started && m->status) ? m->status : XR_WC_WR_FLUSH_ERR;
+			if (m)
+				memset((void *)m, 0, sizeof(*m));
+			xr_complete(e, qp, qp->ctx.sq_cqn, &wc, false);
+		}
+	}
+	rq->tail = rq->head = qp->sq_pi;
+	rq->cur_active = false;
+	rq->retx_pending = false;
+	rq->rd_atomic_out = 0;
+	rq->timer_due_ns = rq->rnr_due_ns = 0;
+	qp->ctx.sq_ci = rq->tail;
+
+	if (rs->have_rwqe) {
+		struct xr_wc_info wc = { .wr_id = rs->rwqe.wr_id, .status = XR_WC_WR_FLUSH_ERR, .opcode = XR_WC_RECV,
+					 .wqe_index = (uint16_t)(rs->rq_head - 1) };
+		xr_complete(e, qp, qp->ctx.rq_cqn, &wc, false);
+		rs->have_rwqe = false;
+		qp->rq_ci++;
+	}
+	if (qp->ctx.rq_log_size && qp->ctx.rq_base) {
+		for (; rs->rq_head != qp->rq_pi; rs->rq_head++, qp->rq_ci++) {
+			struct xr_wc_info wc = { .wr_id = rq_slot(qp, rs->rq_head)->wr_id,
+						 .status = XR_WC_WR_FLUSH_ERR, .opcode = XR_WC_RECV,
+						 .wqe_index = rs->rq_head };
+			xr_complete(e, qp, qp->ctx.rq_cqn, &wc, false);
+		}
+	}
+	qp->ctx.rq_ci = qp->rq_ci;
+	rs->ack_due = false;
+	rs->res_sending = -1;
+	rs->in_msg = XR_RESP_IDLE;
+}

@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The data path's pipeline: a progress pass takes a burst of frames from
+ * the link and dispatches them (requests to the responder, responses to
+ * the completer), then serves every QP on the busy list (flushes, timers,
+ * responses, requests) and sends what that produced as bursts. It runs in
+ * the engine's thread or inline in a caller's poll.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "recv.h"
+
+#define RX_BURST 32
+
+/* ---- the busy list ---- */
+
+void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp)
+{
+	bool wake = false;
+
+	pthread_mutex_lock(&e->busy_lock);
+	if (!qp->busy) {
+		if (e->nbusy == e->busy_cap) {
+			uint32_t cap = e->busy_cap ? 2 * e->busy_cap : 256;
+			struct xr_qp **b = realloc(e->busy, cap * sizeof(*b));
+			if (!b) {
+				pthread_mutex_unlock(&e->busy_lock);
+				return;   /* the next doorbell or timer scan retries */
+			}
+			e->busy = b;
+			e->busy_cap = cap;
+		}
+		e->busy[e->nbusy++] = qp;
+		qp->busy = true;
+		wake = true;
+	}
+	pthread_mutex_unlock(&e->busy_lock);
+	if (wake && e->doorbell_efd >= 0) {
+		uint64_t one = 1;
+		if (write(e->doorbell_efd, &one, sizeof(one)) < 0) {
+			/* Saturated counter: the thread is awake anyway. */
+		}
+	}
+}
+
+/* ---- frames out ---- */
+
+static void tx_flush(struct xr_engine *e, struct xr_tx *tx)
+{
+	unsigned done = 0;
+
+	while (done < tx->n) {
+		int sent = xr_link_send(e->link, tx->f + done, tx->n - done);
+		if (sent <= 0)
+			break;
+		done += (unsigned)sent;
+	}
+	if (done < tx->n) {
+		/* The link is full: keep the rest for the next pass, in order. */
+		memmove(tx->f, tx->f + done, (tx->n - done) * sizeof(tx->f[0]));
+		tx->n -= done;
+		tx->full = true;
+		return;
+	}
+	tx->n = 0;
+	tx->full = false;
+}
+
+struct xr_frame *xr_tx_begin(struct xr_engine *e, struct xr_tx *tx, struct xr_qp *qp, struct xr_pkt *p)
+{
+	const struct xr_qp_ctx *c = &qp->ctx;
+	struct xr_frame *f;
+
+	if (tx->n == sizeof(tx->f) / sizeof(tx->f[0]))
+		tx_flush(e, tx);
+	if (tx->full || tx->n == sizeof(tx->f) / sizeof(tx->f[0]))
+		return NULL;
+	f = xr_link_frame_alloc(e->link);
+	if (!f) {
+		tx->full = true;
+		return NULL;
+	}
+	xr_pkt_init(p, 0);
+	xr_mac_from_regs(p->smac, xr_reg_get(e, XR_REG_MAC_LOW), xr_reg_get(e, XR_REG_MAC_HIGH));
+	if (c->peer_mac[0] | c->peer_mac[1] | c->peer_mac[2] | c->peer_mac[3] | c->peer_mac[4] | c->peer_mac[5])
+		memcpy(p->dmac, c->peer_mac, 6);
+	else
+		xr_mac_from_regs(p->dmac, xr_reg_get(e, XR_REG_PEER_MAC_LOW), xr_reg_get(e, XR_REG_PEER_MAC_HIGH));
+	p->vlan = c->vlan;
+	p->pcp = c->pcp;
+	p->vid = c->vid;
+	p->dgid = c->peer_gid;
+	if (xr_gid_is_ipv4(&c->peer_gid)) {
+		p->ip_version = 4;
+		xr_gid_from_ipv4(&p->sgid, xr_reg_get(e, XR_REG_IP_ADDR));
+	} else {
+		p->ip_version = 6;
+		for (int i = 0; i < 4; i++) {
+			uint32_t w = xr_reg_get(e, XR_REG_IPV6_ADDR_0 + 4u * (unsigned)i);
+			p->sgid.raw[4 * i] = (uint8_t)(w >> 24);
+			p->sgid.raw[4 * i + 1] = (uint8_t)(w >> 16);
+			p->sgid.raw[4 * i + 2] = (uint8_t)(w >> 8);
+			p->sgid.raw[4 * i + 3] = (uint8_t)w;
+		}
+		p->flow_label = c->flow_label;
+	}
+	p->traffic_class = c->traffic_class;
+	p->hop_limit = c->hop_limit ? c->hop_limit : 64;
+	p->sport = c->src_port ? c->src_port : xr_rxe_udp_sport(qp->qpn, c->dest_qpn);
+	p->dport = c->dst_port ? c->dst_port : (uint16_t)xr_reg_get(e, XR_REG_PEER_UDP_PORT);
+	p->pkey = c->pkey;
+	p->dqpn = c->dest_qpn;
+	return f;
+}
+
+void xr_tx_commit(struct xr_engine *e, struct xr_tx *tx, struct xr_frame *f, struct xr_pkt *p)
+{
+	xr_pkt_finish(p, f->data);
+	f->len = p->len;
+	tx->f[tx->n++] = f;
+	xr_count(e, XR_CNT_TX_PKTS, 1);
+	xr_count(e, XR_CNT_TX_BYTES, f->len);
+}
+
+/* ---- frames in ---- */
+
+static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx)
+{
+	struct xr_pkt p;
+	struct xr_qp *qp;
+	enum xr_parse_err err = xr_pkt_parse(f->data, f->len, 0, 0, &p);
+
+	if (err != XR_PARSE_OK) {
+		xr_count(e, xr_counter_of_parse_err(err), 1);
+		return;
+	}
+	xr_count(e, XR_CNT_RX_PKTS, 1);
+	xr_count(e, XR_CNT_RX_BYTES, f->len);
+	if ((p.traffic_class & 3) == 3)   /* ECN CE */
+		xr_count(e, XR_CNT_ECN_MARKED, 1);
+	if (p.op->flags & XR_OPF_CNP) {
+		xr_count(e, XR_CNT_CNP_RCVD, 1);
+		return;
+	}
+	if (xr_recv_check(e, &p, true, &qp))
+		return;
+	if (p.op->flags & XR_OPF_REQ)
+		xr_resp_rx(e, qp, &p, tx);
+	else
+		xr_comp_rx(e, qp, &p);
+	xr_qp_mark_busy(e, qp);
+	pthread_mutex_unlock(&qp->lock);
+}
+
+/* ---- serving a QP ---- */
+
+static bool qp_has_work(const struct xr_qp *qp)
+{
+	const struct xr_req *r = &qp->req;
+
+	if (qp->ctx.state == XR_QPS_RESET || qp->ctx.state == XR_QPS_INIT)
+		return false;
+	if (qp->ctx.state == XR_QPS_ERR)
+		return r->tail != qp->sq_pi || qp->resp.rq_head != qp->rq_pi;
+	return qp->resp.ack_due || qp->resp.res_sending >= 0 || r->cur_active || r->retx_pending ||
+	       (r->head != qp->sq_pi && qp->ctx.state == XR_QPS_RTS) ||
+	       r->timer_due_ns || r->rnr_due_ns;
+}
+
+static void serve_qp(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t now)
+{
+	switch (qp->ctx.state) {
+	case XR_QPS_RESET:
+	case XR_QPS_INIT:
+		return;
+	case XR_QPS_ERR:
+		xr_resp_tx(e, qp, tx);   /* a fatal NAK still leaves */
+		xr_qp_flush(e, qp);
+		return;
+	default:
+		xr_comp_timers(e, qp, now);
+		xr_resp_tx(e, qp, tx);
+		if (qp->ctx.state == XR_QPS_RTS || qp->ctx.state == XR_QPS_SQD)
+			xr_req_tx(e, qp, tx);
+		if (qp->ctx.state == XR_QPS_ERR)
+			xr_qp_flush(e, qp);
+	}
+}
+
+static int progress_locked(struct xr_engine *e)
+{
+	struct xr_frame *rx[RX_BURST];
+	struct xr_tx tx;
+	struct xr_qp **list;
+	uint32_t n;
+	int work = 0, got;
+	uint64_t now = xr_now_ns();
+
+	tx.n = 0;
+	tx.full = false;
+	got = xr_link_recv(e->link, rx, RX_BURST);
+	for (int i = 0; i < got; i++) {
+		if (xr_reg_get(e, XR_REG_CTRL) & XR_CTRL_ENABLE)
+			rx_one(e, rx[i], &tx);
+		else
+			xr_count(e, XR_CNT_DROP_DISABLED, 1);
+		xr_link_frame_free(e->link, rx[i]);
+	}
+	work += got > 0 ? got : 0;
+
+	/* Take the busy list; QPs that stay busy go back on it. */
+	pthread_mutex_lock(&e->busy_lock);
+	list = e->busy;
+	n = e->nbusy;
+	e->busy = NULL;
+	e->nbusy = e->busy_cap = 0;
+	for (uint32_t i = 0; i < n; i++)
+		list[i]->busy = false;
+	pthread_mutex_unlock(&e->busy_lock);
+	for (uint32_t i = 0; i < n; i++) {
+		struct xr_qp *qp = list[i];
+		pthread_mutex_lock(&qp->lock);
+		if (qp->in_use) {
+			unsigned before = tx.n;
+			serve_qp(e, qp, &tx, now);
+			work += (int)(tx.n - before);
+			if (qp_has_work(qp))
+				xr_qp_mark_busy(e, qp);
+		}
+		pthread_mutex_unlock(&qp->lock);
+		if (tx.n >= 24)
+			tx_flush(e, &tx);
+	}
+	free(list);
+	tx_flush(e, &tx);
+	/* Frames the link refused are lost for this pass; the protocol resends. */
+	for (unsigned i = 0; i < tx.n; i++)
+		xr_link_frame_free(e->link, tx.f[i]);
+	return work;
+}
+
+int xr_engine_progress(struct xr_engine *e)
+{
+	int work = 0;
+
+	if (!e->link || pthread_mutex_trylock(&e->dp_mutex))
+		return 0;
+	pthread_rwlock_rdlock(&e->dp_lock);
+	if (!(xr_reg_get(e, XR_REG_CTRL) & XR_CTRL_SOFT_RESET))
+		work = progress_locked(e);
+	pthread_rwlock_unlock(&e->dp_lock);
+	pthread_mutex_unlock(&e->dp_mutex);
+	return work;
+}
+
+/* ---- the engine's own thread ---- */
+
+static void *progress_thread(void *arg)
+{
+	struct xr_engine *e = arg;
+	int idle = 0;
+
+	while (atomic_load(&e->progress.run)) {
+		if (xr_engine_progress(e)) {
+			idle = 0;
+			continue;
+		}
+		/* Spin briefly (latency), then sleep until a frame, a doorbell or a timer tick. */
+		if (++idle < 64)
+			continue;
+		{
+			struct pollfd pf[2] = { { e->link->ops->wait_fd(e->link), POLLIN, 0 },
+						{ e->doorbell_efd, POLLIN, 0 } };
+			uint64_t v;
+			if (poll(pf, 2, 1) > 0 && (pf[1].revents & POLLIN)) {
+				if (read(e->doorbell_efd, &v, sizeof(v)) < 0) {
+					/* drained by another wakeup */
+				}
+			}
+		}
+	}
+	return NULL;
+}
+
+int xr_engine_start_thread(struct xr_engine *e)
+{
+	int err;
+
+	if (!e->link)
+		return -ENOTCONN;
+	if (e->progress.started)
+		return -EBUSY;
+	atomic_store(&e->progress.run, true);
+	err = pthread_create(&e->progress.thread, NULL, progress_thread, e);
+	if (err)
+		return -err;
+	e->progress.started = true;
+	return 0;
+}
+
+void xr_engine_stop_thread(struct xr_engine *e)
+{
+	if (!e->progress.started)
+		return;
+	atomic_store(&e->progress.run, false);
+	pthread_join(e->progress.thread, NULL);
+	e->progress.started = false;
+}
+
+int xr_engine_attach_link(struct xr_engine *e, struct xr_link *l)
+{
+	if (e->link)
+		return -EBUSY;
+	if (!l)
+		return -EINVAL;
+	e->link = l;
+	xr_engine_set_link_up(e, l->ops->is_up(l));
+	return 0;
+}
+
+void xr_engine_set_irq(struct xr_engine *e, void (*fn)(void *, uint32_t), void *ctx)
+{
+	pthread_mutex_lock(&e->reg_lock);
+	e->irq = fn;
+	e->irq_ctx = ctx;
+	pthread_mutex_unlock(&e->reg_lock);
+}
+
+void xr_datapath_init(struct xr_engine *e)
+{
+	pthread_mutex_init(&e->dp_mutex, NULL);
+	pthread_mutex_init(&e->busy_lock, NULL);
+	e->doorbell_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
+
+void xr_datapath_fini(struct xr_engine *e)
+{
+	xr_engine_stop_thread(e);
+	free(e->busy);
+	if (e->doorbell_efd >= 0)
+		close(e->doorbell_efd);
+	pthread_mutex_destroy(&e->dp_mutex);
+	pthread_mutex_destroy(&e->busy_lock);
+}

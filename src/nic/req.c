@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The requester: takes WQEs from the send queue and turns them into
+ * packets. Messages are segmented FIRST/MIDDLE/LAST (or ONLY); each packet
+ * takes one PSN and a READ of N response packets takes N; AckReq goes on
+ * every message's last packet and after 64 packets without one; at most
+ * 128 PSNs are unacknowledged and max_rd_atomic READs/atomics outstanding.
+ * Retransmission rewinds to a PSN, reusing the original PSNs and resuming
+ * mid-message (a partly answered READ is re-requested for what is left).
+ */
+#include <string.h>
+
+#include "engine.h"
+
+#define MAX_UNACKED_PSNS 128
+#define MAX_PKTS_PER_ACK 64
+
+static bool is_rd_atomic(uint8_t wr)
+{
+	return wr == XR_WR_RDMA_READ || wr == XR_WR_ATOMIC_CMP_AND_SWP || wr == XR_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static uint32_t packets_of(const struct xr_hw_wqe *w, uint32_t mtu)
+{
+	if (w->opcode == XR_WR_ATOMIC_CMP_AND_SWP || w->opcode == XR_WR_ATOMIC_FETCH_AND_ADD)
+		return 1;
+	return w->length ? (w->length + mtu - 1) / mtu : 1;
+}
+
+static uint64_t ack_timeout_ns(uint8_t timeout)
+{
+	return timeout ? 4096ull << timeout : 0;   /* 4.096 us x 2^timeout */
+}
+
+void xr_req_arm_timer(struct xr_qp *qp, uint64_t now)
+{
+	uint64_t t = ack_timeout_ns(qp->ctx.timeout);
+	qp->req.timer_due_ns = t ? now + t : 0;
+}
+
+/* What a WQE must satisfy before its first packet; 0 or a WC status. */
+static int check_wqe(struct xr_engine *e, struct xr_qp *qp, const struct xr_hw_wqe *w)
+{
+	uint32_t sum = 0;
+
+	switch (w->opcode) {
+	case XR_WR_RDMA_WRITE: case XR_WR_RDMA_WRITE_WITH_IMM: case XR_WR_SEND:
+	case XR_WR_SEND_WITH_IMM: case XR_WR_SEND_WITH_INV: case XR_WR_RDMA_READ:
+		break;
+	case XR_WR_ATOMIC_CMP_AND_SWP: case XR_WR_ATOMIC_FETCH_AND_ADD:
+		if (w->length != 8 || (w->flags & XR_SEND_INLINE))
+			return XR_WC_LOC_LEN_ERR;
+		break;
+	default:
+		return XR_WC_LOC_QP_OP_ERR;
+	}
+	if (w->flags & XR_SEND_INLINE) {
+		if (w->opcode == XR_WR_RDMA_READ || w->length > XR_WQE_MAX_INLINE)
+			return XR_WC_LOC_LEN_ERR;
+		return 0;
+	}
+	if (w->num_sge > XR_WQE_MAX_SGE)
+		return XR_WC_LOC_LEN_ERR;
+	for (unsigned i = 0; i < w->num_sge; i++) {
+		struct xr_mr *mr;
+		uint32_t need = (w->opcode == XR_WR_RDMA_READ || is_rd_atomic(w->opcode)) ? XR_ACCESS_LOCAL_WRITE : 0;
+		if (w->sge[i].length && xr_dma_check(e, w->sge[i].lkey, qp->ctx.pd, w->sge[i].addr,
+						      w->sge[i].length, need, &mr) != XR_DMA_OK)
+			return XR_WC_LOC_PROT_ERR;
+		sum += w->sge[i].length;
+	}
+	if (sum != w->length)
+		return XR_WC_LOC_LEN_ERR;
+	return 0;
+}
+
+/* LOCAL_INV runs in the requester, in order, without a packet. */
+static int local_invalidate(struct xr_engine *e, struct xr_qp *qp, uint32_t rkey)
+{
+	struct xr_mr *mr = xr_mr_lookup(e, rkey);
+
+	if (!mr || mr->ctx.pd != qp->ctx.pd)
+		return XR_WC_LOC_PROT_ERR;
+	__atomic_store_n(&mr->in_use, false, __ATOMIC_RELEASE);
+	mr->ctx.valid = false;
+	xr_evlog_add(e, XR_EV_MR_INVALIDATE, qp->qpn, rkey, 1);
+	return 0;
+}
+
+/* Recounts READs/atomics in flight before index `upto` (after a rewind). */
+static void recount_rd_atomic(struct xr_qp *qp, uint16_t upto)
+{
+	uint32_t n = 0;
+
+	for (uint16_t i = qp->req.tail; i != upto; i++)
+		if (is_rd_atomic(qp->req.meta[i & (qp->req.meta_slots - 1)].opcode))
+			n++;
+	qp->req.rd_atomic_out = n;
+}
+
+/* Go-back-N: the next packet sent is PSN `psn`, of whichever WQE holds it. */
+static void rewind_to(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
+{
+	struct xr_req *r = &qp->req;
+	uint32_t mtu = mtu_bytes(qp->ctx.path_mtu);
+
+	for (uint16_t i = r->tail; i != r->head; i++) {
+		struct xr_swqe_meta *m = &r->meta[i & (r->meta_slots - 1)];
+		if (psn_cmp(psn, m->first_psn) < 0 || psn_cmp(psn, m->last_psn) > 0)
+			continue;
+		memcpy(&r->cur_wqe, xr_sq_slot(qp, i), sizeof(r->cur_wqe));
+		r->cur = i;
+		r->cur_active = true;
+		r->cur_psn = psn;
+		r->cur_offset = ((psn - m->first_psn) & XR_PSN_MASK) * mtu;
+		r->head = (uint16_t)(i + 1);
+		recount_rd_atomic(qp, i);
+		if (is_rd_atomic(m->opcode))
+			r->rd_atomic_out++;
+		xr_count(e, XR_CNT_RETRANSMITS, 1);
+		xr_evlog_add(e, XR_EV_RETRANSMIT, qp->qpn, psn, 0);
+		return;
+	}
+}
+
+void xr_req_retransmit(struct xr_engine *e, struct xr_qp *qp, uint32_t from_psn)
+{
+	(void)e;
+	qp->req.retx_pending = true;
+	qp->req.retx_psn = from_psn;
+}
+
+/* Starts the WQE at head; false when it cannot start yet. */
+static bool start_wqe(struct xr_engine *e, struct xr_qp *qp)
+{
+	struct xr_req *r = &qp->req;
+	struct xr_swqe_meta *m = &r->meta[r->head & (r->meta_slots - 1)];
+	const struct xr_hw_wqe *w = xr_sq_slot(qp, r->head);
+	uint32_t mtu = mtu_bytes(qp->ctx.path_mtu);
+	int err = 0;
+
+	if (m->started) {
+		/* Restarted after a rewind: same PSNs as the first time. */
+		memcpy(&r->cur_wqe, w, sizeof(r->cur_wqe));
+	} else {
+		memcpy(&r->cur_wqe, w, sizeof(r->cur_wqe));
+		w = &r->cur_wqe;
+		if (w->opcode == XR_WR_LOCAL_INV || (err = check_wqe(e, qp, w)) != 0) {
+			/* Runs (or fails) in order: wait until everything before it completed. */
+			struct xr_wc_info wc = { .wr_id = w->wr_id, .opcode = xr_wc_opcode_of_wr(w->opcode),
+						 .wqe_index = r->head };
+			if (r->tail != r->head)
+				return false;
+			wc.status = (uint8_t)(w->opcode == XR_WR_LOCAL_INV ? local_invalidate(e, qp, w->imm_data) : err);
+			if (wc.status == XR_WC_SUCCESS && !(w->flags & XR_SEND_SIGNALED)) {
+				/* unsignaled success: no CQE */
+			} else {
+				xr_complete(e, qp, qp->ctx.sq_cqn, &wc, false);
+			}
+			r->head++;
+			r->tail = r->head;
+			qp->ctx.sq_ci = r->tail;
+			if (wc.status != XR_WC_SUCCESS)
+				xr_qp_to_error(e, qp, wc.status);
+			return wc.status == XR_WC_SUCCESS;
+		}
+		if ((w->flags & XR_SEND_FENCE) && r->rd_atomic_out)
+			return false;
+		m->opcode = w->opcode;
+		m->flags = w->flags;
+		m->status = 0;
+		m->read_done = 0;
+		m->first_psn = qp->ctx.sq_psn;
+		m->last_psn = psn_add(m->first_psn, packets_of(w, mtu) - 1);
+		m->started = true;
+		qp->ctx.sq_psn = psn_add(m->last_psn, 1);
+		xr_count(e, XR_CNT_SQ_WQES, 1);
+		if (w->opcode == XR_WR_SEND || w->opcode == XR_WR_SEND_WITH_IMM || w->opcode == XR_WR_SEND_WITH_INV)
+			xr_count(e, XR_CNT_RDMA_SENDS, 1);
+	}
+	if (is_rd_atomic(m->opcode)) {
+		uint32_t max = qp->ctx.max_rd_atomic ? qp->ctx.max_rd_atomic : 1;
+		if (r->rd_atomic_out >= max)
+			return false;
+		r->rd_atomic_out++;
+	}
+	r->cur = r->head++;
+	r->cur_active = true;
+	r->cur_offset = 0;
+	r->cur_psn = m->first_psn;
+	return true;
+}
+
+static uint8_t send_opcode(uint8_t wr, bool first, bool last)
+{
+	bool write = wr == XR_WR_RDMA_WRITE || wr == XR_WR_RDMA_WRITE_WITH_IMM;
+
+	if (first && last) {
+		switch (wr) {
+		case XR_WR_RDMA_WRITE: return XR_OP_RC_RDMA_WRITE_ONLY;
+		case XR_WR_RDMA_WRITE_WITH_IMM: return XR_OP_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
+		case XR_WR_SEND_WITH_IMM: return XR_OP_RC_SEND_ONLY_WITH_IMMEDIATE;
+		case XR_WR_SEND_WITH_INV: return XR_OP_RC_SEND_ONLY_WITH_INVALIDATE;
+		default: return XR_OP_RC_SEND_ONLY;
+		}
+	}
+	if (first)
+		return write ? XR_OP_RC_RDMA_WRITE_FIRST : XR_OP_RC_SEND_FIRST;
+	if (!last)
+		return write ? XR_OP_RC_RDMA_WRITE_MIDDLE : XR_OP_RC_SEND_MIDDLE;
+	switch (wr) {
+	case XR_WR_RDMA_WRITE: return XR_OP_RC_RDMA_WRITE_LAST;
+	case XR_WR_RDMA_WRITE_WITH_IMM: return XR_OP_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE;
+	case XR_WR_SEND_WITH_IMM: return XR_OP_RC_SEND_LAST_WITH_IMMEDIATE;
+	case XR_WR_SEND_WITH_INV: return XR_OP_RC_SEND_LAST_WITH_INVALIDATE;
+	default: return XR_OP_RC_SEND_LAST;
+	}
+}
+
+/* Sends the next packet of the current WQE; false when it could not. */
+static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t now)
+{
+	struct xr_req *r = &qp->req;
+	const struct xr_hw_wqe *w = &r->cur_wqe;
+	struct xr_swqe_meta *m = &r->meta[r->cur & (r->meta_slots - 1)];
+	uint32_t mtu = mtu_bytes(qp->ctx.path_mtu);
+	struct xr_frame *f;
+	struct xr_pkt p;
+	uint32_t len = 0;
+	bool last = true;
+
+	f = xr_tx_begin(e, tx, qp, &p);
+	if (!f)
+		return false;
+	p.psn = r->cur_psn;
+	switch (w->opcode) {
+	case XR_WR_RDMA_READ:
+		/* One request for whatever is still to come back. */
+		p.opcode = XR_OP_RC_RDMA_READ_REQUEST;
+		p.reth.va = w->remote_addr + r->cur_offset;
+		p.reth.rkey = w->rkey;
+		p.reth.len = w->length - r->cur_offset;
+		break;
+	case XR_WR_ATOMIC_CMP_AND_SWP:
+	case XR_WR_ATOMIC_FETCH_AND_ADD:
+		p.opcode = w->opcode == XR_WR_ATOMIC_CMP_AND_SWP ? XR_OP_RC_COMPARE_SWAP : XR_OP_RC_FETCH_ADD;
+		p.atomic.va = w->remote_addr;
+		p.atomic.rkey = w->rkey;
+		if (w->opcode == XR_WR_ATOMIC_CMP_AND_SWP) {
+			p.atomic.compare = w->compare_add;
+			p.atomic.swap_add = w->swap;
+		} else {
+			p.atomic.swap_add = w->compare_add;
+		}
+		break;
+	default: {
+		bool first = r->cur_offset == 0;
+		len = w->length - r->cur_offset;
+		if (len > mtu)
+			len = mtu;
+		last = r->cur_offset + len == w->length;
+		p.opcode = send_opcode(w->opcode, first, last);
+		p.reth.va = w->remote_addr;
+		p.reth.rkey = w->rkey;
+		p.reth.len = w->length;
+		p.imm = w->imm_data;
+		p.ieth_rkey = w->imm_data;
+		p.se = last && (w->flags & XR_SEND_SOLICITED) &&
+		       (w->opcode == XR_WR_SEND || w->opcode == XR_WR_SEND_WITH_IMM ||
+			w->opcode == XR_WR_SEND_WITH_INV || w->opcode == XR_WR_RDMA_WRITE_WITH_IMM);
+	}
+	}
+	p.payload_len = len;
+	p.ackreq = last || r->since_ackreq + 1 >= MAX_PKTS_PER_ACK;
+	if (xr_pkt_build_hdrs(&p, f->data, sizeof(f->data)) < 0) {
+		xr_link_frame_free(e->link, f);
+		m->status = XR_WC_LOC_QP_OP_ERR;
+		return false;
+	}
+	if (len) {
+		int err = 0;
+		if (w->flags & XR_SEND_INLINE)
+			memcpy(f->data + p.payload_off, w->inline_data + r->cur_offset, len);
+		else
+			err = xr_sgl_read(e, qp->ctx.pd, w->sge, w->num_sge, r->cur_offset, f->data + p.payload_off, len);
+		if (err) {
+			/* The region went away under a posted WQE: fail it in order. */
+			xr_link_frame_free(e->link, f);
+			m->status = (uint8_t)err;
+			r->cur_active = false;
+			xr_qp_to_error(e, qp, (uint8_t)err);
+			return false;
+		}
+	}
+	xr_tx_commit(e, tx, f, &p);
+	r->since_ackreq = p.ackreq ? 0 : r->since_ackreq + 1;
+	if (!r->timer_due_ns)
+		xr_req_arm_timer(qp, now);
+	if (w->opcode == XR_WR_RDMA_READ || w->opcode == XR_WR_ATOMIC_CMP_AND_SWP ||
+	    w->opcode == XR_WR_ATOMIC_FETCH_AND_ADD || last) {
+		r->cur_active = false;
+		r->cur_psn = psn_add(m->last_psn, 1);
+	} else {
+		r->cur_offset += len;
+		r->cur_psn = psn_add(r->cur_psn, 1);
+	}
+	return true;
+}
+
+void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx)
+{
+	struct xr_req *r = &qp->req;
+	uint64_t now = xr_now_ns();
+
+	if (!r->meta || !qp->ctx.sq_base)
+		return;
+	if (r->rnr_due_ns) {
+		if (now < r->rnr_due_ns)
+			return;
+		r->rnr_due_ns = 0;
+	}
+	if (r->retx_pending) {
+		r->retx_pending = false;
+		rewind_to(e, qp, r->retx_psn);
+	}
+	for (;;) {
+		if (!r->cur_active) {
+			if (qp->ctx.state != XR_QPS_RTS || r->head == qp->sq_pi)
+				return;   /* SQD: finish what started, start nothing new */
+			if (!start_wqe(e, qp))
+				return;
+			if (!r->cur_active)
+				continue;   /* a LOCAL_INV ran */
+		}
+		if (psn_cmp(r->cur_psn, psn_add(r->una_psn, MAX_UNACKED_PSNS)) >= 0)
+			return;   /* window full */
+		if (!send_packet(e, qp, tx, now))
+			return;
+	}
+}

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/* Two xroce devices joined by an in-memory link, with connected RC QPs. */
+#ifndef XR_TEST_RC_HARNESS_H
+#define XR_TEST_RC_HARNESS_H
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "xroce/verbs.h"
+
+struct end {
+	struct xr_context *ctx;
+	struct xr_pd *pd;
+	struct xr_cq *cq;
+	struct xr_qp **qp;
+	unsigned nqp;
+	uint8_t *buf;        /* with guard bytes around the registered part */
+	size_t len;
+	struct xr_mr *mr;
+};
+
+struct pair {
+	struct xr_link *la, *lb;
+	struct end a, b;
+	enum xr_progress_mode mode;
+};
+
+#define GUARD 64
+#define GUARD_BYTE 0xE7
+
+static inline uint64_t h_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+struct h_opts {
+	enum xr_progress_mode mode;
+	enum xr_mtu mtu;
+	size_t buf_len;
+	unsigned nqp;
+	unsigned sq_depth, rq_depth, cq_depth;
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	const struct xr_fault_cfg *fault;   /* on both directions, NULL for none */
+	int access;                         /* MR and QP access; 0 = all */
+	bool ipv6;
+};
+
+static inline int h_connect(struct xr_qp *q, struct xr_qp *peer, struct xr_context *peer_ctx,
+			    const struct h_opts *o, uint32_t my_psn, uint32_t peer_psn)
+{
+	struct xr_qp_attr a;
+	int access = o->access ? o->access : 0xF;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = XR_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = (unsigned)access & 0xE;
+	rc = xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS);
+	if (rc)
+		return rc;
+	a.qp_state = XR_QPS_RTR;
+	a.path_mtu = o->mtu;
+	a.dest_qp_num = xr_qp_num(peer);
+	a.rq_psn = peer_psn;
+	a.max_dest_rd_atomic = 16;
+	a.min_rnr_timer = o->min_rnr_timer;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	xr_query_gid(peer_ctx, &a.ah_attr.grh.dgid);
+	rc = xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN | XR_QP_RQ_PSN |
+				  XR_QP_MAX_DEST_RD_ATOMIC | XR_QP_MIN_RNR_TIMER);
+	if (rc)
+		return rc;
+	a.qp_state = XR_QPS_RTS;
+	a.timeout = o->timeout;
+	a.retry_cnt = o->retry_cnt;
+	a.rnr_retry = o->rnr_retry;
+	a.sq_psn = my_psn;
+	a.max_rd_atomic = 16;
+	return xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_TIMEOUT | XR_QP_RETRY_CNT | XR_QP_RNR_RETRY |
+				  XR_QP_SQ_PSN | XR_QP_MAX_QP_RD_ATOMIC);
+}
+
+static inline int h_end_open(struct end *e, struct xr_link *l, const char *addr, const struct h_opts *o)
+{
+	struct xr_device_opts d = { .addr = addr, .progress = o->mode };
+	struct xr_qp_init_attr ia;
+	int access = o->access ? o->access : 0xF;
+
+	e->ctx = xr_open_device(l, &d);
+	if (!e->ctx)
+		return -1;
+	e->pd = xr_alloc_pd(e->ctx);
+	e->cq = xr_create_cq(e->ctx, (int)(o->cq_depth ? o->cq_depth : 4096));
+	e->len = o->buf_len;
+	e->buf = malloc(e->len + 2 * GUARD);
+	if (!e->pd || !e->cq || !e->buf)
+		return -1;
+	memset(e->buf, GUARD_BYTE, e->len + 2 * GUARD);
+	e->mr = xr_reg_mr(e->pd, e->buf + GUARD, e->len, access | XR_ACCESS_LOCAL_WRITE);
+	if (!e->mr)
+		return -1;
+	e->nqp = o->nqp ? o->nqp : 1;
+	e->qp = calloc(e->nqp, sizeof(*e->qp));
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ia.recv_cq = e->cq;
+	ia.qp_type = XR_QPT_RC;
+	ia.cap.max_send_wr = o->sq_depth ? o->sq_depth : 256;
+	ia.cap.max_recv_wr = o->rq_depth ? o->rq_depth : 256;
+	ia.cap.max_send_sge = XR_WQE_MAX_SGE;
+	ia.cap.max_recv_sge = XR_RWQE_MAX_SGE;
+	ia.cap.max_inline_data = XR_WQE_MAX_INLINE;
+	for (unsigned i = 0; i < e->nqp; i++) {
+		e->qp[i] = xr_create_qp(e->pd, &ia);
+		if (!e->qp[i])
+			return -1;
+	}
+	return 0;
+}
+
+static inline int h_open(struct pair *p, const struct h_opts *o)
+{
+	memset(p, 0, sizeof(*p));
+	p->mode = o->mode;
+	if (xr_link_mem_pair(&p->la, &p->lb, 0))
+		return -1;
+	if (o->fault) {
+		struct xr_fault_cfg fa = *o->fault, fb = *o->fault;
+		fb.seed = fa.seed * 31 + 7;
+		p->la = xr_link_fault(p->la, &fa);
+		p->lb = xr_link_fault(p->lb, &fb);
+	}
+	if (h_end_open(&p->a, p->la, o->ipv6 ? "fd00::1" : "10.0.0.1", o) ||
+	    h_end_open(&p->b, p->lb, o->ipv6 ? "fd00::2" : "10.0.0.2", o))
+		return -1;
+	for (unsigned i = 0; i < p->a.nqp; i++) {
+		uint32_t pa = (0xFFFF00u + i * 977) & 0xFFFFFF, pb = (0xABC00u + i * 13) & 0xFFFFFF;
+		if (h_connect(p->a.qp[i], p->b.qp[i], p->b.ctx, o, pa, pb) ||
+		    h_connect(p->b.qp[i], p->a.qp[i], p->a.ctx, o, pb, pa))
+			return -1;
+	}
+	return 0;
+}
+
+static inline void h_end_close(struct end *e)
+{
+	for (unsigned i = 0; i < e->nqp; i++)
+		if (e->qp && e->qp[i])
+			xr_destroy_qp(e->qp[i]);
+	free(e->qp);
+	if (e->mr)
+		xr_dereg_mr(e->mr);
+	if (e->cq)
+		xr_destroy_cq(e->cq);
+	if (e->pd)
+		xr_dealloc_pd(e->pd);
+	if (e->ctx)
+		xr_close_device(e->ctx);
+	free(e->buf);
+}
+
+static inline void h_close(struct pair *p)
+{
+	h_end_close(&p->a);
+	h_end_close(&p->b);
+	xr_link_close(p->la);
+	xr_link_close(p->lb);
+}
+
+/* Keeps both engines moving in inline mode (the thread does it otherwise). */
+static inline void h_progress(struct pair *p)
+{
+	if (p->mode == XR_PROGRESS_INLINE) {
+		xr_engine_progress(xr_context_engine(p->a.ctx));
+		xr_engine_progress(xr_context_engine(p->b.ctx));
+	}
+}
+
+/* Polls e's CQ until one completion arrives or timeout_ms passes: 1 or 0. */
+static inline int h_wait(struct pair *p, struct end *e, struct xr_wc *wc, unsigned timeout_ms)
+{
+	uint64_t until = h_now_ms() + timeout_ms;
+
+	do {
+		h_progress(p);
+		if (xr_poll_cq(e->cq, 1, wc) == 1)
+			return 1;
+	} while (h_now_ms() < until);
+	return 0;
+}
+
+/* The guard bytes around a buffer are intact. */
+static inline bool h_guards_ok(const struct end *e)
+{
+	for (size_t i = 0; i < GUARD; i++)
+		if (e->buf[i] != GUARD_BYTE || e->buf[GUARD + e->len + i] != GUARD_BYTE)
+			return false;
+	return true;
+}
+
+static inline uint8_t *h_data(const struct end *e)
+{
+	return e->buf + GUARD;
+}
+
+#endif
