@@ -205,6 +205,10 @@ void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, s
 	}
 	/* 4. a receive WQE where the opcode consumes one */
 	if ((f & XR_OPF_RWQE) && !take_rwqe(qp)) {
+		/* The rest of this burst is dropped quietly: the requester comes
+		 * back to this PSN after the RNR wait anyway, and a PSN-sequence
+		 * NAK would overwrite the RNR NAK and burn a retry. */
+		rs->nak_seq_sent = true;
 		xr_count(e, XR_CNT_TX_RNR_NAK, 1);
 		queue_ack(qp, (uint8_t)(XR_AETH_RNR_NAK | qp->ctx.min_rnr_timer), psn);
 		xr_evlog_add(e, XR_EV_NAK_SENT, qp->qpn, XR_AETH_RNR_NAK | qp->ctx.min_rnr_timer, psn);
