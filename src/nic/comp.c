@@ -4,14 +4,16 @@
  * complete SEND/WRITE WQEs up to their PSN; READ and atomic WQEs complete
  * only through their own responses (which also acknowledge everything
  * before them). NAKs and timeouts send the requester back (go-back-N);
- * retry_cnt and rnr_retry bound that (rnr_retry 7 = infinite). When they
- * run out, or on a fatal NAK, the WQE fails and the QP goes to ERR.
+ * retry_cnt and rnr_retry bound that. 7 means infinite for both, as in
+ * rxe (IBTA reserves it for rnr_retry; rxe, and so its peers, extend it to
+ * retry_cnt, and perftest and rc_pingpong ask for 7). When they run out,
+ * or on a fatal NAK, the WQE fails and the QP goes to ERR.
  */
 #include <string.h>
 
 #include "engine.h"
 
-#define RNR_INFINITE 7
+#define RETRY_INFINITE 7   /* for retry_cnt and rnr_retry */
 
 /* RNR NAK timer codes in microseconds (IBTA table 45; code 0 = 655.36 ms). */
 static const uint32_t rnr_timer_us[32] = {
@@ -75,8 +77,9 @@ static void ack_upto(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 	}
 	if (psn_cmp(psn_add(psn, 1), r->una_psn) > 0) {
 		r->una_psn = psn_add(psn, 1);
+		r->retried = false;
 		r->retry_left = qp->ctx.retry_cnt;   /* progress: the budget starts over */
-		if (qp->ctx.rnr_retry != RNR_INFINITE)
+		if (qp->ctx.rnr_retry != RETRY_INFINITE)
 			r->rnr_left = qp->ctx.rnr_retry;
 	}
 }
@@ -97,6 +100,12 @@ static bool retry_from(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 {
 	struct xr_req *r = &qp->req;
 
+	r->retried = true;
+	r->retried_psn = psn;
+	if (qp->ctx.retry_cnt == RETRY_INFINITE) {
+		xr_req_retransmit(e, qp, psn);
+		return true;
+	}
 	if (r->retry_left == 0) {
 		xr_count(e, XR_CNT_RETRY_EXCEEDED, 1);
 		fail_tail(e, qp, XR_WC_RETRY_EXC_ERR);
@@ -105,6 +114,11 @@ static bool retry_from(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 	r->retry_left--;
 	xr_req_retransmit(e, qp, psn);
 	return true;
+}
+
+static bool already_retrying(const struct xr_req *r, uint32_t psn)
+{
+	return r->retx_pending || (r->retried && r->retried_psn == psn);
 }
 
 /* PSN the tail READ/atomic expects next. */
@@ -130,13 +144,13 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 		ack_upto(e, qp, psn);
 		/* An ACK at or past a pending READ/atomic: its responses were lost. */
 		if (r->tail != r->head && is_rd_atomic(meta_at(qp, r->tail)->opcode) &&
-		    psn_cmp(psn, meta_at(qp, r->tail)->first_psn) >= 0 && !r->retx_pending)
+		    psn_cmp(psn, meta_at(qp, r->tail)->first_psn) >= 0 && !already_retrying(r, tail_expected_psn(qp)))
 			retry_from(e, qp, tail_expected_psn(qp));
 		break;
 	case XR_AETH_RNR_NAK:
 		xr_count(e, XR_CNT_RX_RNR_NAK, 1);
 		ack_upto(e, qp, psn_add(psn, XR_PSN_MASK));
-		if (qp->ctx.rnr_retry != RNR_INFINITE) {
+		if (qp->ctx.rnr_retry != RETRY_INFINITE) {
 			if (r->rnr_left == 0) {
 				xr_count(e, XR_CNT_RNR_RETRY_EXCEEDED, 1);
 				fail_tail(e, qp, XR_WC_RNR_RETRY_EXC_ERR);
@@ -194,8 +208,8 @@ static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct
 	    psn_cmp(p->psn, m->last_psn) > 0)
 		return;   /* a duplicate of an answered READ */
 	if (p->psn != tail_expected_psn(qp)) {
-		/* Out of order: a gap means lost responses; ask again once. */
-		if (psn_cmp(p->psn, tail_expected_psn(qp)) > 0 && !r->retx_pending)
+		/* Out of order: a gap means lost responses; ask again, once per gap. */
+		if (psn_cmp(p->psn, tail_expected_psn(qp)) > 0 && !already_retrying(r, tail_expected_psn(qp)))
 			retry_from(e, qp, tail_expected_psn(qp));
 		return;
 	}
@@ -215,6 +229,7 @@ static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct
 	}
 	m->read_done += p->payload_len;
 	r->una_psn = psn_add(p->psn, 1);
+	r->retried = false;
 	r->retry_left = qp->ctx.retry_cnt;
 	if (p->psn == m->last_psn)
 		complete_tail(e, qp, XR_WC_SUCCESS, w->length);
@@ -241,6 +256,7 @@ static void rx_atomic_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr
 		return;
 	}
 	r->una_psn = psn_add(p->psn, 1);
+	r->retried = false;
 	r->retry_left = qp->ctx.retry_cnt;
 	complete_tail(e, qp, XR_WC_SUCCESS, 8);
 	rearm(qp);

@@ -196,23 +196,29 @@ static void serve_qp(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, ui
 static int progress_locked(struct xr_engine *e)
 {
 	struct xr_frame *rx[RX_BURST];
-	struct xr_tx tx;
+	struct xr_tx *tx = e->txq;
 	struct xr_qp **list;
 	uint32_t n;
 	int work = 0, got;
 	uint64_t now = xr_now_ns();
 
-	tx.n = 0;
-	tx.full = false;
 	got = xr_link_recv(e->link, rx, RX_BURST);
 	for (int i = 0; i < got; i++) {
 		if (xr_reg_get(e, XR_REG_CTRL) & XR_CTRL_ENABLE)
-			rx_one(e, rx[i], &tx);
+			rx_one(e, rx[i], tx);
 		else
 			xr_count(e, XR_CNT_DROP_DISABLED, 1);
 		xr_link_frame_free(e->link, rx[i]);
 	}
 	work += got > 0 ? got : 0;
+
+	/* Frames the link could not take last time go first; while it stays
+	 * full nothing new is built (backpressure, never a silent drop). */
+	tx->full = false;
+	if (tx->n)
+		tx_flush(e, tx);
+	if (tx->full)
+		return work;
 
 	/* Take the busy list; QPs that stay busy go back on it. */
 	pthread_mutex_lock(&e->busy_lock);
@@ -227,21 +233,18 @@ static int progress_locked(struct xr_engine *e)
 		struct xr_qp *qp = list[i];
 		pthread_mutex_lock(&qp->lock);
 		if (qp->in_use) {
-			unsigned before = tx.n;
-			serve_qp(e, qp, &tx, now);
-			work += (int)(tx.n - before);
+			unsigned before = tx->n;
+			serve_qp(e, qp, tx, now);
+			work += (int)(tx->n - before);
 			if (qp_has_work(qp))
 				xr_qp_mark_busy(e, qp);
 		}
 		pthread_mutex_unlock(&qp->lock);
-		if (tx.n >= 24)
-			tx_flush(e, &tx);
+		if (tx->n >= 24)
+			tx_flush(e, tx);
 	}
 	free(list);
-	tx_flush(e, &tx);
-	/* Frames the link refused are lost for this pass; the protocol resends. */
-	for (unsigned i = 0; i < tx.n; i++)
-		xr_link_frame_free(e->link, tx.f[i]);
+	tx_flush(e, tx);
 	return work;
 }
 
@@ -334,6 +337,7 @@ void xr_engine_set_irq(struct xr_engine *e, void (*fn)(void *, uint32_t), void *
 
 void xr_datapath_init(struct xr_engine *e)
 {
+	e->txq = calloc(1, sizeof(*e->txq));
 	pthread_mutex_init(&e->dp_mutex, NULL);
 	pthread_mutex_init(&e->busy_lock, NULL);
 	e->doorbell_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -342,6 +346,9 @@ void xr_datapath_init(struct xr_engine *e)
 void xr_datapath_fini(struct xr_engine *e)
 {
 	xr_engine_stop_thread(e);
+	for (unsigned i = 0; e->txq && i < e->txq->n; i++)
+		xr_link_frame_free(e->link, e->txq->f[i]);
+	free(e->txq);
 	free(e->busy);
 	if (e->doorbell_efd >= 0)
 		close(e->doorbell_efd);

@@ -47,6 +47,8 @@ struct xr_req {
 	uint8_t  retry_left, rnr_left;
 	bool     retx_pending;       /* go back to retx_psn before sending more */
 	uint32_t retx_psn;
+	bool     retried;            /* a retry from retried_psn is under way: */
+	uint32_t retried_psn;        /* later signs of the same gap do not retry again */
 	struct xr_swqe_meta *meta;   /* one per SQ slot */
 	uint32_t meta_slots;
 };
@@ -148,6 +150,7 @@ struct xr_engine {
 
 	/* Data path (datapath.c). */
 	struct xr_link *link;
+	struct xr_tx *txq;                     /* frames built, not yet taken by the link */
 	pthread_mutex_t dp_mutex;              /* one progress pass at a time */
 	pthread_mutex_t busy_lock;
 	struct xr_qp **busy;                   /* QPs with work, timers or flushes */

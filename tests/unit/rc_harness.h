@@ -205,6 +205,36 @@ static inline bool h_guards_ok(const struct end *e)
 	return true;
 }
 
+/* Every non-zero counter of both ends and the last events: for failures. */
+static inline void h_dump(struct pair *p)
+{
+	struct end *ends[2] = { &p->a, &p->b };
+
+	for (int k = 0; k < 2; k++) {
+		struct xr_regio *r = xr_context_regs(ends[k]->ctx);
+		uint32_t count = 0;
+		fprintf(stderr, "-- %s counters:", k ? "b" : "a");
+		for (unsigned c = 0; c < XR_CNT_COUNT; c++) {
+			uint64_t v = 0;
+			xr_regio_read_counter(r, (enum xr_counter)c, &v);
+			if (v)
+				fprintf(stderr, " %s=%llu", xr_counter_name((enum xr_counter)c), (unsigned long long)v);
+		}
+		fprintf(stderr, "\n-- %s events:\n", k ? "b" : "a");
+		xr_regio_read(r, XR_REG_EVLOG_COUNT, &count);
+		for (uint32_t sq = count > 24 ? count - 24 : 0; sq < count; sq++) {
+			uint32_t type, qpn, a0, a1;
+			xr_regio_write(r, XR_REG_EVLOG_SEL, sq);
+			xr_regio_read(r, XR_REG_EVLOG_TYPE, &type);
+			xr_regio_read(r, XR_REG_EVLOG_QPN, &qpn);
+			xr_regio_read(r, XR_REG_EVLOG_ARG0, &a0);
+			xr_regio_read(r, XR_REG_EVLOG_ARG1, &a1);
+			if (type >> 31 && (type & 0xFF) != XR_EV_WQE_POSTED)
+				fprintf(stderr, "   %s qpn 0x%x 0x%x 0x%x\n", xr_event_name((enum xr_event_type)(type & 0xFF)), qpn, a0, a1);
+		}
+	}
+}
+
 static inline uint8_t *h_data(const struct end *e)
 {
 	return e->buf + GUARD;
