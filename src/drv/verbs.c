@@ -843,7 +843,8 @@ static int build_wqe(struct xr_qp *qp, const struct xr_send_wr *w, struct xr_hw_
 		q->num_sge = 0;
 	} else {
 		q->num_sge = (uint8_t)w->num_sge;
-		memcpy(q->sge, w->sg_list, (size_t)w->num_sge * sizeof(struct xr_sge));
+		if (w->num_sge)
+			memcpy(q->sge, w->sg_list, (size_t)w->num_sge * sizeof(struct xr_sge));
 	}
 	return 0;
 }

@@ -660,6 +660,62 @@ static void test_cq_events(void **state)
 	h_close(&p);
 }
 
+/* ---- scale: 10,000 QPs created, connected and used ---- */
+
+static void test_scale_10000_qps(void **state)
+{
+	const unsigned n = 10000;
+	struct pair p;
+	struct h_opts o = base_opts(XR_MTU_1024);
+	unsigned got_a = 0, got_b = 0;
+	uint64_t deadline;
+	struct xr_wc wc[64];
+
+	(void)state;
+	o.nqp = n;
+	o.sq_depth = 2;
+	o.rq_depth = 2;
+	o.cq_depth = 32768;
+	o.buf_len = n * 64 * 2;
+	assert_int_equal(h_open(&p, &o), 0);
+	for (unsigned i = 0; i < n; i++) {
+		struct xr_sge rs = { (uintptr_t)h_data(&p.b) + n * 64 + i * 64, 64, p.b.mr->lkey };
+		struct xr_recv_wr r = { .wr_id = i, .sg_list = &rs, .num_sge = 1 };
+		struct xr_sge s = { (uintptr_t)h_data(&p.a) + i * 64, 64, p.a.mr->lkey };
+		struct xr_send_wr w = { .wr_id = i, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE };
+		memset(h_data(&p.a) + i * 64, (int)(i * 7), 64);
+		assert_int_equal(xr_post_recv(p.b.qp[i], &r, NULL), 0);
+		w.wr.rdma.remote_addr = (uintptr_t)h_data(&p.b) + i * 64;
+		w.wr.rdma.rkey = p.b.mr->rkey;
+		assert_int_equal(xr_post_send(p.a.qp[i], &w, NULL), 0);   /* unsignaled WRITE */
+		w.opcode = XR_WR_SEND;
+		w.send_flags = XR_SEND_SIGNALED;
+		assert_int_equal(xr_post_send(p.a.qp[i], &w, NULL), 0);
+	}
+	deadline = h_now_ms() + 60000;
+	while ((got_a < n || got_b < n) && h_now_ms() < deadline) {
+		int k;
+		h_progress(&p);
+		k = xr_poll_cq(p.a.cq, 64, wc);
+		for (int j = 0; j < k; j++)
+			assert_int_equal(wc[j].status, XR_WC_SUCCESS);
+		got_a += (unsigned)k;
+		k = xr_poll_cq(p.b.cq, 64, wc);
+		for (int j = 0; j < k; j++) {
+			assert_int_equal(wc[j].status, XR_WC_SUCCESS);
+			assert_int_equal(wc[j].qp_num, xr_qp_num(p.b.qp[wc[j].wr_id]));
+		}
+		got_b += (unsigned)k;
+	}
+	assert_int_equal(got_a, n);
+	assert_int_equal(got_b, n);
+	for (unsigned i = 0; i < n; i++) {
+		assert_memory_equal(h_data(&p.b) + i * 64, h_data(&p.a) + i * 64, 64);
+		assert_memory_equal(h_data(&p.b) + n * 64 + i * 64, h_data(&p.a) + i * 64, 64);
+	}
+	h_close(&p);
+}
+
 static int set_thread(void **s) { (void)s; MODE = XR_PROGRESS_THREAD; return 0; }
 static int set_inline(void **s) { (void)s; MODE = XR_PROGRESS_INLINE; return 0; }
 
@@ -673,7 +729,7 @@ int main(void)
 		BOTH(test_inline_unsignaled_local_inv), BOTH(test_refusals),
 		cmocka_unit_test(test_opcode_sequence_and_state), BOTH(test_modify_qp_rules),
 		BOTH(test_rnr_recovers_and_exhausts), BOTH(test_retry_exhaustion_dead_link),
-		BOTH(test_cq_events),
+		BOTH(test_cq_events), BOTH(test_scale_10000_qps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
