@@ -40,6 +40,8 @@ docs: build
 
 bench: build
 	@build/bin/bench-wire
+	@echo
+	@build/bin/bench-rc
 
 clean:
 	rm -rf build build-asan build-fuzz

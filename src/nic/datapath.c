@@ -41,7 +41,8 @@ void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp)
 		wake = true;
 	}
 	pthread_mutex_unlock(&e->busy_lock);
-	if (wake && e->doorbell_efd >= 0) {
+	/* Only a sleeping progress thread needs the syscall. */
+	if (wake && e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping)) {
 		uint64_t one = 1;
 		if (write(e->doorbell_efd, &one, sizeof(one)) < 0) {
 			/* Saturated counter: the thread is awake anyway. */
@@ -264,24 +265,38 @@ int xr_engine_progress(struct xr_engine *e)
 
 /* ---- the engine's own thread ---- */
 
+/* Polls this many idle passes before sleeping: enough to catch a reply in
+ * flight, short enough to leave the core to others on a busy machine. */
+#define IDLE_SPINS 64
+
 static void *progress_thread(void *arg)
 {
 	struct xr_engine *e = arg;
-	int idle = 0;
+	unsigned idle = 0;
 
 	while (atomic_load(&e->progress.run)) {
 		if (xr_engine_progress(e)) {
 			idle = 0;
 			continue;
 		}
-		/* Spin briefly (latency), then sleep until a frame, a doorbell or a timer tick. */
-		if (++idle < 64)
+		/* Then sleep until a frame, a doorbell or the next timer tick. */
+		if (++idle < IDLE_SPINS)
 			continue;
 		{
 			struct pollfd pf[2] = { { e->link->ops->wait_fd(e->link), POLLIN, 0 },
 						{ e->doorbell_efd, POLLIN, 0 } };
 			uint64_t v;
-			if (poll(pf, 2, 1) > 0 && (pf[1].revents & POLLIN)) {
+			int ready;
+			atomic_store(&e->progress.sleeping, true);
+			/* Work queued between the last pass and the flag is found by this pass. */
+			if (xr_engine_progress(e)) {
+				atomic_store(&e->progress.sleeping, false);
+				idle = 0;
+				continue;
+			}
+			ready = poll(pf, 2, 1);
+			atomic_store(&e->progress.sleeping, false);
+			if (ready > 0 && (pf[1].revents & POLLIN)) {
 				if (read(e->doorbell_efd, &v, sizeof(v)) < 0) {
 					/* drained by another wakeup */
 				}

@@ -161,6 +161,7 @@ struct xr_engine {
 	struct {
 		pthread_t thread;
 		atomic_bool run;
+		atomic_bool sleeping;          /* wake it through doorbell_efd */
 		bool started;
 	} progress;
 };

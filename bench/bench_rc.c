@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RC over the in-memory link: RDMA WRITE goodput for 64 KiB messages at
+ * 4 KiB MTU, and the round trip of an 8-byte WRITE (request out, ACK back,
+ * completion polled), in both progress modes. Printed next to the
+ * machine's own bound measured in the same run: one core copying and
+ * CRC-ing the same bytes (a receiver must do both).
+ */
+#include <isa-l/crc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../tests/unit/rc_harness.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* One core: copy + CRC of 64 KiB buffers, bytes per second. */
+static double machine_bound(double seconds)
+{
+	size_t len = 64 << 10;
+	uint8_t *a = malloc(len), *b = malloc(len);
+	volatile uint32_t sink = 0;
+	double t0 = now_s(), t;
+	uint64_t bytes = 0;
+
+	memset(a, 1, len);
+	do {
+		memcpy(b, a, len);
+		sink ^= crc32_gzip_refl(0, b, len);
+		bytes += len;
+		t = now_s();
+	} while (t - t0 < seconds);
+	free(a);
+	free(b);
+	return (double)bytes / (t - t0);
+}
+
+static double write_goodput(enum xr_progress_mode mode, double seconds)
+{
+	struct pair p;
+	struct h_opts o = { .mode = mode, .mtu = XR_MTU_4096, .buf_len = 64u << 20, .timeout = 14,
+			    .retry_cnt = 7, .rnr_retry = 7, .sq_depth = 256, .cq_depth = 1024 };
+	const uint32_t msg = 64 << 10, depth = 64;
+	uint64_t posted = 0, done = 0;
+	double t0, t;
+	struct xr_wc wc[32];
+
+	if (h_open(&p, &o))
+		return -1;
+	t0 = now_s();
+	do {
+		while (posted - done < depth) {
+			struct xr_sge s = { (uintptr_t)h_data(&p.a) + (posted % 512) * msg, msg, p.a.mr->lkey };
+			struct xr_send_wr w = { .wr_id = posted, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+						.send_flags = (posted % 16 == 15) ? XR_SEND_SIGNALED : 0 };
+			w.wr.rdma.remote_addr = (uintptr_t)h_data(&p.b) + (posted % 512) * msg;
+			w.wr.rdma.rkey = p.b.mr->rkey;
+			if (xr_post_send(p.a.qp[0], &w, NULL))
+				break;
+			posted++;
+		}
+		h_progress(&p);
+		{
+			int n = xr_poll_cq(p.a.cq, 32, wc);
+			for (int i = 0; i < n; i++) {
+				if (wc[i].status != XR_WC_SUCCESS) {
+					fprintf(stderr, "bench: completion error %s\n", xr_wc_status_str(wc[i].status));
+					h_close(&p);
+					return -1;
+				}
+				done = wc[i].wr_id + 1;
+			}
+		}
+		t = now_s();
+	} while (t - t0 < seconds);
+	h_close(&p);
+	return (double)done * msg / (t - t0);
+}
+
+static double write_rtt_us(enum xr_progress_mode mode, unsigned iters)
+{
+	struct pair p;
+	struct h_opts o = { .mode = mode, .mtu = XR_MTU_4096, .buf_len = 1 << 20, .timeout = 14,
+			    .retry_cnt = 7, .rnr_retry = 7 };
+	double *lat = malloc(iters * sizeof(double)), med;
+	struct xr_wc wc;
+
+	if (!lat || h_open(&p, &o))
+		return -1;
+	for (unsigned i = 0; i < iters; i++) {
+		struct xr_sge s = { (uintptr_t)h_data(&p.a), 8, p.a.mr->lkey };
+		struct xr_send_wr w = { .wr_id = i, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+					.send_flags = XR_SEND_SIGNALED };
+		double t0;
+		w.wr.rdma.remote_addr = (uintptr_t)h_data(&p.b);
+		w.wr.rdma.rkey = p.b.mr->rkey;
+		t0 = now_s();
+		xr_post_send(p.a.qp[0], &w, NULL);
+		while (!h_wait(&p, &p.a, &wc, 1000))
+			;
+		lat[i] = (now_s() - t0) * 1e6;
+	}
+	qsort(lat, iters, sizeof(double), cmp_double);
+	med = lat[iters / 2];
+	free(lat);
+	h_close(&p);
+	return med;
+}
+
+int main(int argc, char **argv)
+{
+	bool quick = argc > 1 && !strcmp(argv[1], "--quick");
+	double secs = quick ? 0.2 : 2.0;
+	double bound = machine_bound(secs);
+
+	printf("machine bound, one core copy + CRC of 64 KiB: %.2f GB/s\n", bound / 1e9);
+	for (int m = 0; m < 2; m++) {
+		enum xr_progress_mode mode = m ? XR_PROGRESS_THREAD : XR_PROGRESS_INLINE;
+		double g = write_goodput(mode, secs);
+		double rtt = write_rtt_us(mode, quick ? 200 : 20000);
+		printf("%-7s RDMA WRITE 64 KiB @ 4 KiB MTU: %.2f GB/s (%.2f of the bound); 8-byte WRITE round trip: median %.2f us\n",
+		       m ? "thread" : "inline", g / 1e9, g / bound, rtt);
+		if (g < 0 || rtt < 0)
+			return 1;
+	}
+	return 0;
+}
