@@ -20,3 +20,6 @@ if command -v tshark >/dev/null; then
 fi
 echo
 echo "pcap: $out/all.pcap   hex (\$readmemh): $out/all.hex"
+echo
+echo "== RC transport over the in-memory link (short run; make bench for figures) =="
+"$bin/bench-rc" --quick

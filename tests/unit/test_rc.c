@@ -716,6 +716,108 @@ static void test_scale_10000_qps(void **state)
 	h_close(&p);
 }
 
+/* ---- link wrappers ---- */
+
+/* The same seed makes the same faults: a failing run replays exactly. */
+static void test_fault_wrapper_is_reproducible(void **state)
+{
+	struct xr_fault_stats st[2];
+	uint8_t seen[2][600];
+
+	(void)state;
+	memset(seen, 0, sizeof(seen));
+	for (int run = 0; run < 2; run++) {
+		struct xr_link *a, *b, *fa;
+		struct xr_fault_cfg c = { .seed = 1234, .drop = 0.1, .duplicate = 0.1, .reorder = 0.1, .corrupt = 0.1 };
+		int got = 0;
+		assert_int_equal(xr_link_mem_pair(&a, &b, 0), 0);
+		fa = xr_link_fault(a, &c);
+		assert_non_null(fa);
+		for (int i = 0; i < 500; i++) {
+			struct xr_frame *f = xr_link_frame_alloc(fa);
+			f->len = 64;
+			memset(f->data, i & 0xFF, 64);
+			assert_int_equal(xr_link_send(fa, &f, 1), 1);
+		}
+		for (;;) {
+			struct xr_frame *f[32];
+			int n = xr_link_recv(b, f, 32);
+			if (n <= 0)
+				break;
+			for (int k = 0; k < n; k++) {
+				if (got < 600)
+					seen[run][got] = f[k]->data[0] ^ f[k]->data[63];
+				got++;
+				xr_link_frame_free(b, f[k]);
+			}
+		}
+		xr_link_fault_stats(fa, &st[run]);
+		assert_true(st[run].dropped > 20 && st[run].duplicated > 20 && st[run].corrupted > 20);
+		xr_link_close(fa);
+		xr_link_close(b);
+	}
+	assert_memory_equal(&st[0], &st[1], sizeof(st[0]));
+	assert_memory_equal(seen[0], seen[1], sizeof(seen[0]));
+	{
+		struct xr_link *a, *b;
+		struct xr_fault_cfg bad = { .drop = 1.5 };
+		assert_int_equal(xr_link_mem_pair(&a, &b, 0), 0);
+		assert_null(xr_link_fault(a, &bad));
+		xr_link_close(a);
+		xr_link_close(b);
+	}
+}
+
+/* The pcap tap records every frame both ways, as valid RoCE v2. */
+static void test_pcap_tap(void **state)
+{
+	char path[64];
+	struct pair p;
+	struct h_opts o = base_opts(XR_MTU_1024);
+	struct xr_sge s;
+	struct xr_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+				.send_flags = XR_SEND_SIGNALED };
+	FILE *f;
+	uint8_t hdr[24], rec[16], frame[XR_MAX_FRAME];
+	unsigned frames = 0, writes = 0, acks = 0;
+
+	(void)state;
+	snprintf(path, sizeof(path), "/tmp/xroce-tap-%d.pcap", (int)getpid());
+	memset(&p, 0, sizeof(p));
+	p.mode = MODE;
+	assert_int_equal(xr_link_mem_pair(&p.la, &p.lb, 0), 0);
+	p.la = xr_link_pcap_tap(p.la, path);
+	assert_non_null(p.la);
+	assert_int_equal(h_end_open(&p.a, p.la, "10.0.0.1", &o), 0);
+	assert_int_equal(h_end_open(&p.b, p.lb, "10.0.0.2", &o), 0);
+	assert_int_equal(h_connect(p.a.qp[0], p.b.qp[0], p.b.ctx, &o, 1, 2), 0);
+	assert_int_equal(h_connect(p.b.qp[0], p.a.qp[0], p.a.ctx, &o, 2, 1), 0);
+	s = (struct xr_sge){ (uintptr_t)h_data(&p.a), 5000, p.a.mr->lkey };
+	w.wr.rdma.remote_addr = (uintptr_t)h_data(&p.b);
+	w.wr.rdma.rkey = p.b.mr->rkey;
+	assert_int_equal(xr_post_send(p.a.qp[0], &w, NULL), 0);
+	expect_wc(&p, &p.a, 1, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "tapped write");
+	h_close(&p);   /* closes the tap: the file is complete */
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	assert_int_equal(fread(hdr, 1, 24, f), 24);
+	while (fread(rec, 1, 16, f) == 16) {
+		uint32_t incl = (uint32_t)rec[8] | (uint32_t)rec[9] << 8 | (uint32_t)rec[10] << 16 | (uint32_t)rec[11] << 24;
+		struct xr_pkt pk;
+		assert_true(incl <= sizeof(frame));
+		assert_int_equal(fread(frame, 1, incl, f), incl);
+		assert_int_equal(xr_pkt_parse(frame, incl, 0, 0, &pk), XR_PARSE_OK);
+		writes += (pk.op->flags & XR_OPF_WRITE) != 0;
+		acks += (pk.op->flags & XR_OPF_ACK) != 0;
+		frames++;
+	}
+	fclose(f);
+	unlink(path);
+	assert_int_equal(writes, 5);   /* 5000 bytes at MTU 1024: FIRST, 3 MIDDLE, LAST */
+	assert_int_equal(acks, 1);
+	assert_int_equal(frames, 6);
+}
+
 static int set_thread(void **s) { (void)s; MODE = XR_PROGRESS_THREAD; return 0; }
 static int set_inline(void **s) { (void)s; MODE = XR_PROGRESS_INLINE; return 0; }
 
@@ -730,6 +832,7 @@ int main(void)
 		cmocka_unit_test(test_opcode_sequence_and_state), BOTH(test_modify_qp_rules),
 		BOTH(test_rnr_recovers_and_exhausts), BOTH(test_retry_exhaustion_dead_link),
 		BOTH(test_cq_events), BOTH(test_scale_10000_qps),
+		cmocka_unit_test(test_fault_wrapper_is_reproducible), BOTH(test_pcap_tap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
