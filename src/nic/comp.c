@@ -62,6 +62,18 @@ static void fail_tail(struct xr_engine *e, struct xr_qp *qp, uint8_t status)
 	xr_qp_to_error(e, qp, status);
 }
 
+/* The peer answered up to (not including) next: the retry budgets start over. */
+static void made_progress(struct xr_qp *qp, uint32_t next)
+{
+	struct xr_req *r = &qp->req;
+
+	r->una_psn = next;
+	r->retried = false;
+	r->retry_left = qp->ctx.retry_cnt;
+	if (qp->ctx.rnr_retry != RETRY_INFINITE)
+		r->rnr_left = qp->ctx.rnr_retry;
+}
+
 /* Everything up to psn is acknowledged: SEND/WRITE WQEs complete. */
 static void ack_upto(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 {
@@ -75,13 +87,8 @@ static void ack_upto(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 			break;   /* not even fully sent yet (a stray ACK) */
 		complete_tail(e, qp, XR_WC_SUCCESS, 0);
 	}
-	if (psn_cmp(psn_add(psn, 1), r->una_psn) > 0) {
-		r->una_psn = psn_add(psn, 1);
-		r->retried = false;
-		r->retry_left = qp->ctx.retry_cnt;   /* progress: the budget starts over */
-		if (qp->ctx.rnr_retry != RETRY_INFINITE)
-			r->rnr_left = qp->ctx.rnr_retry;
-	}
+	if (psn_cmp(psn_add(psn, 1), r->una_psn) > 0)
+		made_progress(qp, psn_add(psn, 1));
 }
 
 /* Timer bookkeeping after progress: stop when nothing is outstanding. */
@@ -228,9 +235,7 @@ static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct
 		}
 	}
 	m->read_done += p->payload_len;
-	r->una_psn = psn_add(p->psn, 1);
-	r->retried = false;
-	r->retry_left = qp->ctx.retry_cnt;
+	made_progress(qp, psn_add(p->psn, 1));
 	if (p->psn == m->last_psn)
 		complete_tail(e, qp, XR_WC_SUCCESS, w->length);
 	rearm(qp);
@@ -255,9 +260,7 @@ static void rx_atomic_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr
 		fail_tail(e, qp, (uint8_t)err);
 		return;
 	}
-	r->una_psn = psn_add(p->psn, 1);
-	r->retried = false;
-	r->retry_left = qp->ctx.retry_cnt;
+	made_progress(qp, psn_add(p->psn, 1));
 	complete_tail(e, qp, XR_WC_SUCCESS, 8);
 	rearm(qp);
 }
