@@ -12,7 +12,7 @@ PKGS=(
   clang libclang-rt-14-dev           # libFuzzer target for the parser
   tshark                             # independent checker: Wireshark's dissector
   python3 python3-scapy              # independent checker: scapy recomputes ICRC
-  iproute2                           # network namespaces for link tests
+  iproute2 nftables                  # network namespaces and faults for link tests
 )
 
 missing=()

@@ -101,6 +101,38 @@ void xr_link_fault_stats(struct xr_link *fault, struct xr_fault_stats *out);
 /* Records every frame sent and received on inner to a pcap file. */
 struct xr_link *xr_link_pcap_tap(struct xr_link *inner, const char *path);
 
+/*
+ * UDP link: a kernel UDP socket bound to addr (IPv4 or IPv6) port 4791.
+ * The engine still builds whole frames; the link sends their UDP payload
+ * to the destination's port 4791 from rxe's source port (a socket per
+ * source port, made on first use; the 4791 socket when that port is
+ * taken), with DF set and UDP checksum 0. On receive it rebuilds the IP
+ * and UDP headers around each datagram so the engine's parser and ICRC
+ * check run unchanged. The ICRC covers the IPv4 ID, which a socket can
+ * neither set nor see: Linux sends DF datagrams from unconnected sockets
+ * with ID 0 and rxe does too, so the rebuilt header says 0; a peer using
+ * other IDs shows up as ICRC errors (rx_drop_bad_icrc). Needs no root.
+ * Errors: EINVAL (bad address), EADDRNOTAVAIL (not this host's),
+ * EADDRINUSE (4791 taken), or the socket calls' errno.
+ */
+struct xr_link *xr_link_udp(const char *addr);
+
+/*
+ * Raw Ethernet link on an interface (AF_PACKET): whole frames as the
+ * FPGA's MAC sees them, optionally tagged 802.1Q (vid 1..4094, pcp 0..7;
+ * vid 0: untagged). The link owns addr on an interface with no kernel IP:
+ * it answers ARP (IPv4) or neighbour solicitations (IPv6) for it and
+ * resolves peers the same way (xr_link_resolve), or from static entries.
+ * Errors: ENODEV (no interface), EPERM (needs CAP_NET_RAW), EINVAL.
+ */
+struct xr_link *xr_link_raw(const char *ifname, const char *addr, uint16_t vid, uint8_t pcp);
+/* A static neighbour entry (as the seed's PEER_MAC registers). */
+int xr_link_raw_add_neigh(struct xr_link *raw, const xr_gid *gid, const uint8_t mac[6]);
+/* Sends one 802.1Qbb PFC frame: pause priorities in prio_mask for quanta. */
+int xr_link_raw_send_pfc(struct xr_link *raw, uint8_t prio_mask, uint16_t quanta);
+/* PFC frames received, per priority with a non-zero time. */
+uint64_t xr_link_raw_pfc_rcvd(struct xr_link *raw);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/* A fixed pool of frames for one link: made once, never per packet. */
+#ifndef XR_LINK_POOL_H
+#define XR_LINK_POOL_H
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "xroce/link.h"
+
+struct frame_pool {
+	pthread_mutex_t lock;
+	struct xr_frame *free, *frames;
+};
+
+static inline int pool_init(struct frame_pool *p, unsigned n)
+{
+	p->frames = aligned_alloc(64, (size_t)n * sizeof(struct xr_frame));
+	if (!p->frames)
+		return -1;
+	p->free = NULL;
+	for (unsigned i = 0; i < n; i++) {
+		p->frames[i].next = p->free;
+		p->free = &p->frames[i];
+	}
+	pthread_mutex_init(&p->lock, NULL);
+	return 0;
+}
+
+static inline struct xr_frame *pool_get(struct frame_pool *p)
+{
+	struct xr_frame *f;
+
+	pthread_mutex_lock(&p->lock);
+	f = p->free;
+	if (f)
+		p->free = f->next;
+	pthread_mutex_unlock(&p->lock);
+	if (f) {
+		f->next = NULL;
+		f->len = 0;
+	}
+	return f;
+}
+
+static inline void pool_put(struct frame_pool *p, struct xr_frame *f)
+{
+	if (!f)
+		return;
+	pthread_mutex_lock(&p->lock);
+	f->next = p->free;
+	p->free = f;
+	pthread_mutex_unlock(&p->lock);
+}
+
+static inline void pool_fini(struct frame_pool *p)
+{
+	free(p->frames);
+	pthread_mutex_destroy(&p->lock);
+}
+
+#endif

@@ -1,0 +1,576 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The raw Ethernet link (AF_PACKET): whole frames on an interface, as the
+ * FPGA's MAC sees them. The link owns an IP address the kernel does not
+ * have: it answers ARP requests (IPv4) and neighbour solicitations (IPv6)
+ * for it, resolves peers the same way into a small neighbour table (or
+ * takes static entries), tags frames 802.1Q when asked, and sends and
+ * counts PFC pause frames. Everything else that arrives is ignored.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../wire/hdr.h"
+#include "pool.h"
+#include "xroce/link.h"
+
+#define POOL_FRAMES 4096
+#define BURST 32
+#define NEIGH_MAX 256
+#define PENDING_MAX 512
+#define ETHERTYPE_ARP 0x0806
+#define ETHERTYPE_PFC 0x8808
+#define PFC_OPCODE 0x0101
+#define RESOLVE_TRIES 10
+#define RESOLVE_WAIT_MS 100
+
+struct neigh {
+	xr_gid gid;
+	uint8_t mac[6];
+	bool used;
+};
+
+struct raw_link {
+	struct xr_link link;
+	int fd, ifindex;
+	xr_gid addr;
+	uint16_t vid;
+	uint8_t pcp;
+	struct frame_pool pool;
+	pthread_mutex_t lock;          /* the socket's receive side, the tables */
+	struct neigh neigh[NEIGH_MAX];
+	struct xr_frame *pending[PENDING_MAX];   /* RoCE frames read while resolving */
+	unsigned npending;
+	uint64_t pfc_rcvd, pending_drops;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void learn(struct raw_link *r, const xr_gid *gid, const uint8_t mac[6])
+{
+	struct neigh *free_slot = NULL;
+
+	for (int i = 0; i < NEIGH_MAX; i++) {
+		if (r->neigh[i].used && !memcmp(&r->neigh[i].gid, gid, sizeof(*gid))) {
+			memcpy(r->neigh[i].mac, mac, 6);
+			return;
+		}
+		if (!r->neigh[i].used && !free_slot)
+			free_slot = &r->neigh[i];
+	}
+	if (!free_slot)
+		free_slot = &r->neigh[(gid->raw[15] + gid->raw[14]) % NEIGH_MAX];   /* full: replace one */
+	free_slot->gid = *gid;
+	memcpy(free_slot->mac, mac, 6);
+	free_slot->used = true;
+}
+
+static bool lookup(struct raw_link *r, const xr_gid *gid, uint8_t mac[6])
+{
+	for (int i = 0; i < NEIGH_MAX; i++)
+		if (r->neigh[i].used && !memcmp(&r->neigh[i].gid, gid, sizeof(*gid))) {
+			memcpy(mac, r->neigh[i].mac, 6);
+			return true;
+		}
+	return false;
+}
+
+/* Sends one frame built here (ARP, NA, PFC), tagged when configured. */
+static int send_raw(struct raw_link *r, uint8_t *frame, size_t len)
+{
+	uint8_t buf[128 + XR_VLAN_HLEN];
+
+	if (r->vid && len <= 128) {
+		memcpy(buf, frame, 12);
+		put_be16(buf + 12, XR_ETHERTYPE_VLAN);
+		put_be16(buf + 14, vlan_tci(r->pcp, false, r->vid));
+		memcpy(buf + 16, frame + 12, len - 12);
+		frame = buf;
+		len += XR_VLAN_HLEN;
+	}
+	return send(r->fd, frame, len, MSG_DONTWAIT) == (ssize_t)len ? 0 : -errno;
+}
+
+/* ---- ARP (RFC 826) ---- */
+
+static void arp_send(struct raw_link *r, uint16_t op, const uint8_t tha[6], uint32_t tpa, const uint8_t dmac[6])
+{
+	uint8_t f[60] = { 0 }, *a = f + XR_ETH_HLEN;
+
+	memcpy(f, dmac, 6);
+	memcpy(f + 6, r->link.mac, 6);
+	put_be16(f + 12, ETHERTYPE_ARP);
+	put_be16(a, 1);                /* Ethernet */
+	put_be16(a + 2, XR_ETHERTYPE_IPV4);
+	a[4] = 6;
+	a[5] = 4;
+	put_be16(a + 6, op);
+	memcpy(a + 8, r->link.mac, 6);
+	memcpy(a + 14, r->addr.raw + 12, 4);
+	memcpy(a + 18, tha, 6);
+	put_be32(a + 24, tpa);
+	send_raw(r, f, sizeof(f));
+}
+
+static void arp_input(struct raw_link *r, const uint8_t *a, size_t len)
+{
+	xr_gid sender;
+	uint16_t op;
+
+	if (len < 28 || get_be16(a) != 1 || get_be16(a + 2) != XR_ETHERTYPE_IPV4 || a[4] != 6 || a[5] != 4)
+		return;
+	op = get_be16(a + 6);
+	xr_gid_from_ipv4(&sender, get_be32(a + 14));
+	if (memcmp(a + 24, r->addr.raw + 12, 4))
+		return;   /* not about us */
+	learn(r, &sender, a + 8);
+	if (op == 1)
+		arp_send(r, 2, a + 8, get_be32(a + 14), a + 8);
+}
+
+/* ---- IPv6 neighbour discovery (RFC 4861) ---- */
+
+static uint16_t icmp6_csum(const uint8_t *src, const uint8_t *dst, const uint8_t *icmp, size_t len)
+{
+	uint32_t sum = 0;
+
+	for (int i = 0; i < 16; i += 2)
+		sum += get_be16(src + i) + get_be16(dst + i);
+	sum += (uint32_t)len + 58;
+	for (size_t i = 0; i + 1 < len; i += 2)
+		sum += get_be16(icmp + i);
+	if (len & 1)
+		sum += (uint32_t)icmp[len - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xFFFF) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* An NS (type 135) or NA (136) about target, with our link-layer address. */
+static void nd_send(struct raw_link *r, uint8_t type, const uint8_t *target, const uint8_t *dst_ip,
+		    const uint8_t dmac[6], bool solicited)
+{
+	uint8_t f[XR_ETH_HLEN + XR_IPV6_HLEN + 32] = { 0 }, *ip = f + XR_ETH_HLEN, *icmp = ip + XR_IPV6_HLEN;
+
+	memcpy(f, dmac, 6);
+	memcpy(f + 6, r->link.mac, 6);
+	put_be16(f + 12, XR_ETHERTYPE_IPV6);
+	ip6_set_vtf(ip, 0, 0);
+	put_be16(ip + IP6_OFF_PAYLEN, 32);
+	ip[IP6_OFF_NEXTHDR] = 58;
+	ip[IP6_OFF_HOPLIM] = 255;
+	memcpy(ip + IP6_OFF_SRC, r->addr.raw, 16);
+	memcpy(ip + IP6_OFF_DST, dst_ip, 16);
+	icmp[0] = type;
+	if (type == 136)
+		icmp[4] = (uint8_t)(0x20 | (solicited ? 0x40 : 0));   /* override, solicited */
+	memcpy(icmp + 8, target, 16);
+	icmp[24] = type == 135 ? 1 : 2;   /* source / target link-layer address option */
+	icmp[25] = 1;
+	memcpy(icmp + 26, r->link.mac, 6);
+	put_be16(icmp + 2, icmp6_csum(ip + IP6_OFF_SRC, ip + IP6_OFF_DST, icmp, 32));
+	send_raw(r, f, sizeof(f));
+}
+
+static void nd_input(struct raw_link *r, const uint8_t *ip, size_t len)
+{
+	const uint8_t *icmp = ip + XR_IPV6_HLEN, *opt;
+	size_t ilen;
+	xr_gid who;
+
+	if (len < XR_IPV6_HLEN + 24 || ip[IP6_OFF_NEXTHDR] != 58 || ip[IP6_OFF_HOPLIM] != 255)
+		return;
+	ilen = len - XR_IPV6_HLEN;
+	if (get_be16(ip + IP6_OFF_PAYLEN) < ilen)
+		ilen = get_be16(ip + IP6_OFF_PAYLEN);
+	if (ilen < 24 || (icmp[0] != 135 && icmp[0] != 136))
+		return;
+	if (icmp6_csum(ip + IP6_OFF_SRC, ip + IP6_OFF_DST, icmp, ilen) != 0 &&
+	    icmp6_csum(ip + IP6_OFF_SRC, ip + IP6_OFF_DST, icmp, ilen) != 0xFFFF) {
+		/* A valid message sums to zero with its checksum in place. */
+		uint8_t tmp[256];
+		if (ilen > sizeof(tmp))
+			return;
+		memcpy(tmp, icmp, ilen);
+		put_be16(tmp + 2, 0);
+		if (icmp6_csum(ip + IP6_OFF_SRC, ip + IP6_OFF_DST, tmp, ilen) != get_be16(icmp + 2))
+			return;
+	}
+	opt = ilen >= 32 && icmp[25] == 1 ? icmp + 26 : NULL;
+	if (icmp[0] == 135) {
+		if (memcmp(icmp + 8, r->addr.raw, 16))
+			return;
+		memcpy(who.raw, ip + IP6_OFF_SRC, 16);
+		if (opt)
+			learn(r, &who, opt);
+		if (opt)
+			nd_send(r, 136, r->addr.raw, ip + IP6_OFF_SRC, opt, true);
+	} else if (opt) {
+		memcpy(who.raw, icmp + 8, 16);
+		learn(r, &who, opt);
+	}
+}
+
+/* ---- receive ---- */
+
+/* Reads what the socket has; RoCE frames go to out (or pending). */
+static unsigned rx_step(struct raw_link *r, struct xr_frame **out, unsigned max)
+{
+	struct mmsghdr msg[BURST];
+	struct iovec iov[BURST];
+	char ctl[BURST][CMSG_SPACE(sizeof(struct tpacket_auxdata))];
+	struct xr_frame *f[BURST];
+	unsigned have = 0, delivered = 0;
+	int got;
+
+	for (; have < BURST; have++) {
+		f[have] = pool_get(&r->pool);
+		if (!f[have])
+			break;
+		iov[have].iov_base = f[have]->data;
+		iov[have].iov_len = sizeof(f[have]->data);
+		memset(&msg[have], 0, sizeof(msg[have]));
+		msg[have].msg_hdr.msg_iov = &iov[have];
+		msg[have].msg_hdr.msg_iovlen = 1;
+		msg[have].msg_hdr.msg_control = ctl[have];
+		msg[have].msg_hdr.msg_controllen = sizeof(ctl[have]);
+	}
+	got = have ? recvmmsg(r->fd, msg, have, MSG_DONTWAIT, NULL) : 0;
+	if (got < 0)
+		got = 0;
+	for (int i = 0; i < got; i++) {
+		struct xr_frame *fr = f[i];
+		uint16_t type, vlan = 0;
+		bool tagged = false, keep = false;
+		size_t len = msg[i].msg_len;
+		uint8_t *d = fr->data;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg[i].msg_hdr); c; c = CMSG_NXTHDR(&msg[i].msg_hdr, c)) {
+			if (c->cmsg_level == SOL_PACKET && c->cmsg_type == PACKET_AUXDATA) {
+				struct tpacket_auxdata aux;
+				memcpy(&aux, CMSG_DATA(c), sizeof(aux));
+				if (aux.tp_status & TP_STATUS_VLAN_VALID) {
+					tagged = true;
+					vlan = aux.tp_vlan_tci & 0xFFF;
+				}
+			}
+		}
+		if (len < XR_ETH_HLEN)
+			goto drop;
+		type = get_be16(d + ETH_OFF_TYPE);
+		if (type == XR_ETHERTYPE_VLAN && len >= XR_ETH_HLEN + XR_VLAN_HLEN) {
+			/* A tag left in the frame: take it out, the engine wants it plain. */
+			tagged = true;
+			vlan = get_be16(d + 14) & 0xFFF;
+			memmove(d + 12, d + 16, len - 16);
+			len -= XR_VLAN_HLEN;
+			type = get_be16(d + ETH_OFF_TYPE);
+		}
+		if ((r->vid && (!tagged || vlan != r->vid)) || (!r->vid && tagged && vlan))
+			goto drop;   /* another VLAN */
+		if (type == ETHERTYPE_ARP) {
+			arp_input(r, d + XR_ETH_HLEN, len - XR_ETH_HLEN);
+		} else if (type == ETHERTYPE_PFC) {
+			if (len >= XR_ETH_HLEN + 4 && get_be16(d + XR_ETH_HLEN) == PFC_OPCODE)
+				r->pfc_rcvd++;
+		} else if (type == XR_ETHERTYPE_IPV6 && len > XR_ETH_HLEN + XR_IPV6_HLEN &&
+			   d[XR_ETH_HLEN + IP6_OFF_NEXTHDR] == 58) {
+			nd_input(r, d + XR_ETH_HLEN, len - XR_ETH_HLEN);
+		} else if ((type == XR_ETHERTYPE_IPV4 || type == XR_ETHERTYPE_IPV6) &&
+			   !memcmp(d, r->link.mac, 6)) {
+			keep = true;   /* for us: the engine's parser decides the rest */
+		}
+		if (keep) {
+			fr->len = (uint16_t)len;
+			if (delivered < max)
+				out[delivered++] = fr;
+			else if (r->npending < PENDING_MAX)
+				r->pending[r->npending++] = fr;
+			else {
+				r->pending_drops++;
+				pool_put(&r->pool, fr);
+			}
+			continue;
+		}
+drop:
+		pool_put(&r->pool, fr);
+	}
+	for (unsigned i = (unsigned)got; i < have; i++)
+		pool_put(&r->pool, f[i]);
+	return delivered;
+}
+
+static int raw_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
+{
+	struct raw_link *r = l->priv;
+	unsigned got = 0;
+
+	pthread_mutex_lock(&r->lock);
+	while (got < n && r->npending) {
+		f[got++] = r->pending[0];
+		memmove(r->pending, r->pending + 1, --r->npending * sizeof(r->pending[0]));
+	}
+	if (got < n)
+		got += rx_step(r, f + got, n - got);
+	pthread_mutex_unlock(&r->lock);
+	l->stats.rx_frames += got;
+	return (int)got;
+}
+
+static int raw_send(struct xr_link *l, struct xr_frame **f, unsigned n)
+{
+	struct raw_link *r = l->priv;
+	struct mmsghdr msg[BURST];
+	struct iovec iov[BURST];
+	unsigned k = n < BURST ? n : BURST;
+	int sent;
+
+	for (unsigned i = 0; i < k; i++) {
+		struct xr_frame *fr = f[i];
+		if (r->vid && get_be16(fr->data + ETH_OFF_TYPE) != XR_ETHERTYPE_VLAN) {
+			memmove(fr->data + 16, fr->data + 12, fr->len - 12u);
+			put_be16(fr->data + 12, XR_ETHERTYPE_VLAN);
+			put_be16(fr->data + 14, vlan_tci(r->pcp, false, r->vid));
+			fr->len += XR_VLAN_HLEN;
+		}
+		iov[i].iov_base = fr->data;
+		iov[i].iov_len = fr->len;
+		memset(&msg[i], 0, sizeof(msg[i]));
+		msg[i].msg_hdr.msg_iov = &iov[i];
+		msg[i].msg_hdr.msg_iovlen = 1;
+	}
+	sent = sendmmsg(r->fd, msg, k, MSG_DONTWAIT);
+	if (sent < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS || errno == EINTR) {
+			/* Untag what stays the caller's: it is sent again later. */
+			for (unsigned i = 0; i < k && r->vid; i++) {
+				memmove(f[i]->data + 12, f[i]->data + 16, f[i]->len - 16u);
+				f[i]->len -= XR_VLAN_HLEN;
+			}
+			return 0;
+		}
+		sent = 1;   /* this frame cannot go: dropped, counted */
+		l->stats.tx_drops++;
+	}
+	for (unsigned i = (unsigned)sent; i < k && r->vid; i++) {
+		memmove(f[i]->data + 12, f[i]->data + 16, f[i]->len - 16u);
+		f[i]->len -= XR_VLAN_HLEN;
+	}
+	for (int i = 0; i < sent; i++)
+		pool_put(&r->pool, f[i]);
+	l->stats.tx_frames += (uint64_t)sent;
+	return sent;
+}
+
+static int raw_resolve(struct xr_link *l, const xr_gid *gid, uint8_t mac[6])
+{
+	struct raw_link *r = l->priv;
+	static const uint8_t bcast[6] = { 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF }, zero[6] = { 0 };
+
+	for (int attempt = 0; attempt < RESOLVE_TRIES; attempt++) {
+		uint64_t until;
+		pthread_mutex_lock(&r->lock);
+		if (lookup(r, gid, mac)) {
+			pthread_mutex_unlock(&r->lock);
+			return 0;
+		}
+		if (xr_gid_is_ipv4(gid)) {
+			arp_send(r, 1, zero, xr_gid_to_ipv4(gid), bcast);
+		} else {
+			/* To the solicited-node multicast group of the target. */
+			uint8_t dst[16] = { 0xFF, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xFF };
+			uint8_t dmac[6] = { 0x33, 0x33, 0xFF };
+			memcpy(dst + 13, gid->raw + 13, 3);
+			memcpy(dmac + 3, gid->raw + 13, 3);
+			nd_send(r, 135, gid->raw, dst, dmac, false);
+		}
+		pthread_mutex_unlock(&r->lock);
+		until = now_ms() + RESOLVE_WAIT_MS;
+		while (now_ms() < until) {
+			struct pollfd p = { r->fd, POLLIN, 0 };
+			poll(&p, 1, 10);
+			pthread_mutex_lock(&r->lock);
+			rx_step(r, NULL, 0);   /* RoCE frames go to pending for the engine */
+			if (lookup(r, gid, mac)) {
+				pthread_mutex_unlock(&r->lock);
+				return 0;
+			}
+			pthread_mutex_unlock(&r->lock);
+		}
+	}
+	return -EHOSTUNREACH;
+}
+
+static int raw_wait_fd(struct xr_link *l)
+{
+	return ((struct raw_link *)l->priv)->fd;
+}
+
+static struct xr_frame *raw_alloc(struct xr_link *l)
+{
+	return pool_get(&((struct raw_link *)l->priv)->pool);
+}
+
+static void raw_free(struct xr_link *l, struct xr_frame *f)
+{
+	pool_put(&((struct raw_link *)l->priv)->pool, f);
+}
+
+static bool raw_is_up(struct xr_link *l)
+{
+	struct raw_link *r = l->priv;
+	struct ifreq ifr;
+	char name[IF_NAMESIZE];
+
+	memset(&ifr, 0, sizeof(ifr));
+	if (!if_indextoname((unsigned)r->ifindex, name))
+		return false;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	return ioctl(r->fd, SIOCGIFFLAGS, &ifr) == 0 && (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING);
+}
+
+static void raw_close(struct xr_link *l)
+{
+	struct raw_link *r = l->priv;
+
+	for (unsigned i = 0; i < r->npending; i++)
+		pool_put(&r->pool, r->pending[i]);
+	close(r->fd);
+	pool_fini(&r->pool);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+static const struct xr_link_ops raw_ops = {
+	raw_send, raw_recv, raw_wait_fd, raw_alloc, raw_free, raw_is_up, raw_close, raw_resolve,
+};
+
+struct xr_link *xr_link_raw(const char *ifname, const char *addr, uint16_t vid, uint8_t pcp)
+{
+	struct raw_link *r;
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL) };
+	struct packet_mreq mr = { .mr_type = PACKET_MR_ALLMULTI };
+	struct ifreq ifr;
+	int one = 1, err;
+
+	if (!ifname || !addr || vid > 4094 || pcp > 7 || strlen(ifname) >= IF_NAMESIZE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (xr_gid_parse(&r->addr, addr)) {
+		free(r);
+		errno = EINVAL;
+		return NULL;
+	}
+	r->ifindex = (int)if_nametoindex(ifname);
+	if (!r->ifindex) {
+		free(r);
+		errno = ENODEV;
+		return NULL;
+	}
+	r->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+	if (r->fd < 0) {
+		err = errno;
+		free(r);
+		errno = err;   /* EPERM without CAP_NET_RAW */
+		return NULL;
+	}
+	sll.sll_ifindex = r->ifindex;
+	mr.mr_ifindex = r->ifindex;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	if (bind(r->fd, (struct sockaddr *)&sll, sizeof(sll)) < 0 || ioctl(r->fd, SIOCGIFHWADDR, &ifr) < 0) {
+		err = errno;
+		close(r->fd);
+		free(r);
+		errno = err;
+		return NULL;
+	}
+	memcpy(r->link.mac, ifr.ifr_hwaddr.sa_data, 6);
+	r->link.mtu = ioctl(r->fd, SIOCGIFMTU, &ifr) == 0 ? (uint32_t)ifr.ifr_mtu : 1500;
+	setsockopt(r->fd, SOL_PACKET, PACKET_AUXDATA, &one, sizeof(one));
+	setsockopt(r->fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr));
+#ifdef PACKET_IGNORE_OUTGOING
+	setsockopt(r->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+#endif
+	{
+		int buf = 4 << 20;
+		setsockopt(r->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+		setsockopt(r->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	}
+	if (pool_init(&r->pool, POOL_FRAMES)) {
+		close(r->fd);
+		free(r);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_init(&r->lock, NULL);
+	r->vid = vid;
+	r->pcp = pcp;
+	r->link.ops = &raw_ops;
+	r->link.kind = "raw";
+	r->link.priv = r;
+	return &r->link;
+}
+
+int xr_link_raw_add_neigh(struct xr_link *l, const xr_gid *gid, const uint8_t mac[6])
+{
+	struct raw_link *r;
+
+	if (!l || l->ops != &raw_ops || !gid || !mac)
+		return -EINVAL;
+	r = l->priv;
+	pthread_mutex_lock(&r->lock);
+	learn(r, gid, mac);
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+}
+
+int xr_link_raw_send_pfc(struct xr_link *l, uint8_t prio_mask, uint16_t quanta)
+{
+	static const uint8_t pfc_dst[6] = { 0x01, 0x80, 0xC2, 0x00, 0x00, 0x01 };
+	uint8_t f[60] = { 0 };
+	struct raw_link *r;
+	int rc;
+
+	if (!l || l->ops != &raw_ops)
+		return -EINVAL;
+	r = l->priv;
+	memcpy(f, pfc_dst, 6);
+	memcpy(f + 6, l->mac, 6);
+	put_be16(f + 12, ETHERTYPE_PFC);
+	put_be16(f + 14, PFC_OPCODE);
+	put_be16(f + 16, prio_mask);   /* priority-enable vector */
+	for (int p = 0; p < 8; p++)
+		put_be16(f + 18 + 2 * p, (prio_mask >> p) & 1 ? quanta : 0);
+	pthread_mutex_lock(&r->lock);
+	rc = send(r->fd, f, sizeof(f), MSG_DONTWAIT) == (ssize_t)sizeof(f) ? 0 : -errno;   /* PFC is never tagged */
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+uint64_t xr_link_raw_pfc_rcvd(struct xr_link *l)
+{
+	return (l && l->ops == &raw_ops) ? ((struct raw_link *)l->priv)->pfc_rcvd : 0;
+}

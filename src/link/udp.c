@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The UDP link: RoCE v2 over a kernel UDP socket on port 4791 (see
+ * xr_link_udp in link.h for the contract, the source-port rule and the
+ * IPv4 ID caveat). Frames cross as UDP payloads, in batches
+ * (sendmmsg/recvmmsg); received datagrams are placed in frames behind
+ * rebuilt Ethernet/IP/UDP headers, so no payload byte is copied.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../wire/hdr.h"
+#include "pool.h"
+#include "xroce/link.h"
+
+#ifndef UDP_NO_CHECK6_TX
+#define UDP_NO_CHECK6_TX 101
+#define UDP_NO_CHECK6_RX 102
+#endif
+
+#define POOL_FRAMES 4096
+#define BURST 32
+#define RXE_SPORT_BASE 0xC000u
+#define RXE_SPORTS 0x4000u
+
+struct udp_link {
+	struct xr_link link;
+	int fd, family;
+	struct sockaddr_storage local;
+	size_t hdr;                   /* Ethernet + IP + UDP bytes rebuilt on receive */
+	struct frame_pool pool;
+	pthread_mutex_t lock;
+	int *sport_fd;                /* one socket per rxe source port, -1 until used */
+	uint64_t sport_fallbacks;
+};
+
+static int set_opt(int fd, int level, int name, int v)
+{
+	return setsockopt(fd, level, name, &v, sizeof(v));
+}
+
+/* A socket bound to local:port with RoCE v2's options: DF, checksum 0. */
+static int open_socket(const struct udp_link *u, uint16_t port)
+{
+	struct sockaddr_storage sa = u->local;
+	socklen_t len = u->family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	int fd = socket(u->family, SOCK_DGRAM | SOCK_CLOEXEC, 0), err;
+
+	if (fd < 0)
+		return -errno;
+	if (u->family == AF_INET) {
+		((struct sockaddr_in *)&sa)->sin_port = htons(port);
+		set_opt(fd, SOL_SOCKET, SO_NO_CHECK, 1);
+		set_opt(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
+		set_opt(fd, IPPROTO_IP, IP_PKTINFO, 1);
+		set_opt(fd, IPPROTO_IP, IP_RECVTOS, 1);
+	} else {
+		((struct sockaddr_in6 *)&sa)->sin6_port = htons(port);
+		set_opt(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+		set_opt(fd, IPPROTO_UDP, UDP_NO_CHECK6_TX, 1);
+		set_opt(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, 1);
+		set_opt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_DO);
+		set_opt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+		set_opt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
+	}
+	set_opt(fd, SOL_SOCKET, SO_SNDBUF, 4 << 20);
+	set_opt(fd, SOL_SOCKET, SO_RCVBUF, 4 << 20);
+	if (bind(fd, (struct sockaddr *)&sa, len) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* The socket that sends from sport; the 4791 one when sport cannot be had. */
+static int socket_for(struct udp_link *u, uint16_t sport)
+{
+	int *slot, fd;
+
+	if (sport == XR_ROCE_UDP_PORT || sport < RXE_SPORT_BASE)
+		return u->fd;
+	slot = &u->sport_fd[sport - RXE_SPORT_BASE];
+	if (*slot >= 0)
+		return *slot;
+	fd = open_socket(u, sport);
+	if (fd < 0) {
+		u->sport_fallbacks++;
+		*slot = u->fd;   /* remembered: do not retry a taken port per packet */
+		return u->fd;
+	}
+	*slot = fd;
+	return fd;
+}
+
+static size_t l3_offset(const struct xr_frame *f)
+{
+	return get_be16(f->data + ETH_OFF_TYPE) == XR_ETHERTYPE_VLAN ? XR_ETH_HLEN + XR_VLAN_HLEN : XR_ETH_HLEN;
+}
+
+/* The kernel sends from 4791 when the rxe port is taken: the ICRC covers
+ * the source port, so patch it and recompute. */
+static void patch_sport(struct xr_frame *f, size_t l4, uint16_t sport)
+{
+	size_t l3 = l3_offset(f);
+
+	put_be16(f->data + l4 + UDP_OFF_SPORT, sport);
+	put_le32(f->data + f->len - XR_ICRC_LEN, xr_icrc(f->data + l3, f->len - l3 - XR_ICRC_LEN));
+}
+
+static int udp_send(struct xr_link *l, struct xr_frame **f, unsigned n)
+{
+	struct udp_link *u = l->priv;
+	struct mmsghdr msg[BURST];
+	struct iovec iov[BURST];
+	struct sockaddr_storage dst[BURST];
+	unsigned done = 0;
+
+	pthread_mutex_lock(&u->lock);
+	while (done < n) {
+		unsigned k = 0;
+		int fd = -1, sent;
+		/* A batch: consecutive frames that leave through the same socket. */
+		while (done + k < n && k < BURST) {
+			struct xr_frame *fr = f[done + k];
+			size_t l3 = l3_offset(fr), l4 = l3 + (u->family == AF_INET ? XR_IPV4_HLEN : XR_IPV6_HLEN);
+			uint16_t sport = get_be16(fr->data + l4 + UDP_OFF_SPORT);
+			int sfd = socket_for(u, sport);
+			if (fd >= 0 && sfd != fd)
+				break;
+			fd = sfd;
+			if (sfd == u->fd && sport != XR_ROCE_UDP_PORT)
+				patch_sport(fr, l4, XR_ROCE_UDP_PORT);
+			memset(&dst[k], 0, sizeof(dst[k]));
+			if (u->family == AF_INET) {
+				struct sockaddr_in *d = (struct sockaddr_in *)&dst[k];
+				d->sin_family = AF_INET;
+				memcpy(&d->sin_addr, fr->data + l3 + IP4_OFF_DST, 4);
+				d->sin_port = htons(get_be16(fr->data + l4 + UDP_OFF_DPORT));
+			} else {
+				struct sockaddr_in6 *d = (struct sockaddr_in6 *)&dst[k];
+				d->sin6_family = AF_INET6;
+				memcpy(&d->sin6_addr, fr->data + l3 + IP6_OFF_DST, 16);
+				d->sin6_port = htons(get_be16(fr->data + l4 + UDP_OFF_DPORT));
+			}
+			iov[k].iov_base = fr->data + l4 + XR_UDP_HLEN;
+			iov[k].iov_len = fr->len - l4 - XR_UDP_HLEN;
+			memset(&msg[k], 0, sizeof(msg[k]));
+			msg[k].msg_hdr.msg_name = &dst[k];
+			msg[k].msg_hdr.msg_namelen = u->family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+			msg[k].msg_hdr.msg_iov = &iov[k];
+			msg[k].msg_hdr.msg_iovlen = 1;
+			k++;
+		}
+		sent = sendmmsg(fd, msg, k, MSG_DONTWAIT);
+		if (sent < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS || errno == EINTR)
+				break;   /* full: the caller keeps the rest */
+			sent = 1;    /* this frame cannot go (unreachable, too big): drop it, counted */
+			l->stats.tx_drops++;
+		}
+		for (int i = 0; i < sent; i++)
+			pool_put(&u->pool, f[done + (unsigned)i]);
+		done += (unsigned)sent;
+		if ((unsigned)sent < k)
+			break;
+	}
+	pthread_mutex_unlock(&u->lock);
+	l->stats.tx_frames += done;
+	return (int)done;
+}
+
+/* Ethernet/IP/UDP in front of a received datagram, as it was on the wire
+ * (the IPv4 ID is taken to be 0: see link.h). */
+static void rebuild_headers(struct udp_link *u, struct xr_frame *f, size_t payload,
+			    const struct sockaddr_storage *src, const uint8_t *dst_addr, uint8_t tos)
+{
+	uint8_t *ip = f->data + XR_ETH_HLEN, *udp;
+
+	memcpy(f->data + ETH_OFF_DMAC, u->link.mac, 6);
+	memset(f->data + ETH_OFF_SMAC, 0, 6);
+	if (u->family == AF_INET) {
+		const struct sockaddr_in *s = (const struct sockaddr_in *)src;
+		put_be16(f->data + ETH_OFF_TYPE, XR_ETHERTYPE_IPV4);
+		ip[IP4_OFF_VER_IHL] = 0x45;
+		ip[IP4_OFF_TOS] = tos;
+		put_be16(ip + IP4_OFF_TOTLEN, (uint16_t)(XR_IPV4_HLEN + XR_UDP_HLEN + payload));
+		put_be16(ip + IP4_OFF_ID, 0);
+		put_be16(ip + IP4_OFF_FRAG, IP4_FLAG_DF);
+		ip[IP4_OFF_TTL] = 64;
+		ip[IP4_OFF_PROTO] = IP_PROTO_UDP;
+		memcpy(ip + IP4_OFF_SRC, &s->sin_addr, 4);
+		memcpy(ip + IP4_OFF_DST, dst_addr, 4);
+		put_be16(ip + IP4_OFF_CSUM, 0);
+		put_be16(ip + IP4_OFF_CSUM, xr_ipv4_csum(ip));
+		udp = ip + XR_IPV4_HLEN;
+		put_be16(udp + UDP_OFF_SPORT, ntohs(s->sin_port));
+	} else {
+		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)src;
+		put_be16(f->data + ETH_OFF_TYPE, XR_ETHERTYPE_IPV6);
+		ip6_set_vtf(ip, tos, 0);
+		put_be16(ip + IP6_OFF_PAYLEN, (uint16_t)(XR_UDP_HLEN + payload));
+		ip[IP6_OFF_NEXTHDR] = IP_PROTO_UDP;
+		ip[IP6_OFF_HOPLIM] = 64;
+		memcpy(ip + IP6_OFF_SRC, &s->sin6_addr, 16);
+		memcpy(ip + IP6_OFF_DST, dst_addr, 16);
+		udp = ip + XR_IPV6_HLEN;
+		put_be16(udp + UDP_OFF_SPORT, ntohs(s->sin6_port));
+	}
+	put_be16(udp + UDP_OFF_DPORT, XR_ROCE_UDP_PORT);
+	put_be16(udp + UDP_OFF_LEN, (uint16_t)(XR_UDP_HLEN + payload));
+	put_be16(udp + UDP_OFF_CSUM, 0);
+	f->len = (uint16_t)(u->hdr + payload);
+}
+
+static int udp_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
+{
+	struct udp_link *u = l->priv;
+	struct mmsghdr msg[BURST];
+	struct iovec iov[BURST];
+	struct sockaddr_storage src[BURST];
+	char ctl[BURST][128];
+	unsigned want = n < BURST ? n : BURST, have = 0;
+	int got;
+
+	for (; have < want; have++) {
+		f[have] = pool_get(&u->pool);
+		if (!f[have])
+			break;
+		iov[have].iov_base = f[have]->data + u->hdr;
+		iov[have].iov_len = sizeof(f[have]->data) - u->hdr;
+		memset(&msg[have], 0, sizeof(msg[have]));
+		msg[have].msg_hdr.msg_name = &src[have];
+		msg[have].msg_hdr.msg_namelen = sizeof(src[have]);
+		msg[have].msg_hdr.msg_iov = &iov[have];
+		msg[have].msg_hdr.msg_iovlen = 1;
+		msg[have].msg_hdr.msg_control = ctl[have];
+		msg[have].msg_hdr.msg_controllen = sizeof(ctl[have]);
+	}
+	got = have ? recvmmsg(u->fd, msg, have, MSG_DONTWAIT, NULL) : 0;
+	if (got < 0)
+		got = 0;
+	for (int i = 0; i < got; i++) {
+		uint8_t dst[16] = { 0 }, tos = 0;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg[i].msg_hdr); c; c = CMSG_NXTHDR(&msg[i].msg_hdr, c)) {
+			if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO)
+				memcpy(dst, &((struct in_pktinfo *)CMSG_DATA(c))->ipi_addr, 4);
+			else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS)
+				tos = *(uint8_t *)CMSG_DATA(c);
+			else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO)
+				memcpy(dst, &((struct in6_pktinfo *)CMSG_DATA(c))->ipi6_addr, 16);
+			else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS)
+				tos = (uint8_t)*(int *)CMSG_DATA(c);
+		}
+		rebuild_headers(u, f[i], msg[i].msg_len, &src[i], dst, tos);
+	}
+	for (unsigned i = (unsigned)got; i < have; i++)
+		pool_put(&u->pool, f[i]);
+	l->stats.rx_frames += (uint64_t)got;
+	return got;
+}
+
+static int udp_wait_fd(struct xr_link *l)
+{
+	return ((struct udp_link *)l->priv)->fd;
+}
+
+static struct xr_frame *udp_alloc(struct xr_link *l)
+{
+	return pool_get(&((struct udp_link *)l->priv)->pool);
+}
+
+static void udp_free(struct xr_link *l, struct xr_frame *f)
+{
+	pool_put(&((struct udp_link *)l->priv)->pool, f);
+}
+
+static bool udp_is_up(struct xr_link *l)
+{
+	(void)l;
+	return true;
+}
+
+static void udp_close(struct xr_link *l)
+{
+	struct udp_link *u = l->priv;
+
+	for (unsigned i = 0; u->sport_fd && i < RXE_SPORTS; i++)
+		if (u->sport_fd[i] >= 0 && u->sport_fd[i] != u->fd)
+			close(u->sport_fd[i]);
+	free(u->sport_fd);
+	close(u->fd);
+	pool_fini(&u->pool);
+	pthread_mutex_destroy(&u->lock);
+	free(u);
+}
+
+static const struct xr_link_ops udp_ops = {
+	udp_send, udp_recv, udp_wait_fd, udp_alloc, udp_free, udp_is_up, udp_close, NULL,
+};
+
+/* The MTU of the interface that holds addr (1500 when unknown). */
+static uint32_t interface_mtu(const struct sockaddr_storage *a)
+{
+	struct ifaddrs *ifs, *i;
+	uint32_t mtu = 1500;
+
+	if (getifaddrs(&ifs))
+		return mtu;
+	for (i = ifs; i; i = i->ifa_next) {
+		bool match = false;
+		if (!i->ifa_addr || i->ifa_addr->sa_family != a->ss_family)
+			continue;
+		if (a->ss_family == AF_INET)
+			match = !memcmp(&((struct sockaddr_in *)i->ifa_addr)->sin_addr,
+					&((const struct sockaddr_in *)a)->sin_addr, 4);
+		else
+			match = !memcmp(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr,
+					&((const struct sockaddr_in6 *)a)->sin6_addr, 16);
+		if (match) {
+			struct ifreq ifr;
+			int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+			memset(&ifr, 0, sizeof(ifr));
+			snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", i->ifa_name);
+			if (fd >= 0 && ioctl(fd, SIOCGIFMTU, &ifr) == 0)
+				mtu = (uint32_t)ifr.ifr_mtu;
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+	}
+	freeifaddrs(ifs);
+	return mtu;
+}
+
+struct xr_link *xr_link_udp(const char *addr)
+{
+	struct udp_link *u;
+	xr_gid gid;
+	int fd;
+
+	if (!addr || xr_gid_parse(&gid, addr)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (xr_gid_is_ipv4(&gid)) {
+		struct sockaddr_in *s = (struct sockaddr_in *)&u->local;
+		s->sin_family = AF_INET;
+		memcpy(&s->sin_addr, gid.raw + 12, 4);
+		u->family = AF_INET;
+		u->hdr = XR_ETH_HLEN + XR_IPV4_HLEN + XR_UDP_HLEN;
+	} else {
+		struct sockaddr_in6 *s = (struct sockaddr_in6 *)&u->local;
+		s->sin6_family = AF_INET6;
+		memcpy(&s->sin6_addr, gid.raw, 16);
+		u->family = AF_INET6;
+		u->hdr = XR_ETH_HLEN + XR_IPV6_HLEN + XR_UDP_HLEN;
+	}
+	fd = open_socket(u, XR_ROCE_UDP_PORT);
+	if (fd < 0) {
+		free(u);
+		errno = -fd;
+		return NULL;
+	}
+	u->fd = fd;
+	u->sport_fd = malloc(RXE_SPORTS * sizeof(int));
+	if (!u->sport_fd || pool_init(&u->pool, POOL_FRAMES)) {
+		close(fd);
+		free(u->sport_fd);
+		free(u);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (unsigned i = 0; i < RXE_SPORTS; i++)
+		u->sport_fd[i] = -1;
+	pthread_mutex_init(&u->lock, NULL);
+	u->link.ops = &udp_ops;
+	u->link.kind = "udp";
+	u->link.priv = u;
+	u->link.mtu = interface_mtu(&u->local);
+	/* No L2 on a socket: a locally administered MAC made from the address. */
+	u->link.mac[0] = 0x02;
+	memcpy(u->link.mac + 1, gid.raw + 11, 5);
+	return &u->link;
+}
