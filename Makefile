@@ -42,6 +42,8 @@ bench: build
 	@build/bin/bench-wire
 	@echo
 	@build/bin/bench-rc
+	@echo
+	@bench/links.sh build/bin/bench-links
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -126,6 +126,18 @@ struct xr_link *xr_link_udp(const char *addr);
  * Errors: ENODEV (no interface), EPERM (needs CAP_NET_RAW), EINVAL.
  */
 struct xr_link *xr_link_raw(const char *ifname, const char *addr, uint16_t vid, uint8_t pcp);
+/* Link selection, as every tool offers it. */
+struct xr_link_spec {
+	const char *kind;      /* "udp" or "raw" ("mem" is a pair: xr_link_mem_pair) */
+	const char *addr;      /* local IPv4/IPv6 address */
+	const char *ifname;    /* raw: the interface */
+	uint16_t vid;          /* raw: 802.1Q VLAN (0: untagged) */
+	uint8_t pcp;           /* raw: 802.1Q priority */
+};
+/* Opens a link; on failure NULL, errno set and a sentence for the user in
+ * msg (missing interface, address in use or not local, privileges...). */
+struct xr_link *xr_link_open(const struct xr_link_spec *spec, char *msg, size_t msglen);
+
 /* A static neighbour entry (as the seed's PEER_MAC registers). */
 int xr_link_raw_add_neigh(struct xr_link *raw, const xr_gid *gid, const uint8_t mac[6]);
 /* Sends one 802.1Qbb PFC frame: pause priorities in prio_mask for quanta. */

@@ -117,6 +117,10 @@ struct xr_context *xr_open_device(struct xr_link *link, const struct xr_device_o
 		err = EBUSY;
 		goto fail;
 	}
+	/* A link just brought up may take a moment to get its carrier. */
+	for (int i = 0; i < 40 && !link->ops->is_up(link); i++)
+		usleep(50000);
+	xr_engine_set_link_up(ctx->engine, link->ops->is_up(link));
 	xr_engine_set_irq(ctx->engine, on_irq, ctx);
 
 	/* Bring-up (seed 000 §3.3): in reset, addresses, then enable. */

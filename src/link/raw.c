@@ -45,6 +45,7 @@ struct neigh {
 struct raw_link {
 	struct xr_link link;
 	int fd, ifindex;
+	char ifname[IF_NAMESIZE];
 	xr_gid addr;
 	uint16_t vid;
 	uint8_t pcp;
@@ -436,12 +437,10 @@ static bool raw_is_up(struct xr_link *l)
 {
 	struct raw_link *r = l->priv;
 	struct ifreq ifr;
-	char name[IF_NAMESIZE];
 
+	/* Asked through the link's own socket: the answer is from its namespace. */
 	memset(&ifr, 0, sizeof(ifr));
-	if (!if_indextoname((unsigned)r->ifindex, name))
-		return false;
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", r->ifname);
 	return ioctl(r->fd, SIOCGIFFLAGS, &ifr) == 0 && (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING);
 }
 
@@ -483,6 +482,7 @@ struct xr_link *xr_link_raw(const char *ifname, const char *addr, uint16_t vid, 
 		errno = EINVAL;
 		return NULL;
 	}
+	snprintf(r->ifname, sizeof(r->ifname), "%s", ifname);
 	r->ifindex = (int)if_nametoindex(ifname);
 	if (!r->ifindex) {
 		free(r);

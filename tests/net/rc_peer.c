@@ -353,8 +353,7 @@ int main(int argc, char **argv)
 		default: return 2;
 		}
 	}
-	if (!addr || (!server && !server_host) || (strcmp(link_kind, "udp") && strcmp(link_kind, "raw")) ||
-	    (!strcmp(link_kind, "raw") && !ifname)) {
+	if (!addr || (!server && !server_host)) {
 		fprintf(stderr, "usage: see the comment at the top of rc_peer.c\n");
 		return 2;
 	}
@@ -366,10 +365,14 @@ int main(int argc, char **argv)
 	case 4096: mtu_enum = XR_MTU_4096; break;
 	default: fprintf(stderr, "%s: bad --mtu\n", prog); return 2;
 	}
-	link = !strcmp(link_kind, "udp") ? xr_link_udp(addr) : xr_link_raw(ifname, addr, (uint16_t)vlan, (uint8_t)pcp);
-	if (!link) {
-		fprintf(stderr, "%s: %s link on %s: %s\n", prog, link_kind, addr, strerror(errno));
-		return 1;
+	{
+		struct xr_link_spec spec = { link_kind, addr, ifname, (uint16_t)vlan, (uint8_t)pcp };
+		char msg[256];
+		link = xr_link_open(&spec, msg, sizeof(msg));
+		if (!link) {
+			fprintf(stderr, "%s: %s\n", prog, msg);
+			return 1;
+		}
 	}
 	if (pcap) {
 		link = xr_link_pcap_tap(link, pcap);
