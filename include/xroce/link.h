@@ -100,6 +100,8 @@ void xr_link_fault_stats(struct xr_link *fault, struct xr_fault_stats *out);
 
 /* Records every frame sent and received on inner to a pcap file. */
 struct xr_link *xr_link_pcap_tap(struct xr_link *inner, const char *path);
+/* The same, recording only the first max_frames frames (0: all). */
+struct xr_link *xr_link_pcap_tap_n(struct xr_link *inner, const char *path, uint64_t max_frames);
 
 /*
  * UDP link: a kernel UDP socket bound to addr (IPv4 or IPv6) port 4791.

@@ -15,6 +15,7 @@ struct tap {
 	pcap_t *dead;
 	pcap_dumper_t *dump;
 	pthread_mutex_t lock;
+	uint64_t recorded, max;    /* max 0: no limit */
 	struct xr_frame scratch;   /* a copy of the frame being sent */
 };
 
@@ -23,6 +24,9 @@ static void record(struct tap *t, const struct xr_frame *f)
 	struct timeval tv;
 	struct pcap_pkthdr h = { .caplen = f->len, .len = f->len };
 
+	if (t->max && t->recorded >= t->max)
+		return;
+	t->recorded++;
 	gettimeofday(&tv, NULL);
 	h.ts = tv;
 	pcap_dump((u_char *)t->dump, &h, f->data);
@@ -110,6 +114,11 @@ static const struct xr_link_ops tap_ops = {
 
 struct xr_link *xr_link_pcap_tap(struct xr_link *inner, const char *path)
 {
+	return xr_link_pcap_tap_n(inner, path, 0);
+}
+
+struct xr_link *xr_link_pcap_tap_n(struct xr_link *inner, const char *path, uint64_t max_frames)
+{
 	struct tap *t;
 
 	if (!inner || !path) {
@@ -133,6 +142,7 @@ struct xr_link *xr_link_pcap_tap(struct xr_link *inner, const char *path)
 		return NULL;
 	}
 	t->inner = inner;
+	t->max = max_frames;
 	pthread_mutex_init(&t->lock, NULL);
 	t->link = *inner;
 	t->link.ops = &tap_ops;
