@@ -8,6 +8,8 @@
 # A second veth pair carries the out-of-band TCP exchange.
 set -euo pipefail
 peer=$1
+perf=${2:-}
+check=${3:-}
 [ "$(id -u)" -eq 0 ] || { echo "FAIL: the namespace tests need root (ip netns, veth, AF_PACKET)"; exit 1; }
 command -v ip >/dev/null || { echo "FAIL: iproute2 missing (scripts/deps.sh)"; exit 1; }
 command -v tc >/dev/null || { echo "FAIL: tc missing (iproute2)"; exit 1; }
@@ -151,6 +153,45 @@ if ip -n "$A" neigh show 10.0.0.2 dev va | grep -q "lladdr $vb_mac"; then
   echo "ok   A's kernel resolved 10.0.0.2 to $vb_mac through B's raw link (ARP reply)"
 else
   echo "FAIL A's kernel has no ARP entry for 10.0.0.2 -> $vb_mac: $(ip -n "$A" neigh show)"; fails=$((fails + 1))
+fi
+
+# ---- xroce-link-check and xroce-perf across the namespaces ----
+check_tools() {   # kind, A args, B args
+  local kind=$1 aargs=$2 bargs=$3 out
+  port=$((port + 1)); cases=$((cases + 1))
+  timeout 60 ip netns exec "$A" "$perf" write_bw --link $kind $aargs -p "$port" -n 200 >"$work/ps.log" 2>&1 &
+  sleep 0.5
+  if out=$(timeout 60 ip netns exec "$B" "$check" --link $kind $bargs --peer 10.99.0.1 -p "$port" 2>&1); then
+    echo "ok   xroce-link-check over $kind against an xroce-perf server"
+  else
+    echo "FAIL xroce-link-check over $kind:"; sed 's/^/     /' <<<"$out"; fails=$((fails + 1))
+  fi
+  wait 2>/dev/null || true
+  port=$((port + 1)); cases=$((cases + 1))
+  timeout 60 ip netns exec "$A" "$perf" read_bw --link $kind $aargs -p "$port" -n 500 -m 4096 --verify >"$work/ps.log" 2>&1 &
+  sleep 0.5
+  if out=$(timeout 60 ip netns exec "$B" "$perf" read_bw --link $kind $bargs -p "$port" -n 500 -m 4096 --verify 10.99.0.1 2>&1) \
+     && grep -q "0 errors" <<<"$out"; then
+    echo "ok   xroce-perf read_bw --verify over $kind: $(grep -E '^ 65536' <<<"$out" | tr -s ' \t' ' ')"
+  else
+    echo "FAIL xroce-perf read_bw over $kind:"; tail -5 <<<"$out" | sed 's/^/     /'; fails=$((fails + 1))
+  fi
+  wait 2>/dev/null || true
+}
+if [ -n "${perf:-}" ]; then
+  check_tools raw "--ifname va --bind 10.0.0.1" "--ifname vb --bind 10.0.0.2"
+  ip -n "$B" addr add 10.0.0.2/24 dev vb
+  sleep 0.3
+  check_tools udp "--bind 10.0.0.1" "--bind 10.0.0.2"
+  # No server: the check fails, and says where.
+  cases=$((cases + 1))
+  if out=$(timeout 30 ip netns exec "$B" "$check" --link udp --bind 10.0.0.2 --peer 10.99.0.1 -p 1 2>&1); then
+    echo "FAIL xroce-link-check passed with no peer"; fails=$((fails + 1))
+  elif grep -q "FAIL\] peer reachable" <<<"$out"; then
+    echo "ok   xroce-link-check fails at 'peer reachable' with no peer"
+  else
+    echo "FAIL xroce-link-check without a peer said: $out"; fails=$((fails + 1))
+  fi
 fi
 
 echo "$((cases - fails + 0)) of $cases cases passed"

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# xroce-perf as a user meets it: every test on the in-memory link with
+# --verify, a size sweep, JSON output, timed runs, the rc_pingpong mode, two
+# processes over the UDP link on loopback (perftest's TCP exchange), and
+# clear errors for bad arguments.
+set -euo pipefail
+perf=$1
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+cd "$work"
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+for t in write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat atomic_lat; do
+  out=$(timeout 120 "$perf" $t --link mem -n 300 -q $([[ $t == *_bw ]] && echo 2 || echo 1) --verify 2>&1) \
+    || { fail "$t: exit $?: $(tail -3 <<<"$out")"; continue; }
+  grep -q "errors  <-- FAILED" <<<"$out" && fail "$t: verification failed"
+  grep -Eq "Data verification: [1-9][0-9]* messages checked, 0 errors|Receiver's data verification: [1-9][0-9]* messages checked, 0 errors" <<<"$out" \
+    || fail "$t: nothing verified: $(tail -3 <<<"$out")"
+  if [[ $t == *_bw ]]; then
+    grep -q "#bytes     #iterations    BW peak\[MiB/sec\]    BW average\[MiB/sec\]   MsgRate\[Mpps\]" <<<"$out" || fail "$t: no bw table"
+  else
+    grep -q "t_min\[usec\]    t_max\[usec\]  t_typical\[usec\]    t_avg\[usec\]    t_stdev\[usec\]   99% percentile\[usec\]   99.9% percentile\[usec\]" <<<"$out" || fail "$t: no lat table"
+  fi
+  grep -q "local address: LID" <<<"$out" || fail "$t: no address block"
+  echo "ok   $t: $(grep -E '^ [0-9]' <<<"$out" | tail -1 | tr -s ' \t' ' ')"
+done
+
+# -a: every size from 2 up, one line each; --report_gbits; --out_json.
+out=$(timeout 120 "$perf" write_bw --link mem -a -n 20 --report_gbits --out_json --out_json_file=w.json 2>&1) || fail "write_bw -a: $out"
+lines=$(grep -cE '^ [0-9]+ +20 ' <<<"$out" || true)
+[ "$lines" -eq 23 ] || fail "write_bw -a printed $lines size lines, not 23"
+grep -q "BW peak\[Gb/sec\]" <<<"$out" || fail "--report_gbits"
+/usr/bin/python3 -c "
+import json,sys
+d=json.load(open('w.json'))
+assert d['status']=='ok' and len(d['results'])==23 and d['results'][-1]['MsgSize']==8388608, d
+" || fail "--out_json is not the expected JSON"
+
+# -D: a line per second, then the total.
+out=$(timeout 60 "$perf" read_bw --link mem -D 3 2>&1) || fail "read_bw -D 3: $out"
+n=$(grep -cE '^ 65536 ' <<<"$out" || true)
+[ "$n" -ge 3 ] || fail "read_bw -D 3 printed $n result lines"
+
+# rc_pingpong mode.
+out=$(timeout 60 "$perf" pingpong --link mem -n 200 2>&1) || fail "pingpong: $out"
+grep -q "iters in .* usec/iter" <<<"$out" || fail "pingpong output: $out"
+
+# Two processes over the UDP link: perftest's exchange on TCP.
+for t in write_bw send_lat atomic_bw; do
+  timeout 60 "$perf" $t --link udp --bind 127.0.0.1 -p 19200 -n 300 --verify >srv.out 2>&1 &
+  sleep 0.3
+  if out=$(timeout 60 "$perf" $t --link udp --bind 127.0.0.2 -p 19200 -n 300 --verify 127.0.0.1 2>&1) && wait $!; then
+    grep -q "errors  <-- FAILED" <<<"$out$(cat srv.out)" && fail "$t over udp: verification failed"
+    echo "ok   $t over the UDP link between two processes"
+  else
+    fail "$t over udp: $(tail -3 <<<"$out") / server: $(tail -3 srv.out)"
+  fi
+done
+
+# Bad arguments: exit 2 and a reason.
+check_bad() {
+  local want=$1; shift
+  local rc=0 msg
+  msg=$("$perf" "$@" 2>&1) || rc=$?
+  [ "$rc" -eq 2 ] && grep -q -- "$want" <<<"$msg" || fail "'$*': rc=$rc '$msg'"
+}
+check_bad "unknown test" frobnicate_bw
+check_bad "must be 256" write_bw --link mem -m 1000
+check_bad "bad value" write_bw --link mem -s -5
+check_bad "--bind ADDR is needed" write_bw --link udp
+check_bad "no server address" write_bw --link mem 10.0.0.1
+check_bad "bandwidth options" write_lat --link mem -b
+rc=0; msg=$("$perf" write_bw --link raw --bind 10.0.0.1 2>&1) || rc=$?
+[ "$rc" -ne 0 ] && grep -q "needs an interface" <<<"$msg" || fail "raw without --ifname: $msg"
+
+[ "$fails" -eq 0 ] && echo "PASS: xroce-perf" || exit 1
