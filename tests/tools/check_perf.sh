@@ -6,7 +6,7 @@
 set -euo pipefail
 perf=$1
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 cd "$work"
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
