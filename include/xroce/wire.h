@@ -236,6 +236,14 @@ enum xr_parse_err xr_pkt_parse_ip(const uint8_t *ip, size_t len, uint32_t mtu,
 uint32_t xr_icrc(const uint8_t *ip, size_t len);
 uint32_t xr_icrc_ref(const uint8_t *ip, size_t len);
 
+/*
+ * The IPv4 ID that makes an ICRC match, for IPv4 packets whose ID field is
+ * unknown and set to 0 (a UDP socket does not see it). ip..len as for
+ * xr_icrc. 0 and *id on success, -1 when no ID explains the ICRC (the
+ * packet is corrupt). 16 of the ICRC's 32 bits still check the packet.
+ */
+int xr_icrc_recover_ipv4_id(const uint8_t *ip, size_t len, uint32_t wire_icrc, uint16_t *id);
+
 uint16_t xr_ipv4_csum(const uint8_t *hdr20);
 /* UDP checksum with the pseudo-header; ip points at the IP header. */
 uint16_t xr_udp_csum(const uint8_t *ip, size_t ip_len);

@@ -42,7 +42,7 @@ struct udp_link {
 	struct frame_pool pool;
 	pthread_mutex_t lock;
 	int *sport_fd;                /* one socket per rxe source port, -1 until used */
-	uint64_t sport_fallbacks;
+	uint64_t sport_fallbacks, ids_recovered;
 };
 
 static int set_opt(int fd, int level, int name, int v)
@@ -224,6 +224,28 @@ static void rebuild_headers(struct udp_link *u, struct xr_frame *f, size_t paylo
 	f->len = (uint16_t)(u->hdr + payload);
 }
 
+/* The IPv4 ID is not visible through a socket but is covered by the ICRC:
+ * when 0 does not match, read the ID back out of the ICRC (rxe, for one,
+ * sends non-zero IDs). A packet no ID explains is left as it is, and the
+ * engine counts its ICRC error. */
+static void recover_ip_id(struct udp_link *u, struct xr_frame *f)
+{
+	uint8_t *ip = f->data + XR_ETH_HLEN;
+	size_t len = (size_t)f->len - XR_ETH_HLEN;
+	uint16_t id;
+
+	if (u->family != AF_INET || len < XR_IPV4_HLEN + XR_UDP_HLEN + XR_BTH_LEN + XR_ICRC_LEN)
+		return;
+	if (xr_icrc(ip, len - XR_ICRC_LEN) == get_le32(ip + len - XR_ICRC_LEN))
+		return;   /* ID 0: Linux sockets, xroce, hardware that zeroes it */
+	if (xr_icrc_recover_ipv4_id(ip, len - XR_ICRC_LEN, get_le32(ip + len - XR_ICRC_LEN), &id))
+		return;
+	put_be16(ip + IP4_OFF_ID, id);
+	put_be16(ip + IP4_OFF_CSUM, 0);
+	put_be16(ip + IP4_OFF_CSUM, xr_ipv4_csum(ip));
+	u->ids_recovered++;
+}
+
 static int udp_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
 {
 	struct udp_link *u = l->priv;
@@ -264,6 +286,7 @@ static int udp_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
 				tos = (uint8_t)*(int *)CMSG_DATA(c);
 		}
 		rebuild_headers(u, f[i], msg[i].msg_len, &src[i], dst, tos);
+		recover_ip_id(u, f[i]);
 	}
 	for (unsigned i = (unsigned)got; i < have; i++)
 		pool_put(&u->pool, f[i]);

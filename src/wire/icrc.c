@@ -17,7 +17,12 @@
  * Reference path: a byte-wise table CRC that masks each byte by its offset.
  */
 #include <isa-l/crc.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "hdr.h"
 #include "xroce/wire.h"
@@ -122,6 +127,87 @@ uint32_t xr_icrc(const uint8_t *ip, size_t len)
 	if (len < (v6 ? MASKED_HDR_V6 : MASKED_HDR_V4))
 		return icrc_masked_copy(ip, len);
 	return crc32_gzip_refl(masked_seed(ip, v6), ip, len);
+}
+
+/* ---- the IPv4 ID behind an ICRC ----
+ *
+ * A UDP socket never shows the IPv4 ID, yet the ICRC covers it, and rxe
+ * sends non-zero IDs. The ID can be read back from the ICRC itself: with
+ * the ID field set to v the ICRC is icrc(0) ^ A(v) * x^(8L) (mod P), A
+ * linear in v's 16 bits (the seed tables of positions 4 and 5). So
+ * A(v) = (icrc_wire ^ icrc(0)) * x^(-8L), and a table of the 65,536 A(v)
+ * names v. A corrupted packet passes only if it lands on one of those
+ * 65,536 values: 16 of the ICRC's 32 bits still check the packet. */
+
+#define MAX_L 0x10000
+static uint32_t seed_id[2][256];           /* ID high and low byte */
+static uint32_t *inv_x8n;                   /* x^(-8n) mod P, reflected */
+static struct id_slot { uint32_t a; uint16_t v; bool used; } *id_index;   /* A(v) -> v */
+#define ID_INDEX_SLOTS (1u << 18)
+static pthread_once_t id_once = PTHREAD_ONCE_INIT;
+
+static uint32_t mulmod_portable(uint32_t a, uint32_t b)
+{
+	uint32_t p = 0;
+
+	for (uint32_t m = 1u << 31; m; m >>= 1) {
+		if (a & m)
+			p ^= b;
+		b = (b & 1) ? (b >> 1) ^ CRC_POLY_REFLECTED : b >> 1;
+	}
+	return p;
+}
+
+static uint32_t id_a(uint16_t v)
+{
+	return seed_id[0][v >> 8] ^ seed_id[1][v & 0xFF];
+}
+
+static void id_init(void)
+{
+	static const uint8_t pos[2] = { IP4_OFF_ID, IP4_OFF_ID + 1 };
+
+	fill_seed_tables(seed_id, pos, 2);
+	inv_x8n = malloc(MAX_L * sizeof(*inv_x8n));
+	id_index = calloc(ID_INDEX_SLOTS, sizeof(*id_index));
+	if (!inv_x8n || !id_index)
+		return;
+	inv_x8n[0] = 0x80000000u;   /* the polynomial 1 */
+	for (size_t n = 1; n < MAX_L; n++) {
+		uint32_t s = inv_x8n[n - 1];
+		for (int k = 0; k < 8; k++)
+			s = div_x(s);
+		inv_x8n[n] = s;
+	}
+	for (uint32_t v = 0; v <= 0xFFFF; v++) {
+		uint32_t a = id_a((uint16_t)v), i = (a * 0x9E3779B1u) >> 14;
+		while (id_index[i].used)
+			i = (i + 1) & (ID_INDEX_SLOTS - 1);
+		id_index[i] = (struct id_slot){ a, (uint16_t)v, true };
+	}
+}
+
+int xr_icrc_recover_ipv4_id(const uint8_t *ip, size_t len, uint32_t wire_icrc, uint16_t *id)
+{
+	uint32_t d, a, i;
+
+	if (len < MASKED_HDR_V4 || len >= MAX_L || ip_version(ip) != 4 || get_be16(ip + IP4_OFF_ID) != 0)
+		return -1;
+	pthread_once(&id_once, id_init);
+	if (!id_index)
+		return -1;
+	d = xr_icrc(ip, len) ^ wire_icrc;
+	if (!d) {
+		*id = 0;
+		return 0;
+	}
+	a = mulmod_portable(d, inv_x8n[len]);
+	for (i = (a * 0x9E3779B1u) >> 14; id_index[i].used; i = (i + 1) & (ID_INDEX_SLOTS - 1))
+		if (id_index[i].a == a) {
+			*id = id_index[i].v;
+			return 0;
+		}
+	return -1;
 }
 
 /* ---- portable reference ---- */

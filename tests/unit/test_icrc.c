@@ -248,6 +248,45 @@ static void test_udp_checksum(void **state)
 	}
 }
 
+/* The IPv4 ID a socket cannot see is read back out of the ICRC. */
+static void test_recover_ipv4_id(void **state)
+{
+	uint8_t payload[4096], f[XR_MAX_FRAME];
+	uint64_t seed = 99;
+	int recovered = 0, refused = 0;
+
+	(void)state;
+	for (int k = 0; k < 300; k++) {
+		struct xr_pkt b;
+		ssize_t n;
+		uint16_t id, got;
+		uint8_t *ip;
+		size_t len;
+		for (size_t i = 0; i < sizeof(payload); i++)
+			payload[i] = (uint8_t)test_rand(&seed);
+		build_vector_c(&b, payload);
+		b.payload_len = (uint32_t)(test_rand(&seed) % 4097);
+		id = (uint16_t)test_rand(&seed);
+		b.ip_id = id;
+		n = xr_pkt_build(&b, f, sizeof(f));
+		assert_true(n > 0);
+		ip = f + b.l3_off;
+		len = (size_t)n - b.l3_off - 4;
+		f[b.l3_off + 4] = 0;   /* what a UDP socket's receiver rebuilds */
+		f[b.l3_off + 5] = 0;
+		assert_int_equal(xr_icrc_recover_ipv4_id(ip, len, b.icrc, &got), 0);
+		assert_int_equal(got, id);
+		recovered++;
+		/* A flipped payload bit is not explained by any ID (almost always). */
+		if (b.payload_len) {
+			f[b.payload_off] ^= 0x10;
+			refused += xr_icrc_recover_ipv4_id(ip, len, b.icrc, &got) != 0;
+		}
+	}
+	assert_int_equal(recovered, 300);
+	assert_true(refused >= 290);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -259,6 +298,7 @@ int main(void)
 		cmocka_unit_test(test_icrc_masks_only_variant_fields),
 		cmocka_unit_test(test_icrc_fast_equals_reference),
 		cmocka_unit_test(test_udp_checksum),
+		cmocka_unit_test(test_recover_ipv4_id),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
