@@ -3,7 +3,7 @@ JOBS  ?= $(shell nproc)
 CMAKE ?= cmake
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build demo test test-fast test-asan test-fuzz bench docs clean
+.PHONY: all deps build demo test test-fast test-asan test-fuzz bench docs interop clean
 
 all: build
 
@@ -34,6 +34,11 @@ test-fuzz: deps
 	@CC=clang $(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DXROCE_FUZZ=ON -DXROCE_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
 	@$(CMAKE) --build build-fuzz -j$(JOBS)
 	ctest --test-dir build-fuzz --output-on-failure
+
+# xroce against Linux rxe + perftest in a qemu VM (needs root); writes docs/interop.md.
+interop: build
+	@scripts/deps.sh interop
+	/usr/bin/python3 tests/interop/run_interop.py $(CURDIR)/build/bin $(CURDIR)/docs/interop.md
 
 docs: build
 	build/bin/xroce-regs doc > docs/registers.md

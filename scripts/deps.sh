@@ -15,6 +15,12 @@ PKGS=(
   iproute2 nftables                  # network namespaces and faults for link tests
 )
 
+# `deps.sh interop`: also the peer VM of tests/interop (qemu, the kernel's
+# rxe comes from linux-image-amd64 fetched at image build, rdma-core, perftest).
+if [ "${1:-}" = interop ]; then
+  PKGS+=(qemu-system-x86 busybox-static cpio kmod xz-utils perftest ibverbs-utils ibverbs-providers rdma-core)
+fi
+
 missing=()
 for p in "${PKGS[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

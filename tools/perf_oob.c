@@ -276,3 +276,13 @@ int oob_pingpong_read(struct oob *o, struct perf_dest *d)
 	d->psn = psn;
 	return 0;
 }
+
+int oob_send_raw(struct oob *o, const void *buf, size_t n)
+{
+	return io_full(o->fd, (void *)buf, n, true);
+}
+
+int oob_recv_raw(struct oob *o, void *buf, size_t n)
+{
+	return io_full(o->fd, buf, n, false);
+}

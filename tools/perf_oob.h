@@ -41,6 +41,10 @@ void oob_close(struct oob *o);
 /* Exchanges n bytes: the client writes then reads, the server the reverse. */
 int oob_xchg(struct oob *o, const void *mine, void *theirs, size_t n);
 
+/* Raw bytes one way (perftest's "done\0" after send tests). 0 or -1. */
+int oob_send_raw(struct oob *o, const void *buf, size_t n);
+int oob_recv_raw(struct oob *o, void *buf, size_t n);
+
 /* perftest's preamble: versions, system data, MTU (enum 1..5; *mtu becomes
  * the lower of the two). 0 or -1 with a message on stderr. */
 int oob_perftest_preamble(struct oob *o, int *mtu);

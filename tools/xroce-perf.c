@@ -287,6 +287,30 @@ static void print_header(struct side *s)
 	fprintf(o, RESULT_LINE);
 }
 
+/* What perftest 6.06 exchanges around each test's run (observed through a
+ * TCP proxy between two ib_*_bw/lat instances on Linux rxe). Before every
+ * run: the keys, the keys again after RTR/RTS, one more handshake (and for
+ * latency tests one at the very start). */
+struct proto {
+	bool pre_run_hs;     /* a handshake right before the run */
+	bool post_run_hs;    /* a handshake right after it */
+	bool reports;        /* BW reports exchanged */
+	bool close_hs;       /* the closing handshake */
+	bool done_msg;       /* the server then sends "done\0" */
+};
+
+static struct proto proto_of(const struct cfg *c)
+{
+	if (!c->lat)
+		return c->verb == V_SEND ? (struct proto){ true, false, false, true, true }
+					 : (struct proto){ false, true, true, true, false };
+	switch (c->verb) {
+	case V_WRITE: return (struct proto){ false, false, false, false, false };
+	case V_SEND: return (struct proto){ false, false, false, true, true };
+	default: return (struct proto){ false, false, false, true, false };
+	}
+}
+
 /* perftest's sequence up to the test itself. */
 static int prologue(struct side *s)
 {
@@ -432,11 +456,13 @@ static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
 				}
 				if (c->verb == V_ATOMIC) {
 					sg.length = 8;
-					w.wr.atomic.remote_addr = s->rem[q].vaddr + s->buf_len - 4096 + 8 * q;
+					w.wr.atomic.remote_addr = s->rem[q].vaddr + 8 * q;
 					w.wr.atomic.rkey = s->rem[q].rkey;
 					w.wr.atomic.compare_add = 1;
 				} else {
-					w.wr.rdma.remote_addr = s->rem[q].vaddr + k * s->slot;
+					/* perftest peers expose one message's worth of buffer: their start.
+					 * --verify (an xroce peer) spreads messages over its slots. */
+					w.wr.rdma.remote_addr = s->rem[q].vaddr + (c->verify ? k * s->slot : 0);
 					w.wr.rdma.rkey = s->rem[q].rkey;
 					if (c->verb != V_READ && size <= c->inline_size)
 						w.send_flags |= XR_SEND_INLINE;
@@ -585,8 +611,26 @@ static int verify_writes(struct side *s, uint64_t size)
 	return 0;
 }
 
-/* After FETCH_ADD +1 runs: the peer's counters sum to the operations done. */
-static int verify_atomics(struct side *s, uint64_t ops)
+/* The sum of the peer's fetch-add targets (one word per QP at its buffer's start). */
+static int remote_counter_sum(struct side *s, uint64_t *sum);
+
+/* After FETCH_ADD +1 runs: the peer's counters grew by the operations done. */
+static int verify_atomics(struct side *s, uint64_t ops, uint64_t before)
+{
+	uint64_t total = 0;
+
+	if (remote_counter_sum(s, &total))
+		return -1;
+	s->verified += ops;
+	if (total - before != ops) {
+		fprintf(stderr, "%s: the peer's counters grew by %" PRIu64 " after %" PRIu64 " fetch-adds\n", prog,
+			total - before, ops);
+		s->verify_errors++;
+	}
+	return 0;
+}
+
+static int remote_counter_sum(struct side *s, uint64_t *sum)
 {
 	uint64_t total = 0;
 	struct xr_wc wc;
@@ -599,7 +643,7 @@ static int verify_atomics(struct side *s, uint64_t ops)
 		double until = now_us() + 5e6;
 		int n = 0;
 		uint64_t v;
-		w.wr.rdma.remote_addr = s->rem[q].vaddr + s->buf_len - 4096 + 8 * q;
+		w.wr.rdma.remote_addr = s->rem[q].vaddr + 8 * q;
 		w.wr.rdma.rkey = s->rem[q].rkey;
 		if (xr_post_send(s->qp[q], &w, NULL))
 			return -1;
@@ -614,14 +658,10 @@ static int verify_atomics(struct side *s, uint64_t ops)
 		memcpy(&v, landing, 8);
 		total += v;
 	}
-	s->verified += ops;
-	if (total != ops) {
-		fprintf(stderr, "%s: the peer's counters sum to %" PRIu64 " after %" PRIu64 " fetch-adds\n", prog, total, ops);
-		s->verify_errors++;
-	}
 	for (unsigned k = 0; k < s->slots; k++)   /* restore our READ sources */
 		for (size_t i = 0; i < s->slot; i++)
 			s->buf[k * s->slot + i] = pattern(k, i);
+	*sum = total;
 	return 0;
 }
 
@@ -638,6 +678,7 @@ static void report_verify(struct side *s)
 static int run_bw(struct side *s)
 {
 	const struct cfg *c = s->c;
+	struct proto pr = proto_of(c);
 	bool sender = !s->server || c->bidir;
 	bool receiver = c->verb == V_SEND && (s->server || c->bidir);
 
@@ -648,40 +689,46 @@ static int run_bw(struct side *s)
 		struct bw_report mine = { size, 0, 0, 0, 0 }, theirs;
 		if (c->verb == V_ATOMIC)
 			size = mine.size = 8;
-		if (c->verb == V_SEND && oob_handshake(&s->oob, &s->my[0], &s->rem[0]))
+		if (pr.pre_run_hs && oob_handshake(&s->oob, &s->my[0], &s->rem[0]))
 			return -1;
 		if (sender && receiver) {
 			fprintf(stderr, "%s: bidirectional send_bw is not supported; use write/read\n", prog);
 			return -1;
 		}
 		if (sender) {
+			uint64_t before = 0;
+			if (c->verify && c->verb == V_ATOMIC && !c->bidir && remote_counter_sum(s, &before))
+				return -1;
 			if (run_bw_sender(s, size, &mine))
 				return -1;
 			if (c->verify && c->verb == V_WRITE && !c->bidir && verify_writes(s, size))
 				return -1;
-			if (c->verify && c->verb == V_ATOMIC && !c->bidir && verify_atomics(s, mine.iters))
+			if (c->verify && c->verb == V_ATOMIC && !c->bidir && verify_atomics(s, mine.iters, before))
 				return -1;
 		} else if (receiver) {
 			if (run_bw_receiver(s, size))
 				return -1;
 		}
 		/* The passive end keeps its engine answering until the peer is done. */
-		if (c->verb != V_SEND) {
-			if (!sender || c->bidir)
-				pump_until_peer(s);
-			if (oob_handshake(&s->oob, &s->my[0], &s->rem[0]))
-				return -1;
-		}
-		if (oob_bw_reports(&s->oob, &mine, &theirs))
+		if (!sender || c->bidir || receiver)
+			pump_until_peer(s);
+		if (pr.post_run_hs && oob_handshake(&s->oob, &s->my[0], &s->rem[0]))
 			return -1;
+		if (pr.reports) {
+			if (oob_bw_reports(&s->oob, &mine, &theirs))
+				return -1;
+		} else {
+			theirs = mine;   /* each end prints its own figures (perftest's send_bw) */
+		}
 		if (c->bidir) {
 			theirs.bw_avg += mine.bw_avg;
 			theirs.bw_peak += mine.bw_peak;
 			theirs.msg_rate += mine.msg_rate;
 		}
 		{
-			/* The server prints what the client measured, as perftest does. */
-			struct bw_report *r = s->server ? &theirs : (c->bidir ? &theirs : &mine);
+			/* The server prints what the client measured, as perftest does
+			 * (where the reports are exchanged). */
+			struct bw_report *r = (s->server && pr.reports) || c->bidir ? &theirs : &mine;
 			print_bw_line(s->out, r);
 			if (!s->quiet_out)   /* in one process only the client reports */
 				json_bw(c, r);
@@ -740,7 +787,7 @@ static int run_lat(struct side *s)
 
 	if (!t)
 		return -1;
-	if ((c->verb == V_WRITE || c->verb == V_SEND) && oob_handshake(&s->oob, &s->my[0], &s->rem[0]))
+	if (proto_of(c).pre_run_hs && oob_handshake(&s->oob, &s->my[0], &s->rem[0]))
 		return -1;
 	if (c->verb == V_SEND)
 		for (unsigned i = 0; i < 2 && i < c->rx_depth; i++) {
@@ -755,7 +802,7 @@ static int run_lat(struct side *s)
 			double t0 = now_us();
 			struct xr_sge sg = { (uintptr_t)tx, (uint32_t)size, s->mr->lkey };
 			struct xr_send_wr w = { .wr_id = i, .sg_list = &sg, .num_sge = 1, .send_flags = XR_SEND_SIGNALED };
-			uint8_t stamp = (uint8_t)(i % 255 + 1);   /* 1..255: never the previous one */
+			uint8_t stamp = (uint8_t)(i + 1);   /* perftest's (char)++scnt: consecutive stamps differ */
 			bool my_turn = !s->server;
 			for (uint64_t b = 0; b < size; b++)
 				tx[b] = pattern(i, b);
@@ -833,15 +880,19 @@ static int run_lat(struct side *s)
 				w.opcode = XR_WR_ATOMIC_FETCH_AND_ADD;
 				sg.addr = (uintptr_t)rx;
 				sg.length = 8;
-				w.wr.atomic.remote_addr = s->rem[0].vaddr + s->buf_len - 4096;
+				w.wr.atomic.remote_addr = s->rem[0].vaddr;
 				w.wr.atomic.rkey = s->rem[0].rkey;
 				w.wr.atomic.compare_add = 1;
 				if (xr_post_send(s->qp[0], &w, NULL) || wait_one(s, &wc, false))
 					rc = -1;
 				if (c->verify && !rc) {
+					/* Each fetch-add sees the previous one's result plus one. */
+					static uint64_t first;
 					uint64_t orig;
 					memcpy(&orig, rx, 8);
-					if (orig != i)
+					if (i == 0)
+						first = orig;
+					if (orig != first + i)
 						s->verify_errors++;
 					s->verified++;
 				}
@@ -1016,11 +1067,20 @@ static int run_side(struct side *s)
 			print_header(s);
 		if (!rc)
 			rc = c->lat ? run_lat(s) : run_bw(s);
-		/* perftest's closing handshake, while still answering the peer. */
-		if (!rc) {
+		/* perftest's closing, while still answering the peer. */
+		if (!rc && proto_of(c).close_hs) {
 			if (s->server)
 				pump_until_peer(s);
 			rc = oob_handshake(&s->oob, &s->my[0], &s->rem[0]);
+		}
+		if (!rc && proto_of(c).done_msg) {
+			char done[5] = "done";
+			rc = s->server ? oob_send_raw(&s->oob, done, sizeof(done)) : oob_recv_raw(&s->oob, done, sizeof(done));
+		}
+		if (!rc && !proto_of(c).close_hs && s->server && c->verb == V_WRITE) {
+			/* write_lat ends without a word: let the last WRITE's ACK leave. */
+			for (int i = 0; i < 1000; i++)
+				pump(s);
 		}
 	}
 	if (c->counters && s->ctx && !(s->server && c->mem))
