@@ -803,7 +803,9 @@ static int run_lat(struct side *s)
 			struct xr_sge sg = { (uintptr_t)tx, (uint32_t)size, s->mr->lkey };
 			struct xr_send_wr w = { .wr_id = i, .sg_list = &sg, .num_sge = 1, .send_flags = XR_SEND_SIGNALED };
 			uint8_t stamp = (uint8_t)(i + 1);   /* perftest's (char)++scnt: consecutive stamps differ */
-			bool my_turn = !s->server;
+			/* perftest's write_lat: the server writes first (it skips its
+			 * first poll); send_lat: the client sends first. */
+			bool my_turn = c->verb == V_WRITE ? s->server : !s->server;
 			for (uint64_t b = 0; b < size; b++)
 				tx[b] = pattern(i, b);
 			if (size)
