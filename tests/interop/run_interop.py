@@ -28,6 +28,8 @@ work = os.path.join(os.path.dirname(bindir), "interop")
 os.makedirs(work, exist_ok=True)
 NS = f"xrint{os.getpid()}"
 HOST, PEER = "10.77.0.1", "10.77.0.2"
+RAW_ADDR = "10.77.0.3"  # the raw link's own address on tap0; the kernel keeps HOST for the TCP exchange
+LINKS = os.environ.get("XR_LINKS", "udp,raw").split(",")
 results = []
 
 
@@ -62,12 +64,13 @@ def figure(text, lat):
     return ""
 
 
-def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer=""):
+def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="udp"):
     """role 'vm-server': the perftest tool in the VM serves, xroce-perf connects; 'xroce-server': reverse."""
     lat = "lat" in name or "pingpong" in name
     t0 = time.time()
     vm_cmd = f"{peer_tool} -d rxe0 -x 1 {extra_peer}" if "pingpong" not in name else f"{peer_tool} -d rxe0 -g 1 {extra_peer}"
-    host_cmd = ["timeout", "90", perf] + xroce_args + ["--link", "udp", "--bind", HOST]
+    host_cmd = ["timeout", "90", perf] + xroce_args + (["--link", "udp", "--bind", HOST] if link == "udp" else
+                                                       ["--link", "raw", "--ifname", "tap0", "--bind", RAW_ADDR])
     if role == "vm-server":
         vm.run(f"rm -f /tmp/rc /tmp/o; ( timeout 90 {vm_cmd} > /tmp/o 2>&1; echo $? > /tmp/rc ) &", 10)
         time.sleep(2)
@@ -94,9 +97,9 @@ def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer=""):
         hrc = hp.returncode
     ok = hrc == 0 and vrc == 0 and "FAILED" not in hout
     fig = figure(vout, lat) or figure(hout, lat)
-    results.append(dict(name=name, role=role, mtu=mtu, ok=ok, hrc=hrc, vrc=vrc, fig=fig, secs=time.time() - t0,
+    results.append(dict(name=name, role=role, mtu=mtu, link=link, ok=ok, hrc=hrc, vrc=vrc, fig=fig, secs=time.time() - t0,
                         why="" if ok else (hout.strip().splitlines() or [""])[-1][:120]))
-    print(f"{'ok  ' if ok else 'FAIL'} {name:<14} {role:<13} mtu {mtu}: xroce rc {hrc}, peer rc {vrc} {fig}", flush=True)
+    print(f"{'ok  ' if ok else 'FAIL'} {name:<14} {role:<13} {link:<4} mtu {mtu}: xroce rc {hrc}, peer rc {vrc} {fig}", flush=True)
     if not ok:
         print("     xroce:", hout[-600:].replace("\n", "\n     "))
         print("     peer :", vout[-600:].replace("\n", "\n     "))
@@ -141,14 +144,15 @@ def main():
                     continue
                 if mtu != 1500 and name not in ("write_bw", "read_bw", "pingpong"):
                     continue
-                for role in ("vm-server", "xroce-server"):
-                    run_case(vm, name, tool, xargs, role, ib_mtu, pargs + (f" -m {ib_mtu}" if name != "pingpong" else f" -m {ib_mtu}"))
+                for link in LINKS:
+                    for role in ("vm-server", "xroce-server"):
+                        run_case(vm, name, tool, xargs, role, ib_mtu, pargs + f" -m {ib_mtu}", link)
             # rxe's own view: ICRC or other drops counted by the peer
             counters = vm.run("for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo $(basename $f)=$(cat $f); done", 20)[1]
             versions[f"rxe counters after mtu {mtu}"] = " ".join(x for x in counters.split() if not x.endswith("=0"))
         except Exception as e:  # a boot failure or a harness error is a failed run, never a skip
             print(f"FAIL: {e}")
-            results.append(dict(name="harness", role="-", mtu=mtu, ok=False, hrc=None, vrc=None, fig="", secs=0, why=str(e)[:120]))
+            results.append(dict(name="harness", role="-", link="-", mtu=mtu, ok=False, hrc=None, vrc=None, fig="", secs=0, why=str(e)[:120]))
         finally:
             if vm:
                 vm.close()
@@ -183,15 +187,16 @@ def write_doc(versions, malformed):
         f.write("# xroce interop with Linux Soft-RoCE (rxe) and perftest\n\n")
         f.write(f"Written by `tests/interop/run_interop.py` on {datetime.date.today()}; do not edit.\n\n")
         f.write("The peer is Debian's kernel rxe driver with rdma-core and perftest in a qemu (TCG) VM on a tap\n"
-                "device in a network namespace; xroce runs xroce-perf over its UDP link in the same namespace.\n"
+                "device in a network namespace; xroce runs xroce-perf in the same namespace, over its UDP link (the\n"
+                "kernel's address on the tap) and over its raw Ethernet link (its own address, answering ARP itself).\n"
                 "Roles: `vm-server` = the perftest tool in the VM serves and xroce-perf connects; `xroce-server` =\n"
                 "the reverse. Figures are from the emulated VM (TCG), a functional peer, not a speed reference.\n\n")
         for k, v in versions.items():
             f.write(f"- {k}: `{v}`\n")
         f.write(f"- frames whose RoCE headers tshark found malformed: {malformed}\n\n")
-        f.write("| case | role | path MTU | result | figure (peer's report) | note |\n|---|---|---|---|---|---|\n")
+        f.write("| case | role | xroce link | path MTU | result | figure (peer's report) | note |\n|---|---|---|---|---|---|---|\n")
         for r in results:
-            f.write(f"| {r['name']} | {r['role']} | {r['mtu']} | {'pass' if r['ok'] else 'FAIL'} | {r['fig']} | "
+            f.write(f"| {r['name']} | {r['role']} | {r['link']} | {r['mtu']} | {'pass' if r['ok'] else 'FAIL'} | {r['fig']} | "
                     f"{'' if r['ok'] else 'xroce rc %s, peer rc %s: %s' % (r['hrc'], r['vrc'], r['why'].replace('|', '/'))} |\n")
 
 
