@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,12 +13,31 @@
 
 #include "perf_oob.h"
 
-static int io_full(int fd, void *buf, size_t n, bool out)
+#define OOB_WAIT_MS 120000	/* a peer that stops answering must not hang us */
+
+/* Waits for fd to turn readable, running the idle hook meanwhile. */
+static int wait_readable(const struct oob *o)
+{
+	for (unsigned waited = 0; waited < OOB_WAIT_MS; waited++) {
+		struct pollfd p = { o->fd, POLLIN, 0 };
+		int r = poll(&p, 1, 1);
+		if (r > 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -1;
+		o->idle(o->idle_arg);
+	}
+	return -1;
+}
+
+static int io_full(const struct oob *o, void *buf, size_t n, bool out)
 {
 	uint8_t *p = buf;
 
 	while (n) {
-		ssize_t k = out ? write(fd, p, n) : read(fd, p, n);
+		if (!out && o->idle && wait_readable(o))
+			return -1;
+		ssize_t k = out ? write(o->fd, p, n) : read(o->fd, p, n);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
@@ -28,10 +48,9 @@ static int io_full(int fd, void *buf, size_t n, bool out)
 	return 0;
 }
 
-/* A peer that stops answering must not hang us forever. */
 static void bound_waits(int fd)
 {
-	struct timeval tv = { 120, 0 };
+	struct timeval tv = { OOB_WAIT_MS / 1000, 0 };
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
@@ -117,8 +136,8 @@ void oob_close(struct oob *o)
 int oob_xchg(struct oob *o, const void *mine, void *theirs, size_t n)
 {
 	if (o->client)
-		return io_full(o->fd, (void *)mine, n, true) || io_full(o->fd, theirs, n, false) ? -1 : 0;
-	return io_full(o->fd, theirs, n, false) || io_full(o->fd, (void *)mine, n, true) ? -1 : 0;
+		return io_full(o, (void *)mine, n, true) || io_full(o, theirs, n, false) ? -1 : 0;
+	return io_full(o, theirs, n, false) || io_full(o, (void *)mine, n, true) ? -1 : 0;
 }
 
 int oob_perftest_preamble(struct oob *o, int *mtu)
@@ -252,7 +271,7 @@ int oob_pingpong_write(struct oob *o, const struct perf_dest *d)
 	/* The GID as four big-endian 32-bit words in hex: the raw bytes in order. */
 	for (int i = 0; i < 16; i++)
 		n += snprintf(msg + n, sizeof(msg) - (size_t)n, "%02x", d->gid.raw[i]);
-	return io_full(o->fd, msg, sizeof(msg), true);
+	return io_full(o, msg, sizeof(msg), true);
 }
 
 int oob_pingpong_read(struct oob *o, struct perf_dest *d)
@@ -260,7 +279,7 @@ int oob_pingpong_read(struct oob *o, struct perf_dest *d)
 	char msg[PINGPONG_MSG_SIZE], gid[33];
 	unsigned lid, qpn, psn;
 
-	if (io_full(o->fd, msg, sizeof(msg), false))
+	if (io_full(o, msg, sizeof(msg), false))
 		return -1;
 	msg[sizeof(msg) - 1] = '\0';
 	if (sscanf(msg, "%x:%x:%x:%32s", &lid, &qpn, &psn, gid) != 4 || strlen(gid) != 32)
@@ -279,10 +298,10 @@ int oob_pingpong_read(struct oob *o, struct perf_dest *d)
 
 int oob_send_raw(struct oob *o, const void *buf, size_t n)
 {
-	return io_full(o->fd, (void *)buf, n, true);
+	return io_full(o, (void *)buf, n, true);
 }
 
 int oob_recv_raw(struct oob *o, void *buf, size_t n)
 {
-	return io_full(o->fd, buf, n, false);
+	return io_full(o, buf, n, false);
 }

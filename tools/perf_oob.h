@@ -24,6 +24,10 @@ struct oob {
 	int fd;
 	bool client;
 	double remote_version;
+	/* Called about every millisecond while a read waits, so that an engine
+	 * driven inline keeps answering the link (ARP, ACKs) meanwhile. */
+	void (*idle)(void *arg);
+	void *idle_arg;
 };
 
 struct perf_dest {

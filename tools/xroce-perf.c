@@ -112,6 +112,11 @@ static void pump(struct side *s)
 		xr_engine_progress(xr_context_engine(s->ctx));
 }
 
+static void pump_hook(void *arg)
+{
+	pump(arg);
+}
+
 /* Waits for the OOB socket to turn readable while keeping the engine going. */
 static void pump_until_peer(struct side *s)
 {
@@ -159,6 +164,11 @@ static int open_side(struct side *s)
 	if (!s->ctx) {
 		fprintf(stderr, "%s: cannot open the device on %s: %s\n", prog, c->link.addr, strerror(errno));
 		return -1;
+	}
+	/* A peer resolves our address (ARP) while we wait on the exchange. */
+	if (c->progress == XR_PROGRESS_INLINE) {
+		s->oob.idle = pump_hook;
+		s->oob.idle_arg = s;
 	}
 	s->pd = xr_alloc_pd(s->ctx);
 	s->cq = xr_create_cq(s->ctx, 8192);
