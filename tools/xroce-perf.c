@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,6 +31,8 @@ static const char *prog = "xroce-perf";
 #define MAX_QPS 64
 #define CQ_MOD 100
 #define RESULT_LINE "---------------------------------------------------------------------------------------\n"
+#define PEER_WAIT_MS 120000  /* a silent peer must not hang us */
+#define LINGER_MS 5000        /* after the run, answering a peer that still retransmits */
 
 enum verb { V_WRITE, V_READ, V_SEND, V_ATOMIC };
 static const char *const verb_title[] = { "RDMA_Write", "RDMA_Read", "Send", "Atomic FETCH_AND_ADD" };
@@ -117,10 +120,13 @@ static void pump_hook(void *arg)
 	pump(arg);
 }
 
-/* Waits for the OOB socket to turn readable while keeping the engine going. */
-static void pump_until_peer(struct side *s)
+/* Waits (up to ms) for the OOB socket to turn readable, or to end, while
+ * keeping the engine going. */
+static void pump_until_peer(struct side *s, unsigned ms)
 {
-	for (;;) {
+	double end = now_us() + ms * 1e3;
+
+	while (now_us() < end) {
 		struct pollfd p = { s->oob.fd, POLLIN, 0 };
 		if (poll(&p, 1, 0) > 0)
 			return;
@@ -721,7 +727,7 @@ static int run_bw(struct side *s)
 		}
 		/* The passive end keeps its engine answering until the peer is done. */
 		if (!sender || c->bidir || receiver)
-			pump_until_peer(s);
+			pump_until_peer(s, PEER_WAIT_MS);
 		if (pr.post_run_hs && oob_handshake(&s->oob, &s->my[0], &s->rem[0]))
 			return -1;
 		if (pr.reports) {
@@ -927,7 +933,7 @@ static int run_lat(struct side *s)
 		}
 	}
 	if (s->server && !active)
-		pump_until_peer(s);
+		pump_until_peer(s, PEER_WAIT_MS);
 	report_verify(s);
 	free(t);
 	return rc ? rc : s->rc;
@@ -1073,6 +1079,13 @@ static int run_side(struct side *s)
 		return -1;
 	if (c->pingpong) {
 		rc = run_pingpong(s);
+		/* rc_pingpong has no closing word: our last ACK may be lost and the
+		 * peer's retransmission still needs an answer. Stay until the peer
+		 * hangs up (an xroce peer does the same, so neither waits long). */
+		if (!rc) {
+			shutdown(s->oob.fd, SHUT_WR);
+			pump_until_peer(s, LINGER_MS);
+		}
 	} else {
 		rc = prologue(s);
 		if (!rc && !(s->server && c->mem))
@@ -1082,7 +1095,7 @@ static int run_side(struct side *s)
 		/* perftest's closing, while still answering the peer. */
 		if (!rc && proto_of(c).close_hs) {
 			if (s->server)
-				pump_until_peer(s);
+				pump_until_peer(s, PEER_WAIT_MS);
 			rc = oob_handshake(&s->oob, &s->my[0], &s->rem[0]);
 		}
 		if (!rc && proto_of(c).done_msg) {

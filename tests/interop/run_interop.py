@@ -105,6 +105,41 @@ def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="ud
         print("     peer :", vout[-600:].replace("\n", "\n     "))
 
 
+LOSS_TESTS = [  # under loss: fewer iterations, every retransmission path still crossed many times
+    ("pingpong", "ibv_rc_pingpong", ["pingpong", "-n", "100", "-s", "4096"], "-n 100 -s 4096"),
+    ("write_bw", "ib_write_bw", ["write_bw", "-n", "100"], "-n 100"),
+    ("read_bw", "ib_read_bw", ["read_bw", "-n", "100"], "-n 100"),
+    ("send_bw", "ib_send_bw", ["send_bw", "-n", "100"], "-n 100"),
+]
+
+
+def run_loss_cases(vm, ib_mtu):
+    """Random loss of RoCE frames (UDP 4791 only; the TCP exchange stays whole) in both directions on the
+    tap. This kernel has no netem, so an nftables netdev rule drops them; its counter proves the loss."""
+    for loss in (1, 5):
+        sh("nft add table netdev xrloss && "
+           "nft add chain netdev xrloss in '{ type filter hook ingress device tap0 priority 0; }' && "
+           "nft add chain netdev xrloss out '{ type filter hook egress device tap0 priority 0; }' && "
+           f"nft add rule netdev xrloss in udp dport 4791 numgen random mod 100 '<' {loss} counter drop && "
+           f"nft add rule netdev xrloss out udp dport 4791 numgen random mod 100 '<' {loss} counter drop",
+           check=True)
+        try:
+            # UDP link only: the raw link's packet socket sees frames before the netdev ingress hook
+            # and sends them past it, so these rules cannot drop its traffic.
+            for name, tool, xargs, pargs in LOSS_TESTS:
+                for link in [x for x in LINKS if x == "udp"]:
+                    for role in ("vm-server", "xroce-server"):
+                        run_case(vm, f"{name} {loss}% loss", tool, xargs, role, ib_mtu, pargs + f" -m {ib_mtu}", link)
+        finally:
+            out = sh("nft list table netdev xrloss", capture_output=True, text=True).stdout
+            dropped = sum(int(x) for x in re.findall(r"packets (\d+)", out))
+            results.append(dict(name=f"frames dropped at {loss}% loss", role="-", link="-", mtu=ib_mtu,
+                                ok=dropped > 0, hrc=None, vrc=None, fig=str(dropped), secs=0,
+                                why="" if dropped else "the loss rule dropped nothing"))
+            print(f"     {dropped} RoCE frames dropped at {loss}% loss", flush=True)
+            sh("nft delete table netdev xrloss", stderr=subprocess.DEVNULL)
+
+
 TESTS = [  # name, perftest tool, xroce-perf args, peer args
     ("pingpong", "ibv_rc_pingpong", ["pingpong", "-n", "200", "-s", "4096"], "-n 200 -s 4096"),
     ("write_bw", "ib_write_bw", ["write_bw", "-n", "300"], "-n 300"),
@@ -147,6 +182,8 @@ def main():
                 for link in LINKS:
                     for role in ("vm-server", "xroce-server"):
                         run_case(vm, name, tool, xargs, role, ib_mtu, pargs + f" -m {ib_mtu}", link)
+            if mtu == 1500 and (not only or "loss" in only):
+                run_loss_cases(vm, ib_mtu)
             # rxe's own view: ICRC or other drops counted by the peer
             counters = vm.run("for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo $(basename $f)=$(cat $f); done", 20)[1]
             versions[f"rxe counters after mtu {mtu}"] = " ".join(x for x in counters.split() if not x.endswith("=0"))
