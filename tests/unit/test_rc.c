@@ -603,12 +603,15 @@ static void test_retry_exhaustion_dead_link(void **state)
 	s = (struct xr_sge){ (uintptr_t)h_data(&p.a), 5000, p.a.mr->lkey };
 	w.wr.rdma.remote_addr = (uintptr_t)h_data(&p.b);
 	w.wr.rdma.rkey = p.b.mr->rkey;
-	assert_int_equal(xr_post_recv(p.a.qp[0], &r, NULL), 0);
 	t0 = h_now_ms();
 	for (uint64_t i = 1; i <= 3; i++) {
 		w.wr_id = i;
 		assert_int_equal(xr_post_send(p.a.qp[0], &w, NULL), 0);
 	}
+	/* Posted after the sends: if this thread is held up past the retries,
+	 * the QP reaches ERR first and flushes the RQ before sends 2 and 3 are
+	 * even posted (a legal order; the spec does not order SQ and RQ). */
+	assert_int_equal(xr_post_recv(p.a.qp[0], &r, NULL), 0);
 	expect_wc(&p, &p.a, 1, XR_WC_RETRY_EXC_ERR, XR_WC_RDMA_WRITE, "retry exhausted");
 	/* timeout x (1 + retry_cnt) at least */
 	assert_true(h_now_ms() - t0 >= 4);
