@@ -61,10 +61,7 @@ static double xroce_goodput(struct xr_link *la, struct xr_link *lb, const char *
 	struct pair p;
 	struct h_opts o = { .mode = getenv("XR_THREAD") ? XR_PROGRESS_THREAD : XR_PROGRESS_INLINE, .mtu = XR_MTU_4096, .buf_len = 64u << 20, .timeout = 14,
 			    .retry_cnt = 7, .rnr_retry = 7, .sq_depth = 256, .cq_depth = 1024 };
-	const uint32_t msg = 64 << 10, depth = 32;
-	uint64_t posted = 0, done = 0;
-	double t0, t;
-	struct xr_wc wc[32];
+	double bps;
 
 	memset(&p, 0, sizeof(p));
 	p.mode = o.mode;
@@ -75,31 +72,7 @@ static double xroce_goodput(struct xr_link *la, struct xr_link *lb, const char *
 		fprintf(stderr, "bench-links: xroce setup failed: %s\n", strerror(errno));
 		return -1;
 	}
-	t0 = now_s();
-	do {
-		while (posted - done < depth) {
-			struct xr_sge s = { (uintptr_t)h_data(&p.a) + (posted % 512) * msg, msg, p.a.mr->lkey };
-			struct xr_send_wr w = { .wr_id = posted, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
-						.send_flags = (posted % 8 == 7) ? XR_SEND_SIGNALED : 0 };
-			w.wr.rdma.remote_addr = (uintptr_t)h_data(&p.b) + (posted % 512) * msg;
-			w.wr.rdma.rkey = p.b.mr->rkey;
-			if (xr_post_send(p.a.qp[0], &w, NULL))
-				break;
-			posted++;
-		}
-		h_progress(&p);
-		{
-			int n = xr_poll_cq(p.a.cq, 32, wc);
-			for (int i = 0; i < n; i++) {
-				if (wc[i].status) {
-					fprintf(stderr, "bench-links: %s\n", xr_wc_status_str(wc[i].status));
-					return -1;
-				}
-				done = wc[i].wr_id + 1;
-			}
-		}
-		t = now_s();
-	} while (t - t0 < SECONDS);
+	bps = h_write_stream(&p, 64 << 10, 32, 8, SECONDS);
 	{
 		uint64_t retx = 0, drops = 0;
 		xr_regio_read_counter(xr_context_regs(p.a.ctx), XR_CNT_RETRANSMITS, &retx);
@@ -109,7 +82,7 @@ static double xroce_goodput(struct xr_link *la, struct xr_link *lb, const char *
 	}
 	h_end_close(&p.a);
 	h_end_close(&p.b);
-	return (double)done * msg / (t - t0);
+	return bps;
 }
 
 /* ---- plain blasters ---- */

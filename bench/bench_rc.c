@@ -53,41 +53,13 @@ static double write_goodput(enum xr_progress_mode mode, double seconds)
 	struct pair p;
 	struct h_opts o = { .mode = mode, .mtu = XR_MTU_4096, .buf_len = 64u << 20, .timeout = 14,
 			    .retry_cnt = 7, .rnr_retry = 7, .sq_depth = 256, .cq_depth = 1024 };
-	const uint32_t msg = 64 << 10, depth = 64;
-	uint64_t posted = 0, done = 0;
-	double t0, t;
-	struct xr_wc wc[32];
+	double bps;
 
 	if (h_open(&p, &o))
 		return -1;
-	t0 = now_s();
-	do {
-		while (posted - done < depth) {
-			struct xr_sge s = { (uintptr_t)h_data(&p.a) + (posted % 512) * msg, msg, p.a.mr->lkey };
-			struct xr_send_wr w = { .wr_id = posted, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
-						.send_flags = (posted % 16 == 15) ? XR_SEND_SIGNALED : 0 };
-			w.wr.rdma.remote_addr = (uintptr_t)h_data(&p.b) + (posted % 512) * msg;
-			w.wr.rdma.rkey = p.b.mr->rkey;
-			if (xr_post_send(p.a.qp[0], &w, NULL))
-				break;
-			posted++;
-		}
-		h_progress(&p);
-		{
-			int n = xr_poll_cq(p.a.cq, 32, wc);
-			for (int i = 0; i < n; i++) {
-				if (wc[i].status != XR_WC_SUCCESS) {
-					fprintf(stderr, "bench: completion error %s\n", xr_wc_status_str(wc[i].status));
-					h_close(&p);
-					return -1;
-				}
-				done = wc[i].wr_id + 1;
-			}
-		}
-		t = now_s();
-	} while (t - t0 < seconds);
+	bps = h_write_stream(&p, 64 << 10, 64, 16, seconds);
 	h_close(&p);
-	return (double)done * msg / (t - t0);
+	return bps;
 }
 
 static double write_rtt_us(enum xr_progress_mode mode, unsigned iters)

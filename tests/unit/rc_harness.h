@@ -31,11 +31,16 @@ struct pair {
 #define GUARD 64
 #define GUARD_BYTE 0xE7
 
-static inline uint64_t h_now_ms(void)
+static inline uint64_t h_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t h_now_ms(void)
+{
+	return h_now_ns() / 1000000;
 }
 
 struct h_opts {
@@ -238,6 +243,41 @@ static inline void h_dump(struct pair *p)
 static inline uint8_t *h_data(const struct end *e)
 {
 	return e->buf + GUARD;
+}
+
+/* Streams msg-byte RDMA WRITEs from a to b for the given seconds, keeping
+ * depth in flight and signalling every signal_every-th; returns goodput in
+ * bytes per second, or -1 on a completion error. Benchmarks share it. */
+static inline double h_write_stream(struct pair *p, uint32_t msg, unsigned depth, unsigned signal_every,
+				    double seconds)
+{
+	uint64_t posted = 0, done = 0, t0 = h_now_ns(), t;
+	struct xr_wc wc[32];
+
+	do {
+		while (posted - done < depth) {
+			struct xr_sge s = { (uintptr_t)h_data(&p->a) + (posted % 512) * msg, msg, p->a.mr->lkey };
+			struct xr_send_wr w = { .wr_id = posted, .sg_list = &s, .num_sge = 1,
+						.opcode = XR_WR_RDMA_WRITE,
+						.send_flags = posted % signal_every == signal_every - 1 ? XR_SEND_SIGNALED : 0 };
+			w.wr.rdma.remote_addr = (uintptr_t)h_data(&p->b) + (posted % 512) * msg;
+			w.wr.rdma.rkey = p->b.mr->rkey;
+			if (xr_post_send(p->a.qp[0], &w, NULL))
+				break;
+			posted++;
+		}
+		h_progress(p);
+		int n = xr_poll_cq(p->a.cq, 32, wc);
+		for (int i = 0; i < n; i++) {
+			if (wc[i].status != XR_WC_SUCCESS) {
+				fprintf(stderr, "write stream: completion error %s\n", xr_wc_status_str(wc[i].status));
+				return -1;
+			}
+			done = wc[i].wr_id + 1;
+		}
+		t = h_now_ns();
+	} while ((double)(t - t0) < seconds * 1e9);
+	return (double)done * msg / ((double)(t - t0) / 1e9);
 }
 
 #endif
