@@ -941,6 +941,22 @@ static int run_lat(struct side *s)
 
 /* ---- ibv_rc_pingpong-compatible mode ---- */
 
+/* rc_pingpong's buffers: receives land in slot 0, sends leave from slot 1. */
+static int pp_post_recv(struct side *s, uint64_t size)
+{
+	struct xr_sge sg = { (uintptr_t)s->buf, (uint32_t)size, s->mr->lkey };
+	struct xr_recv_wr r = { .wr_id = 1, .sg_list = &sg, .num_sge = 1 };
+	return xr_post_recv(s->qp[0], &r, NULL);
+}
+
+static int pp_post_send(struct side *s, uint64_t size)
+{
+	struct xr_sge sg = { (uintptr_t)s->buf + s->slot, (uint32_t)size, s->mr->lkey };
+	struct xr_send_wr w = { .wr_id = 2, .sg_list = &sg, .num_sge = 1, .opcode = XR_WR_SEND,
+				.send_flags = XR_SEND_SIGNALED };
+	return xr_post_send(s->qp[0], &w, NULL);
+}
+
 static int run_pingpong(struct side *s)
 {
 	const struct cfg *c = s->c;
@@ -978,20 +994,14 @@ static int run_pingpong(struct side *s)
 		fprintf(s->out, "  remote address: LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", s->rem[0].lid,
 			s->rem[0].qpn, s->rem[0].psn, xr_gid_format(&s->rem[0].gid, g, sizeof(g)));
 	}
-	for (unsigned i = 0; i < rx_depth; i++) {
-		struct xr_sge sg = { (uintptr_t)s->buf, (uint32_t)size, s->mr->lkey };
-		struct xr_recv_wr r = { .wr_id = 1, .sg_list = &sg, .num_sge = 1 };
-		if (xr_post_recv(s->qp[0], &r, NULL)) {
+	for (unsigned i = 0; i < rx_depth; i++)
+		if (pp_post_recv(s, size)) {
 			fprintf(stderr, "%s: cannot post %u receives\n", prog, rx_depth);
 			return -1;
 		}
-	}
 	t0 = now_us();
 	if (!s->server) {
-		struct xr_sge sg = { (uintptr_t)s->buf + s->slot, (uint32_t)size, s->mr->lkey };
-		struct xr_send_wr w = { .wr_id = 2, .sg_list = &sg, .num_sge = 1, .opcode = XR_WR_SEND,
-					.send_flags = XR_SEND_SIGNALED };
-		if (xr_post_send(s->qp[0], &w, NULL)) {
+		if (pp_post_send(s, size)) {
 			fprintf(stderr, "%s: cannot post the first send\n", prog);
 			return -1;
 		}
@@ -1009,15 +1019,10 @@ static int run_pingpong(struct side *s)
 			if (!(wc[i].opcode & XR_WC_RECV))
 				sdone++;
 			if (wc[i].opcode & XR_WC_RECV) {
-				struct xr_sge sg = { (uintptr_t)s->buf, (uint32_t)size, s->mr->lkey };
-				struct xr_recv_wr r = { .wr_id = 1, .sg_list = &sg, .num_sge = 1 };
 				rcnt++;
-				xr_post_recv(s->qp[0], &r, NULL);
+				pp_post_recv(s, size);
 				if (scnt < iters) {
-					struct xr_sge ss = { (uintptr_t)s->buf + s->slot, (uint32_t)size, s->mr->lkey };
-					struct xr_send_wr w = { .wr_id = 2, .sg_list = &ss, .num_sge = 1, .opcode = XR_WR_SEND,
-								.send_flags = XR_SEND_SIGNALED };
-					if (xr_post_send(s->qp[0], &w, NULL)) {
+					if (pp_post_send(s, size)) {
 						fprintf(stderr, "%s: send queue full\n", prog);
 						return -1;
 					}
