@@ -3,7 +3,7 @@ JOBS  ?= $(shell nproc)
 CMAKE ?= cmake
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build demo test test-fast test-asan test-fuzz bench docs interop clean
+.PHONY: all deps build demo test test-fast test-asan test-fuzz test-interop bench docs interop clean
 
 all: build
 
@@ -17,9 +17,9 @@ build: deps
 demo: build
 	@scripts/demo.sh
 
-# Every test: the normal build, the same suite under ASan+UBSan, and the
-# parser fuzzer for a bounded time.
-test: test-fast test-asan test-fuzz
+# Every test: the normal build, the same suite under ASan+UBSan, the
+# parser fuzzer for a bounded time, and interop with Linux rxe in a VM.
+test: test-fast test-asan test-fuzz test-interop
 
 test-fast: build
 	ctest --test-dir build --output-on-failure -j$(JOBS)
@@ -35,8 +35,9 @@ test-fuzz: deps
 	@$(CMAKE) --build build-fuzz -j$(JOBS)
 	ctest --test-dir build-fuzz --output-on-failure
 
-# xroce against Linux rxe + perftest in a qemu VM (needs root); writes docs/interop.md.
-interop: build
+# xroce against Linux rxe + perftest in a qemu VM (needs root; ~10 min on
+# 2 cores); writes docs/interop.md. XR_ONLY / XR_LINKS narrow it down.
+test-interop interop: build
 	@scripts/deps.sh interop
 	/usr/bin/python3 tests/interop/run_interop.py $(CURDIR)/build/bin $(CURDIR)/docs/interop.md
 
@@ -47,6 +48,8 @@ bench: build
 	@build/bin/bench-wire
 	@echo
 	@build/bin/bench-rc
+	@echo
+	@bench/perf.sh build/bin
 	@echo
 	@bench/links.sh build/bin/bench-links
 

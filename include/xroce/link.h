@@ -40,7 +40,9 @@ struct xr_link_ops {
 	int (*send_burst)(struct xr_link *l, struct xr_frame **f, unsigned n);
 	/* Receives up to n frames; returns the count (0 if none) or -errno. */
 	int (*recv_burst)(struct xr_link *l, struct xr_frame **f, unsigned n);
-	/* An fd that polls readable when frames may be waiting, or -1. */
+	/* An fd that polls readable when frames may be waiting, or -1. Call
+	 * it each time before sleeping (it may arm a wakeup), then receive
+	 * once more, then poll. */
 	int (*wait_fd)(struct xr_link *l);
 	struct xr_frame *(*frame_alloc)(struct xr_link *l);
 	void (*frame_free)(struct xr_link *l, struct xr_frame *f);

@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The in-memory link: two ends joined by two bounded frame queues, with
- * one frame pool for both (a frame sent by one end is freed by the other).
- * Sending passes the frame pointer: no copy. An eventfd per direction lets
- * a receiver sleep in poll().
+ * The in-memory link: two ends, each usually driven by its own thread, so
+ * nothing here is shared under one lock. Per direction a single-producer
+ * single-consumer ring of frame pointers carries frames (no copy); each
+ * end owns half of one frame pool, and a receiver gives a frame back to
+ * its owner through a second ring. A per-end mutex only guards against a
+ * second user of the same end (a test poking frames in while the engine
+ * runs); it is never contended by the other end.
+ *
+ * Waking a sleeper costs a syscall, so it is paid only when asked for:
+ * wait_fd arms the end's eventfd, and a sender writes it only when armed.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -14,40 +21,102 @@
 
 #include "xroce/link.h"
 
-struct queue {
-	struct xr_frame *head, *tail;
-	unsigned count;
-	int efd;                 /* readable while frames are queued */
+/* A single-producer single-consumer ring of frame pointers. */
+struct ring {
+	_Alignas(64) _Atomic uint32_t tail;   /* written by the producer */
+	_Alignas(64) _Atomic uint32_t head;   /* written by the consumer */
+	_Alignas(64) uint32_t mask;
+	struct xr_frame **slot;
+};
+
+struct end {
+	pthread_mutex_t lock;        /* one user of this end at a time */
+	struct ring in;              /* frames sent to this end */
+	struct ring returned;        /* this end's frames, freed by the other */
+	struct xr_frame **free_stack;
+	uint32_t nfree;
+	int efd;                     /* written when armed and a frame comes */
+	_Atomic bool armed;
 };
 
 struct mem_pair {
-	pthread_mutex_t lock;
-	struct xr_frame *free_list;
-	struct xr_frame *frames; /* the pool, one allocation */
-	struct queue q[2];       /* q[i]: frames for end i */
-	unsigned depth;
-	int refs;
-	struct xr_link ends[2];
+	struct end end[2];
+	struct xr_frame *frames;     /* the pool: first half end 0's, second half end 1's */
+	uint32_t per_end;            /* frames each end owns */
+	unsigned depth;              /* frames a direction may hold */
+	_Atomic int refs;
+	struct xr_link links[2];
 };
 
 static struct mem_pair *pair_of(struct xr_link *l, int *me)
 {
 	struct mem_pair *p = l->priv;
-	*me = (l == &p->ends[0]) ? 0 : 1;
+	*me = (l == &p->links[0]) ? 0 : 1;
 	return p;
+}
+
+static int ring_init(struct ring *r, uint32_t capacity)
+{
+	uint32_t size = 1;
+	while (size < capacity)
+		size <<= 1;
+	r->slot = calloc(size, sizeof(*r->slot));
+	r->mask = size - 1;
+	atomic_init(&r->head, 0);
+	atomic_init(&r->tail, 0);
+	return r->slot ? 0 : -ENOMEM;
+}
+
+static uint32_t ring_count(struct ring *r)
+{
+	return atomic_load_explicit(&r->tail, memory_order_acquire) -
+	       atomic_load_explicit(&r->head, memory_order_acquire);
+}
+
+/* Producer side: puts up to n frames while the ring holds fewer than limit. */
+static unsigned ring_put(struct ring *r, struct xr_frame **f, unsigned n, uint32_t limit)
+{
+	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	uint32_t used = tail - atomic_load_explicit(&r->head, memory_order_acquire);
+	unsigned k = 0;
+
+	for (; k < n && used + k < limit; k++)
+		r->slot[(tail + k) & r->mask] = f[k];
+	atomic_store_explicit(&r->tail, tail + k, memory_order_release);
+	return k;
+}
+
+/* Consumer side: takes up to n frames. */
+static unsigned ring_get(struct ring *r, struct xr_frame **f, unsigned n)
+{
+	uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	uint32_t avail = atomic_load_explicit(&r->tail, memory_order_acquire) - head;
+	unsigned k = 0;
+
+	for (; k < n && k < avail; k++)
+		f[k] = r->slot[(head + k) & r->mask];
+	atomic_store_explicit(&r->head, head + k, memory_order_release);
+	return k;
+}
+
+static int owner_of(struct mem_pair *p, struct xr_frame *f)
+{
+	return (uint32_t)(f - p->frames) >= p->per_end;
 }
 
 static struct xr_frame *mem_alloc(struct xr_link *l)
 {
 	int me;
 	struct mem_pair *p = pair_of(l, &me);
-	struct xr_frame *f;
+	struct end *e = &p->end[me];
+	struct xr_frame *f = NULL;
 
-	pthread_mutex_lock(&p->lock);
-	f = p->free_list;
-	if (f)
-		p->free_list = f->next;
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_lock(&e->lock);
+	if (!e->nfree)   /* take back what the other end has finished with */
+		e->nfree = ring_get(&e->returned, e->free_stack, p->per_end);
+	if (e->nfree)
+		f = e->free_stack[--e->nfree];
+	pthread_mutex_unlock(&e->lock);
 	if (f) {
 		f->next = NULL;
 		f->len = 0;
@@ -59,42 +128,45 @@ static void mem_free(struct xr_link *l, struct xr_frame *f)
 {
 	int me;
 	struct mem_pair *p = pair_of(l, &me);
+	int owner;
 
 	if (!f)
 		return;
-	pthread_mutex_lock(&p->lock);
-	f->next = p->free_list;
-	p->free_list = f;
-	pthread_mutex_unlock(&p->lock);
+	owner = owner_of(p, f);
+	pthread_mutex_lock(&p->end[me].lock);
+	if (owner == me)
+		p->end[me].free_stack[p->end[me].nfree++] = f;
+	else   /* the ring holds the owner's whole pool: it cannot be full */
+		ring_put(&p->end[owner].returned, &f, 1, p->per_end);
+	pthread_mutex_unlock(&p->end[me].lock);
+}
+
+static void wake(struct end *e)
+{
+	uint64_t one = 1;
+
+	/* Pairs with the fence in mem_wait_fd: either the sleeper's last pass
+	 * sees our frame, or we see it armed. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&e->armed, memory_order_relaxed) && atomic_exchange(&e->armed, false)) {
+		if (write(e->efd, &one, sizeof(one)) < 0) {
+			/* A full counter already wakes the sleeper. */
+		}
+	}
 }
 
 static int mem_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 {
 	int me;
 	struct mem_pair *p = pair_of(l, &me);
-	struct queue *q = &p->q[!me];
-	unsigned taken = 0;
-	bool was_empty;
+	struct end *peer = &p->end[!me];
+	unsigned taken;
 
-	pthread_mutex_lock(&p->lock);
-	was_empty = q->count == 0;
-	for (; taken < n && q->count < p->depth; taken++) {
-		struct xr_frame *fr = f[taken];
-		fr->next = NULL;
-		if (q->tail)
-			q->tail->next = fr;
-		else
-			q->head = fr;
-		q->tail = fr;
-		q->count++;
-	}
-	pthread_mutex_unlock(&p->lock);
-	if (taken && was_empty) {
-		uint64_t one = 1;
-		if (write(q->efd, &one, sizeof(one)) < 0) {
-			/* The counter cannot overflow with one per transition. */
-		}
-	}
+	pthread_mutex_lock(&p->end[me].lock);
+	taken = ring_put(&peer->in, f, n, p->depth);
+	pthread_mutex_unlock(&p->end[me].lock);
+	if (taken)
+		wake(peer);
 	l->stats.tx_frames += taken;
 	return (int)taken;
 }
@@ -103,32 +175,32 @@ static int mem_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
 {
 	int me;
 	struct mem_pair *p = pair_of(l, &me);
-	struct queue *q = &p->q[me];
-	unsigned got = 0;
+	unsigned got;
 
-	pthread_mutex_lock(&p->lock);
-	while (got < n && q->head) {
-		f[got++] = q->head;
-		q->head = q->head->next;
-		q->count--;
-	}
-	if (!q->head) {
-		uint64_t v;
-		q->tail = NULL;
-		if (read(q->efd, &v, sizeof(v)) < 0) {
-			/* EAGAIN: already drained */
-		}
-	}
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_lock(&p->end[me].lock);
+	got = ring_get(&p->end[me].in, f, n);
+	pthread_mutex_unlock(&p->end[me].lock);
 	l->stats.rx_frames += got;
 	return (int)got;
 }
 
+/* The caller is about to sleep on this fd: arm it, then the caller makes
+ * one more pass before sleeping (frames that came before arming). */
 static int mem_wait_fd(struct xr_link *l)
 {
 	int me;
 	struct mem_pair *p = pair_of(l, &me);
-	return p->q[me].efd;
+	struct end *e = &p->end[me];
+	uint64_t v;
+
+	if (read(e->efd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: nothing pending */
+	}
+	atomic_store(&e->armed, true);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (ring_count(&e->in))
+		wake(e);   /* already waiting: make the fd readable now */
+	return e->efd;
 }
 
 static bool mem_is_up(struct xr_link *l)
@@ -137,22 +209,28 @@ static bool mem_is_up(struct xr_link *l)
 	return true;
 }
 
+static void pair_free(struct mem_pair *p)
+{
+	for (int i = 0; i < 2; i++) {
+		struct end *e = &p->end[i];
+		if (e->efd >= 0)
+			close(e->efd);
+		free(e->in.slot);
+		free(e->returned.slot);
+		free(e->free_stack);
+		pthread_mutex_destroy(&e->lock);
+	}
+	free(p->frames);
+	free(p);
+}
+
 static void mem_close(struct xr_link *l)
 {
 	int me;
 	struct mem_pair *p = pair_of(l, &me);
-	bool last;
 
-	pthread_mutex_lock(&p->lock);
-	last = --p->refs == 0;
-	pthread_mutex_unlock(&p->lock);
-	if (!last)
-		return;
-	close(p->q[0].efd);
-	close(p->q[1].efd);
-	pthread_mutex_destroy(&p->lock);
-	free(p->frames);
-	free(p);
+	if (atomic_fetch_sub(&p->refs, 1) == 1)
+		pair_free(p);
 }
 
 /* A point-to-point wire: every peer is behind the other end. */
@@ -162,7 +240,7 @@ static int mem_resolve(struct xr_link *l, const xr_gid *gid, uint8_t mac[6])
 	struct mem_pair *p = pair_of(l, &me);
 
 	(void)gid;
-	memcpy(mac, p->ends[!me].mac, 6);
+	memcpy(mac, p->links[!me].mac, 6);
 	return 0;
 }
 
@@ -173,30 +251,30 @@ static const struct xr_link_ops mem_ops = {
 int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth)
 {
 	struct mem_pair *p = calloc(1, sizeof(*p));
-	unsigned nframes;
+	int err = 0;
 
 	if (!p)
 		return -ENOMEM;
 	p->depth = depth ? depth : 1024;
-	nframes = 2 * p->depth + 256;
-	p->frames = aligned_alloc(64, (size_t)nframes * sizeof(struct xr_frame));
-	p->q[0].efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	p->q[1].efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (!p->frames || p->q[0].efd < 0 || p->q[1].efd < 0) {
-		if (p->q[0].efd >= 0) close(p->q[0].efd);
-		if (p->q[1].efd >= 0) close(p->q[1].efd);
-		free(p->frames);
-		free(p);
+	/* Each end can fill the other's queue and still build a burst. */
+	p->per_end = p->depth + 128;
+	p->frames = aligned_alloc(64, (size_t)2 * p->per_end * sizeof(struct xr_frame));
+	for (int i = 0; i < 2; i++) {
+		struct end *e = &p->end[i];
+		pthread_mutex_init(&e->lock, NULL);
+		e->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		e->free_stack = calloc(p->per_end, sizeof(*e->free_stack));
+		if (e->efd < 0 || !e->free_stack || ring_init(&e->in, p->depth) || ring_init(&e->returned, p->per_end))
+			err = -ENOMEM;
+	}
+	if (err || !p->frames) {
+		pair_free(p);
 		return -ENOMEM;
 	}
-	for (unsigned i = 0; i < nframes; i++) {
-		p->frames[i].next = p->free_list;
-		p->free_list = &p->frames[i];
-	}
-	pthread_mutex_init(&p->lock, NULL);
-	p->refs = 2;
 	for (int i = 0; i < 2; i++) {
-		struct xr_link *l = &p->ends[i];
+		struct xr_link *l = &p->links[i];
+		for (uint32_t k = 0; k < p->per_end; k++)
+			p->end[i].free_stack[p->end[i].nfree++] = &p->frames[(uint32_t)i * p->per_end + k];
 		l->ops = &mem_ops;
 		l->kind = "mem";
 		l->mtu = 9000;
@@ -204,7 +282,8 @@ int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth)
 		l->mac[0] = 0x02;
 		l->mac[5] = (uint8_t)(i + 1);
 	}
-	*a = &p->ends[0];
-	*b = &p->ends[1];
+	atomic_init(&p->refs, 2);
+	*a = &p->links[0];
+	*b = &p->links[1];
 	return 0;
 }

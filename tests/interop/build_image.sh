@@ -12,15 +12,20 @@ for p in qemu-system-x86 busybox-static cpio kmod perftest ibverbs-utils ibverbs
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
     { echo "FAIL: package $p is missing (scripts/deps.sh installs it)"; exit 1; }
 done
-kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/.*Depends: \(linux-image-[0-9].*-amd64\)$/\1/p' | head -1)
-[ -n "$kpkg" ] || { echo "FAIL: cannot tell which kernel linux-image-amd64 means (apt-get update?)"; exit 1; }
+kernel_pkg() { apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/.*Depends: \(linux-image-[0-9].*-amd64\)$/\1/p' | head -1; }
+kpkg=$(kernel_pkg)
+# Package lists may be missing or stale on a fresh machine: refresh once.
+[ -n "$kpkg" ] || { apt-get update >/dev/null 2>&1; kpkg=$(kernel_pkg); }
+[ -n "$kpkg" ] || { echo "FAIL: cannot tell which kernel linux-image-amd64 means (apt-get update failed?)"; exit 1; }
 key=$( { echo "$kpkg"; dpkg-query -W perftest rdma-core ibverbs-providers busybox-static; cat "$here"/guest-init.sh "$here"/build_image.sh; } | sha256sum | cut -c1-16)
 if [ -f "$CACHE/$key/initrd.gz" ] && [ -f "$CACHE/$key/vmlinuz" ]; then
   echo "$CACHE/$key"; exit 0
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-(cd "$work" && apt-get download "$kpkg" >/dev/null 2>&1) || { echo "FAIL: apt-get download $kpkg"; exit 1; }
+(cd "$work" && apt-get download "$kpkg" >/dev/null 2>&1) ||
+  { apt-get update >/dev/null 2>&1; kpkg=$(kernel_pkg); (cd "$work" && apt-get download "$kpkg" >/dev/null 2>&1); } ||
+  { echo "FAIL: apt-get download $kpkg (the peer VM's kernel)"; exit 1; }
 dpkg -x "$work"/linux-image-*.deb "$work/k"
 kver=$(ls "$work/k/lib/modules")
 R=$work/root

@@ -28,7 +28,7 @@ work = os.path.join(os.path.dirname(bindir), "interop")
 os.makedirs(work, exist_ok=True)
 NS = f"xrint{os.getpid()}"
 HOST, PEER = "10.77.0.1", "10.77.0.2"
-RAW_ADDR = "10.77.0.3"  # the raw link's own address on tap0; the kernel keeps HOST for the TCP exchange
+RAW_ADDR = "10.77.0.3"  # the raw link's own address on xr0; the kernel keeps HOST for the TCP exchange
 LINKS = os.environ.get("XR_LINKS", "udp,raw").split(",")
 results = []
 
@@ -38,9 +38,15 @@ def sh(cmd, **kw):
 
 
 def setup_ns(mtu):
+    """The VM's tap and a veth pair on one bridge: the kernel's address (TCP exchange, UDP link) is on the
+    bridge, the raw link owns RAW_ADDR on the veth end xr0. All RoCE frames cross tap0, where the capture
+    and the loss rules sit, whichever link sends them (a packet socket on tap0 itself would bypass them)."""
     subprocess.run(["ip", "netns", "add", NS], check=True)
-    sh(f"ip link set lo up && ip tuntap add tap0 mode tap && ip link set tap0 mtu {mtu} up && "
-       f"ip addr add {HOST}/24 dev tap0", check=True)
+    sh(f"ip link set lo up && ip tuntap add tap0 mode tap && ip link add br0 type bridge && "
+       f"ip link add xr0 type veth peer name xrp && "
+       f"for d in tap0 xrp; do ip link set $d master br0; done && "
+       f"for d in tap0 xrp xr0 br0; do ip link set $d mtu {mtu} up; done && "
+       f"ip addr add {HOST}/24 dev br0", check=True)
 
 
 def teardown_ns():
@@ -64,13 +70,19 @@ def figure(text, lat):
     return ""
 
 
-def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="udp"):
+# perftest times with the TSC, calibrated against gettimeofday at start; in an emulated (TCG) CPU on a busy
+# host that calibration can fail ("Correlation coefficient r^2 ... < 0.9", "Can't produce a report"), which
+# says nothing about the RDMA traffic. Such a case runs once more, and the table says so.
+CLOCK_FAILURE = "Can't produce a report"
+
+
+def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="udp", attempt=1):
     """role 'vm-server': the perftest tool in the VM serves, xroce-perf connects; 'xroce-server': reverse."""
     lat = "lat" in name or "pingpong" in name
     t0 = time.time()
     vm_cmd = f"{peer_tool} -d rxe0 -x 1 {extra_peer}" if "pingpong" not in name else f"{peer_tool} -d rxe0 -g 1 {extra_peer}"
     host_cmd = ["timeout", "90", perf] + xroce_args + (["--link", "udp", "--bind", HOST] if link == "udp" else
-                                                       ["--link", "raw", "--ifname", "tap0", "--bind", RAW_ADDR])
+                                                       ["--link", "raw", "--ifname", "xr0", "--bind", RAW_ADDR])
     if role == "vm-server":
         vm.run(f"rm -f /tmp/rc /tmp/o; ( timeout 90 {vm_cmd} > /tmp/o 2>&1; echo $? > /tmp/rc ) &", 10)
         time.sleep(2)
@@ -95,10 +107,19 @@ def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="ud
             hp.kill()
             hout, _ = hp.communicate()
         hrc = hp.returncode
-    ok = hrc == 0 and vrc == 0 and "FAILED" not in hout
+    # ibv_rc_pingpong leaves after its last receive: if xroce's last message drew no ACK, xroce says so
+    # (exit 3) and the client's own success is what proves the message arrived.
+    unacked = "pingpong" in name and role == "xroce-server" and hrc == 3 and vrc == 0
+    ok = (hrc == 0 or unacked) and vrc == 0 and "FAILED" not in hout and "invalid data" not in vout
     fig = figure(vout, lat) or figure(hout, lat)
+    if not ok and attempt == 1 and CLOCK_FAILURE in vout:
+        print(f"     {name} {role} {link}: perftest's clock calibration failed in the VM; once more", flush=True)
+        return run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer, link, attempt=2)
+    checked = re.search(r"Data verification: (\d+) messages checked, 0 errors", hout)
+    note = (f"{checked.group(1)} echoes verified" if checked else "") + ("; last ACK lost, peer confirmed" if unacked else "") \
+        + ("; second run: perftest's clock calibration failed in the VM" if attempt == 2 else "")
     results.append(dict(name=name, role=role, mtu=mtu, link=link, ok=ok, hrc=hrc, vrc=vrc, fig=fig, secs=time.time() - t0,
-                        why="" if ok else (hout.strip().splitlines() or [""])[-1][:120]))
+                        why=note if ok else (hout.strip().splitlines() or [""])[-1][:120]))
     print(f"{'ok  ' if ok else 'FAIL'} {name:<14} {role:<13} {link:<4} mtu {mtu}: xroce rc {hrc}, peer rc {vrc} {fig}", flush=True)
     if not ok:
         print("     xroce:", hout[-600:].replace("\n", "\n     "))
@@ -106,7 +127,7 @@ def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="ud
 
 
 LOSS_TESTS = [  # under loss: fewer iterations, every retransmission path still crossed many times
-    ("pingpong", "ibv_rc_pingpong", ["pingpong", "-n", "100", "-s", "4096"], "-n 100 -s 4096"),
+    ("pingpong", "ibv_rc_pingpong", ["pingpong", "-n", "100", "-s", "4096", "--verify"], "-n 100 -s 4096 -c"),
     ("write_bw", "ib_write_bw", ["write_bw", "-n", "100"], "-n 100"),
     ("read_bw", "ib_read_bw", ["read_bw", "-n", "100"], "-n 100"),
     ("send_bw", "ib_send_bw", ["send_bw", "-n", "100"], "-n 100"),
@@ -115,7 +136,8 @@ LOSS_TESTS = [  # under loss: fewer iterations, every retransmission path still 
 
 def run_loss_cases(vm, ib_mtu):
     """Random loss of RoCE frames (UDP 4791 only; the TCP exchange stays whole) in both directions on the
-    tap. This kernel has no netem, so an nftables netdev rule drops them; its counter proves the loss."""
+    tap, which both links' frames cross. This kernel has no netem, so an nftables netdev rule drops them;
+    its counter proves the loss."""
     for loss in (1, 5):
         sh("nft add table netdev xrloss && "
            "nft add chain netdev xrloss in '{ type filter hook ingress device tap0 priority 0; }' && "
@@ -124,10 +146,8 @@ def run_loss_cases(vm, ib_mtu):
            f"nft add rule netdev xrloss out udp dport 4791 numgen random mod 100 '<' {loss} counter drop",
            check=True)
         try:
-            # UDP link only: the raw link's packet socket sees frames before the netdev ingress hook
-            # and sends them past it, so these rules cannot drop its traffic.
             for name, tool, xargs, pargs in LOSS_TESTS:
-                for link in [x for x in LINKS if x == "udp"]:
+                for link in LINKS:
                     for role in ("vm-server", "xroce-server"):
                         run_case(vm, f"{name} {loss}% loss", tool, xargs, role, ib_mtu, pargs + f" -m {ib_mtu}", link)
         finally:
@@ -141,7 +161,7 @@ def run_loss_cases(vm, ib_mtu):
 
 
 TESTS = [  # name, perftest tool, xroce-perf args, peer args
-    ("pingpong", "ibv_rc_pingpong", ["pingpong", "-n", "200", "-s", "4096"], "-n 200 -s 4096"),
+    ("pingpong", "ibv_rc_pingpong", ["pingpong", "-n", "200", "-s", "4096", "--verify"], "-n 200 -s 4096 -c"),
     ("write_bw", "ib_write_bw", ["write_bw", "-n", "300"], "-n 300"),
     ("read_bw", "ib_read_bw", ["read_bw", "-n", "300"], "-n 300"),
     ("send_bw", "ib_send_bw", ["send_bw", "-n", "300"], "-n 300"),
@@ -224,17 +244,21 @@ def write_doc(versions, malformed):
         f.write("# xroce interop with Linux Soft-RoCE (rxe) and perftest\n\n")
         f.write(f"Written by `tests/interop/run_interop.py` on {datetime.date.today()}; do not edit.\n\n")
         f.write("The peer is Debian's kernel rxe driver with rdma-core and perftest in a qemu (TCG) VM on a tap\n"
-                "device in a network namespace; xroce runs xroce-perf in the same namespace, over its UDP link (the\n"
-                "kernel's address on the tap) and over its raw Ethernet link (its own address, answering ARP itself).\n"
-                "Roles: `vm-server` = the perftest tool in the VM serves and xroce-perf connects; `xroce-server` =\n"
-                "the reverse. Figures are from the emulated VM (TCG), a functional peer, not a speed reference.\n\n")
+                "device in a network namespace. The tap and a veth pair share a bridge; xroce runs xroce-perf in the\n"
+                "same namespace, over its UDP link (the kernel's address on the bridge) and over its raw Ethernet link\n"
+                "(the veth end, with its own address, answering ARP itself). Every RoCE frame crosses the tap, where\n"
+                "the capture is taken and, for the loss cases, an nftables rule drops RoCE frames at random in both\n"
+                "directions (this kernel has no netem). Roles: `vm-server` = the perftest tool in the VM serves and\n"
+                "xroce-perf connects; `xroce-server` = the reverse. Pingpong runs with `ibv_rc_pingpong -c` and\n"
+                "`xroce-perf --verify`: every echo is compared with what was sent. Figures are from the emulated VM\n"
+                "(TCG), a functional peer, not a speed reference.\n\n")
         for k, v in versions.items():
             f.write(f"- {k}: `{v}`\n")
         f.write(f"- frames whose RoCE headers tshark found malformed: {malformed}\n\n")
         f.write("| case | role | xroce link | path MTU | result | figure (peer's report) | note |\n|---|---|---|---|---|---|---|\n")
         for r in results:
             f.write(f"| {r['name']} | {r['role']} | {r['link']} | {r['mtu']} | {'pass' if r['ok'] else 'FAIL'} | {r['fig']} | "
-                    f"{'' if r['ok'] else 'xroce rc %s, peer rc %s: %s' % (r['hrc'], r['vrc'], r['why'].replace('|', '/'))} |\n")
+                    f"{r['why'] if r['ok'] else 'xroce rc %s, peer rc %s: %s' % (r['hrc'], r['vrc'], r['why'].replace('|', '/'))} |\n")
 
 
 if __name__ == "__main__":
