@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The machine's own bounds, shared by the benches so that each compares
+ * with the same yardstick, measured in its own run:
+ *   bound_copy_crc_rate  one core doing the unavoidable per-byte work of
+ *                        an RDMA WRITE: the sender's ICRC, the receiver's
+ *                        ICRC and the receiver's copy, per packet;
+ *   bound_cacheline_half_rtt_us  two threads on two cores bouncing one
+ *                        cache line (the least a busy-polling exchange
+ *                        between two cores can cost).
+ */
+#ifndef XR_BENCH_BOUND_H
+#define XR_BENCH_BOUND_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <isa-l/crc.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static inline double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Per message: for each packet, CRC the source, copy it, CRC the copy.
+ * Sources and destinations rotate through 16 messages' worth of memory,
+ * as xroce-perf's buffers do (16 slots). */
+static inline double bound_copy_crc_rate(size_t size, size_t mtu, double seconds)
+{
+	const size_t span = 16 * size;
+	uint8_t *src = malloc(span), *dst = malloc(span);
+	volatile uint32_t sink = 0;
+	uint64_t bytes = 0;
+	size_t off = 0;
+	double t0, t;
+
+	if (!src || !dst) {
+		free(src);
+		free(dst);
+		return -1;
+	}
+	for (size_t i = 0; i < span; i++)
+		src[i] = (uint8_t)(i * 31);
+	memset(dst, 0, span);
+	t0 = now_s();
+	do {
+		for (int rep = 0; rep < 16; rep++) {
+			if (off + size > span)
+				off = 0;
+			for (size_t p = 0; p < size; p += mtu) {
+				size_t n = size - p < mtu ? size - p : mtu;
+				sink ^= crc32_gzip_refl(0, src + off + p, n);
+				memcpy(dst + off + p, src + off + p, n);
+				sink ^= crc32_gzip_refl(0, dst + off + p, n);
+			}
+			off += size;
+			bytes += size;
+		}
+		t = now_s();
+	} while (t - t0 < seconds);
+	free(src);
+	free(dst);
+	return (double)bytes / (t - t0);
+}
+
+/* One cache line, two threads: the initiator writes an odd number, the
+ * echoer answers with the next even one. */
+struct pp {
+	_Alignas(64) _Atomic uint64_t line;
+	unsigned iters;
+	int cpu;
+};
+
+static inline void pin(int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);   /* best effort: an unpinned run still measures */
+}
+
+static inline void *echoer(void *arg)
+{
+	struct pp *p = arg;
+	pin(p->cpu);
+	for (uint64_t v = 1; v < 2ull * p->iters; v += 2) {
+		while (atomic_load_explicit(&p->line, memory_order_acquire) != v)
+			;
+		atomic_store_explicit(&p->line, v + 1, memory_order_release);
+	}
+	return NULL;
+}
+
+static inline double bound_cacheline_half_rtt_us(unsigned iters)
+{
+	struct pp p = { .iters = iters, .cpu = 1 };
+	double *lat = malloc(iters * sizeof(double)), med;
+	pthread_t t;
+
+	if (!lat)
+		return -1;
+	atomic_store(&p.line, 0);
+	if (pthread_create(&t, NULL, echoer, &p)) {
+		free(lat);
+		return -1;
+	}
+	pin(0);
+	for (unsigned i = 0; i < iters; i++) {
+		uint64_t v = 2ull * i + 1;
+		double t0 = now_s();
+		atomic_store_explicit(&p.line, v, memory_order_release);
+		while (atomic_load_explicit(&p.line, memory_order_acquire) != v + 1)
+			;
+		lat[i] = (now_s() - t0) * 1e6 / 2;
+	}
+	pthread_join(t, NULL);
+	qsort(lat, iters, sizeof(double), cmp_double);
+	med = lat[iters / 2];
+	free(lat);
+	return med;
+}
+
+#endif
