@@ -167,16 +167,23 @@ check_tools() {   # kind, A args, B args
     echo "FAIL xroce-link-check over $kind:"; sed 's/^/     /' <<<"$out"; fails=$((fails + 1))
   fi
   wait 2>/dev/null || true
-  port=$((port + 1)); cases=$((cases + 1))
-  timeout 60 ip netns exec "$A" "$perf" read_bw --link $kind $aargs -p "$port" -n 500 -m 4096 --verify >"$work/ps.log" 2>&1 &
-  sleep 0.5
-  if out=$(timeout 60 ip netns exec "$B" "$perf" read_bw --link $kind $bargs -p "$port" -n 500 -m 4096 --verify 10.99.0.1 2>&1) \
-     && grep -q "0 errors" <<<"$out"; then
-    echo "ok   xroce-perf read_bw --verify over $kind: $(grep -E '^ 65536' <<<"$out" | tr -s ' \t' ' ')"
-  else
-    echo "FAIL xroce-perf read_bw over $kind:"; tail -5 <<<"$out" | sed 's/^/     /'; fails=$((fails + 1))
-  fi
-  wait 2>/dev/null || true
+  # Every xroce-perf test, verified end to end: the client checks what it
+  # reads, reads back what it wrote, or what was echoed; a receiving server
+  # checks what arrived. Both must report no error.
+  for t in write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat atomic_lat pingpong; do
+    port=$((port + 1)); cases=$((cases + 1))
+    timeout 60 ip netns exec "$A" "$perf" $t --link $kind $aargs -p "$port" -n 200 -m 4096 --verify >"$work/ps.log" 2>&1 &
+    local srv=$!
+    sleep 0.5
+    if out=$(timeout 60 ip netns exec "$B" "$perf" $t --link $kind $bargs -p "$port" -n 200 -m 4096 --verify 10.99.0.1 2>&1) \
+       && wait $srv && grep -q "messages checked, 0 errors" <<<"$out" && ! grep -q "FAILED" "$work/ps.log"; then
+      echo "ok   xroce-perf $t --verify over $kind: $(grep -m1 -oE '[0-9]+ messages checked, 0 errors' <<<"$out")"
+    else
+      echo "FAIL xroce-perf $t --verify over $kind:"; tail -5 <<<"$out" | sed 's/^/     /'
+      tail -3 "$work/ps.log" | sed 's/^/     server: /'; fails=$((fails + 1))
+    fi
+    wait 2>/dev/null || true
+  done
 }
 if [ -n "${perf:-}" ]; then
   check_tools raw "--ifname va --bind 10.0.0.1" "--ifname vb --bind 10.0.0.2"

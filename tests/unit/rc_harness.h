@@ -26,6 +26,7 @@ struct pair {
 	struct xr_link *la, *lb;
 	struct end a, b;
 	enum xr_progress_mode mode;
+	bool b_driven_elsewhere;   /* inline mode: another thread runs b's engine */
 };
 
 #define GUARD 64
@@ -184,7 +185,8 @@ static inline void h_progress(struct pair *p)
 {
 	if (p->mode == XR_PROGRESS_INLINE) {
 		xr_engine_progress(xr_context_engine(p->a.ctx));
-		xr_engine_progress(xr_context_engine(p->b.ctx));
+		if (!p->b_driven_elsewhere)
+			xr_engine_progress(xr_context_engine(p->b.ctx));
 	}
 }
 
