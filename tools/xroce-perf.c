@@ -547,11 +547,14 @@ static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
 
 /* The receiving end of send_bw: posts receives, counts and checks them,
  * until the peer reaches the next exchange. */
-static int run_bw_receiver(struct side *s, uint64_t size)
+/* The receiving end of send_bw measures what it received, from the first
+ * message to the last, as perftest's server does. */
+static int run_bw_receiver(struct side *s, uint64_t size, struct bw_report *rep)
 {
 	uint64_t posted = 0, got = 0;
 	struct xr_wc wc[64];
 	uint8_t *rx = s->buf;
+	double t_first = 0, t_last = 0;
 
 	for (;;) {
 		while (posted - got < s->c->rx_depth) {
@@ -576,7 +579,9 @@ static int run_bw_receiver(struct side *s, uint64_t size)
 						s->verify_errors++;
 					s->verified++;
 				}
-				got++;
+				if (!got++)
+					t_first = now_us();
+				t_last = now_us();
 			}
 		}
 		{
@@ -584,6 +589,12 @@ static int run_bw_receiver(struct side *s, uint64_t size)
 			if (poll(&p, 1, 0) > 0 && (s->c->qps > 1 || !s->c->verify || got >= s->c->iters || s->c->duration))
 				break;
 		}
+	}
+	rep->iters = got;
+	if (got > 1 && t_last > t_first) {
+		double us = t_last - t_first;
+		rep->bw_avg = rep->bw_peak = bw_unit(s->c, (double)(got - 1) * (double)size / us);
+		rep->msg_rate = (double)(got - 1) / us;
 	}
 	return 0;
 }
@@ -722,7 +733,7 @@ static int run_bw(struct side *s)
 			if (c->verify && c->verb == V_ATOMIC && !c->bidir && verify_atomics(s, mine.iters, before))
 				return -1;
 		} else if (receiver) {
-			if (run_bw_receiver(s, size))
+			if (run_bw_receiver(s, size, &mine))
 				return -1;
 		}
 		/* The passive end keeps its engine answering until the peer is done. */

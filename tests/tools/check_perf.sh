@@ -47,11 +47,15 @@ out=$(timeout 60 "$perf" pingpong --link mem -n 200 2>&1) || fail "pingpong: $ou
 grep -q "iters in .* usec/iter" <<<"$out" || fail "pingpong output: $out"
 
 # Two processes over the UDP link: perftest's exchange on TCP.
-for t in write_bw send_lat atomic_bw; do
+for t in write_bw send_lat atomic_bw send_bw; do
   timeout 60 "$perf" $t --link udp --bind 127.0.0.1 -p 19200 -n 300 --verify >srv.out 2>&1 &
   sleep 0.3
   if out=$(timeout 60 "$perf" $t --link udp --bind 127.0.0.2 -p 19200 -n 300 --verify 127.0.0.1 2>&1) && wait $!; then
     grep -q "errors  <-- FAILED" <<<"$out$(cat srv.out)" && fail "$t over udp: verification failed"
+    # send_bw's server measures what it received, as perftest's does.
+    if [ $t = send_bw ] && ! grep -qE '^ 65536 +300 +[0-9.]*[1-9]' srv.out; then
+      fail "send_bw server's result line: $(grep -E '^ 65536' srv.out)"
+    fi
     echo "ok   $t over the UDP link between two processes"
   else
     fail "$t over udp: $(tail -3 <<<"$out") / server: $(tail -3 srv.out)"
