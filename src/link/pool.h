@@ -53,6 +53,34 @@ static inline void pool_put(struct frame_pool *p, struct xr_frame *f)
 	pthread_mutex_unlock(&p->lock);
 }
 
+/* Up to n frames under one lock (a receive burst arms many at once). */
+static inline unsigned pool_get_n(struct frame_pool *p, struct xr_frame **f, unsigned n)
+{
+	unsigned k = 0;
+
+	pthread_mutex_lock(&p->lock);
+	for (; k < n && p->free; k++) {
+		f[k] = p->free;
+		p->free = f[k]->next;
+	}
+	pthread_mutex_unlock(&p->lock);
+	for (unsigned i = 0; i < k; i++) {
+		f[i]->next = NULL;
+		f[i]->len = 0;
+	}
+	return k;
+}
+
+static inline void pool_put_n(struct frame_pool *p, struct xr_frame **f, unsigned n)
+{
+	pthread_mutex_lock(&p->lock);
+	for (unsigned i = 0; i < n; i++) {
+		f[i]->next = p->free;
+		p->free = f[i];
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
 static inline void pool_fini(struct frame_pool *p)
 {
 	free(p->frames);

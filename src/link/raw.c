@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +36,11 @@
 #define PFC_OPCODE 0x0101
 #define RESOLVE_TRIES 10
 #define RESOLVE_WAIT_MS 100
+/* The receive ring: slots hold the largest frame we accept after the
+ * kernel's header; 1024 of them, in 1 MiB blocks. */
+#define RING_FRAME_SIZE 8192
+#define RING_FRAMES 1024
+#define RING_BLOCK_SIZE (1u << 20)
 
 struct neigh {
 	xr_gid gid;
@@ -54,6 +60,8 @@ struct raw_link {
 	struct neigh neigh[NEIGH_MAX];
 	struct xr_frame *pending[PENDING_MAX];   /* RoCE frames read while resolving */
 	unsigned npending;
+	uint8_t *ring;                 /* the kernel's receive ring (TPACKET_V2), or NULL */
+	unsigned ring_head;            /* the next slot to look at */
 	uint64_t pfc_rcvd, pending_drops;
 };
 
@@ -231,37 +239,115 @@ static void nd_input(struct raw_link *r, const uint8_t *ip, size_t len)
 
 /* ---- receive ---- */
 
-/* Reads what the socket has; RoCE frames go to out (or pending). */
-static unsigned rx_step(struct raw_link *r, struct xr_frame **out, unsigned max)
+/* Looks at one received frame: answers ARP/ND, counts PFC, drops other
+ * VLANs and traffic not for our MAC. True for a frame the engine should
+ * see; an in-band VLAN tag is then taken out (*len shrinks). */
+static bool rx_classify(struct raw_link *r, uint8_t *d, size_t *len, bool tagged, uint16_t vlan)
+{
+	uint16_t type;
+
+	if (*len < XR_ETH_HLEN)
+		return false;
+	type = get_be16(d + ETH_OFF_TYPE);
+	if (type == XR_ETHERTYPE_VLAN && *len >= XR_ETH_HLEN + XR_VLAN_HLEN) {
+		/* A tag left in the frame: take it out, the engine wants it plain. */
+		tagged = true;
+		vlan = get_be16(d + 14) & 0xFFF;
+		memmove(d + 12, d + 16, *len - 16);
+		*len -= XR_VLAN_HLEN;
+		type = get_be16(d + ETH_OFF_TYPE);
+	}
+	if ((r->vid && (!tagged || vlan != r->vid)) || (!r->vid && tagged && vlan))
+		return false;   /* another VLAN */
+	if (type == ETHERTYPE_ARP) {
+		arp_input(r, d + XR_ETH_HLEN, *len - XR_ETH_HLEN);
+	} else if (type == ETHERTYPE_PFC) {
+		if (*len >= XR_ETH_HLEN + 4 && get_be16(d + XR_ETH_HLEN) == PFC_OPCODE)
+			r->pfc_rcvd++;
+	} else if (type == XR_ETHERTYPE_IPV6 && *len > XR_ETH_HLEN + XR_IPV6_HLEN &&
+		   d[XR_ETH_HLEN + IP6_OFF_NEXTHDR] == 58) {
+		nd_input(r, d + XR_ETH_HLEN, *len - XR_ETH_HLEN);
+	} else if ((type == XR_ETHERTYPE_IPV4 || type == XR_ETHERTYPE_IPV6) && !memcmp(d, r->link.mac, 6)) {
+		return true;   /* for us: the engine's parser decides the rest */
+	}
+	return false;
+}
+
+/* A frame for the engine: to out while there is room, else kept pending
+ * (frames read while resolving a neighbour), else dropped and counted. */
+static void rx_deliver(struct raw_link *r, struct xr_frame *fr, struct xr_frame **out, unsigned *delivered,
+		       unsigned max)
+{
+	if (*delivered < max)
+		out[(*delivered)++] = fr;
+	else if (r->npending < PENDING_MAX)
+		r->pending[r->npending++] = fr;
+	else {
+		r->pending_drops++;
+		pool_put(&r->pool, fr);
+	}
+}
+
+/* With the kernel's receive ring: no system call per frame or per poll;
+ * the kernel writes frames into shared memory and we hand slots back. */
+static unsigned rx_ring_step(struct raw_link *r, struct xr_frame **out, unsigned max)
+{
+	unsigned delivered = 0;
+
+	for (unsigned seen = 0; seen < RING_FRAMES && (delivered < max || !max); seen++) {
+		struct tpacket2_hdr *h = (struct tpacket2_hdr *)(r->ring + (size_t)r->ring_head * RING_FRAME_SIZE);
+		if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER))
+			break;
+		{
+			uint8_t *d = (uint8_t *)h + h->tp_mac;
+			size_t len = h->tp_snaplen;
+			bool tagged = h->tp_status & TP_STATUS_VLAN_VALID;
+			if (h->tp_len == h->tp_snaplen && len <= XR_MAX_FRAME &&
+			    rx_classify(r, d, &len, tagged, h->tp_vlan_tci & 0xFFF)) {
+				struct xr_frame *fr = pool_get(&r->pool);
+				if (fr) {
+					memcpy(fr->data, d, len);
+					fr->len = (uint16_t)len;
+					rx_deliver(r, fr, out, &delivered, max);
+				} else {
+					r->pending_drops++;   /* the engine holds every frame: as a full queue */
+				}
+			}
+		}
+		__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+		r->ring_head = (r->ring_head + 1) % RING_FRAMES;
+	}
+	return delivered;
+}
+
+/* Without the ring: a recvmmsg burst into frames from the pool. */
+static unsigned rx_mmsg_step(struct raw_link *r, struct xr_frame **out, unsigned max)
 {
 	struct mmsghdr msg[BURST];
 	struct iovec iov[BURST];
 	char ctl[BURST][CMSG_SPACE(sizeof(struct tpacket_auxdata))];
 	struct xr_frame *f[BURST];
-	unsigned have = 0, delivered = 0;
+	unsigned have, delivered = 0;
 	int got;
 
-	for (; have < BURST; have++) {
-		f[have] = pool_get(&r->pool);
-		if (!f[have])
-			break;
-		iov[have].iov_base = f[have]->data;
-		iov[have].iov_len = sizeof(f[have]->data);
-		memset(&msg[have], 0, sizeof(msg[have]));
-		msg[have].msg_hdr.msg_iov = &iov[have];
-		msg[have].msg_hdr.msg_iovlen = 1;
-		msg[have].msg_hdr.msg_control = ctl[have];
-		msg[have].msg_hdr.msg_controllen = sizeof(ctl[have]);
+	have = pool_get_n(&r->pool, f, BURST);
+	for (unsigned i = 0; i < have; i++) {
+		iov[i].iov_base = f[i]->data;
+		iov[i].iov_len = sizeof(f[i]->data);
+		memset(&msg[i], 0, sizeof(msg[i]));
+		msg[i].msg_hdr.msg_iov = &iov[i];
+		msg[i].msg_hdr.msg_iovlen = 1;
+		msg[i].msg_hdr.msg_control = ctl[i];
+		msg[i].msg_hdr.msg_controllen = sizeof(ctl[i]);
 	}
 	got = have ? recvmmsg(r->fd, msg, have, MSG_DONTWAIT, NULL) : 0;
 	if (got < 0)
 		got = 0;
 	for (int i = 0; i < got; i++) {
 		struct xr_frame *fr = f[i];
-		uint16_t type, vlan = 0;
-		bool tagged = false, keep = false;
+		uint16_t vlan = 0;
+		bool tagged = false;
 		size_t len = msg[i].msg_len;
-		uint8_t *d = fr->data;
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg[i].msg_hdr); c; c = CMSG_NXTHDR(&msg[i].msg_hdr, c)) {
 			if (c->cmsg_level == SOL_PACKET && c->cmsg_type == PACKET_AUXDATA) {
 				struct tpacket_auxdata aux;
@@ -272,49 +358,46 @@ static unsigned rx_step(struct raw_link *r, struct xr_frame **out, unsigned max)
 				}
 			}
 		}
-		if (len < XR_ETH_HLEN)
-			goto drop;
-		type = get_be16(d + ETH_OFF_TYPE);
-		if (type == XR_ETHERTYPE_VLAN && len >= XR_ETH_HLEN + XR_VLAN_HLEN) {
-			/* A tag left in the frame: take it out, the engine wants it plain. */
-			tagged = true;
-			vlan = get_be16(d + 14) & 0xFFF;
-			memmove(d + 12, d + 16, len - 16);
-			len -= XR_VLAN_HLEN;
-			type = get_be16(d + ETH_OFF_TYPE);
-		}
-		if ((r->vid && (!tagged || vlan != r->vid)) || (!r->vid && tagged && vlan))
-			goto drop;   /* another VLAN */
-		if (type == ETHERTYPE_ARP) {
-			arp_input(r, d + XR_ETH_HLEN, len - XR_ETH_HLEN);
-		} else if (type == ETHERTYPE_PFC) {
-			if (len >= XR_ETH_HLEN + 4 && get_be16(d + XR_ETH_HLEN) == PFC_OPCODE)
-				r->pfc_rcvd++;
-		} else if (type == XR_ETHERTYPE_IPV6 && len > XR_ETH_HLEN + XR_IPV6_HLEN &&
-			   d[XR_ETH_HLEN + IP6_OFF_NEXTHDR] == 58) {
-			nd_input(r, d + XR_ETH_HLEN, len - XR_ETH_HLEN);
-		} else if ((type == XR_ETHERTYPE_IPV4 || type == XR_ETHERTYPE_IPV6) &&
-			   !memcmp(d, r->link.mac, 6)) {
-			keep = true;   /* for us: the engine's parser decides the rest */
-		}
-		if (keep) {
+		if (rx_classify(r, fr->data, &len, tagged, vlan)) {
 			fr->len = (uint16_t)len;
-			if (delivered < max)
-				out[delivered++] = fr;
-			else if (r->npending < PENDING_MAX)
-				r->pending[r->npending++] = fr;
-			else {
-				r->pending_drops++;
-				pool_put(&r->pool, fr);
-			}
-			continue;
+			rx_deliver(r, fr, out, &delivered, max);
+		} else {
+			pool_put(&r->pool, fr);
 		}
-drop:
-		pool_put(&r->pool, fr);
 	}
-	for (unsigned i = (unsigned)got; i < have; i++)
-		pool_put(&r->pool, f[i]);
+	if ((unsigned)got < have)
+		pool_put_n(&r->pool, f + got, have - (unsigned)got);
 	return delivered;
+}
+
+/* Asks the kernel for a receive ring; without one (an old kernel, no
+ * memory for it) the link reads with recvmmsg instead. */
+static void ring_open(struct raw_link *r)
+{
+	int version = TPACKET_V2;
+	struct tpacket_req req = { .tp_block_size = RING_BLOCK_SIZE,
+				   .tp_block_nr = (RING_FRAMES * RING_FRAME_SIZE) / RING_BLOCK_SIZE,
+				   .tp_frame_size = RING_FRAME_SIZE, .tp_frame_nr = RING_FRAMES };
+	void *m;
+
+	if (getenv("XROCE_RAW_NO_RING") ||   /* to measure and test the other path */
+	    setsockopt(r->fd, SOL_PACKET, PACKET_VERSION, &version, sizeof(version)) ||
+	    setsockopt(r->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)))
+		return;
+	m = mmap(NULL, (size_t)RING_FRAMES * RING_FRAME_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	if (m == MAP_FAILED) {
+		struct tpacket_req none = { 0 };
+		setsockopt(r->fd, SOL_PACKET, PACKET_RX_RING, &none, sizeof(none));
+		return;
+	}
+	r->ring = m;
+	r->ring_head = 0;
+}
+
+/* Reads what the socket has; RoCE frames go to out (or pending). */
+static unsigned rx_step(struct raw_link *r, struct xr_frame **out, unsigned max)
+{
+	return r->ring ? rx_ring_step(r, out, max) : rx_mmsg_step(r, out, max);
 }
 
 static int raw_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
@@ -373,8 +456,7 @@ static int raw_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 		memmove(f[i]->data + 12, f[i]->data + 16, f[i]->len - 16u);
 		f[i]->len -= XR_VLAN_HLEN;
 	}
-	for (int i = 0; i < sent; i++)
-		pool_put(&r->pool, f[i]);
+	pool_put_n(&r->pool, f, (unsigned)sent);
 	l->stats.tx_frames += (uint64_t)sent;
 	return sent;
 }
@@ -450,6 +532,8 @@ static void raw_close(struct xr_link *l)
 
 	for (unsigned i = 0; i < r->npending; i++)
 		pool_put(&r->pool, r->pending[i]);
+	if (r->ring)
+		munmap(r->ring, (size_t)RING_FRAMES * RING_FRAME_SIZE);
 	close(r->fd);
 	pool_fini(&r->pool);
 	pthread_mutex_destroy(&r->lock);
@@ -519,6 +603,7 @@ struct xr_link *xr_link_raw(const char *ifname, const char *addr, uint16_t vid, 
 		setsockopt(r->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 		setsockopt(r->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
 	}
+	ring_open(r);
 	if (pool_init(&r->pool, POOL_FRAMES)) {
 		close(r->fd);
 		free(r);

@@ -170,8 +170,7 @@ static int udp_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 			sent = 1;    /* this frame cannot go (unreachable, too big): drop it, counted */
 			l->stats.tx_drops++;
 		}
-		for (int i = 0; i < sent; i++)
-			pool_put(&u->pool, f[done + (unsigned)i]);
+		pool_put_n(&u->pool, f + done, (unsigned)sent);
 		done += (unsigned)sent;
 		if ((unsigned)sent < k)
 			break;
@@ -253,22 +252,20 @@ static int udp_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
 	struct iovec iov[BURST];
 	struct sockaddr_storage src[BURST];
 	char ctl[BURST][128];
-	unsigned want = n < BURST ? n : BURST, have = 0;
+	unsigned want = n < BURST ? n : BURST, have;
 	int got;
 
-	for (; have < want; have++) {
-		f[have] = pool_get(&u->pool);
-		if (!f[have])
-			break;
-		iov[have].iov_base = f[have]->data + u->hdr;
-		iov[have].iov_len = sizeof(f[have]->data) - u->hdr;
-		memset(&msg[have], 0, sizeof(msg[have]));
-		msg[have].msg_hdr.msg_name = &src[have];
-		msg[have].msg_hdr.msg_namelen = sizeof(src[have]);
-		msg[have].msg_hdr.msg_iov = &iov[have];
-		msg[have].msg_hdr.msg_iovlen = 1;
-		msg[have].msg_hdr.msg_control = ctl[have];
-		msg[have].msg_hdr.msg_controllen = sizeof(ctl[have]);
+	have = pool_get_n(&u->pool, f, want);
+	for (unsigned i = 0; i < have; i++) {
+		iov[i].iov_base = f[i]->data + u->hdr;
+		iov[i].iov_len = sizeof(f[i]->data) - u->hdr;
+		memset(&msg[i], 0, sizeof(msg[i]));
+		msg[i].msg_hdr.msg_name = &src[i];
+		msg[i].msg_hdr.msg_namelen = sizeof(src[i]);
+		msg[i].msg_hdr.msg_iov = &iov[i];
+		msg[i].msg_hdr.msg_iovlen = 1;
+		msg[i].msg_hdr.msg_control = ctl[i];
+		msg[i].msg_hdr.msg_controllen = sizeof(ctl[i]);
 	}
 	got = have ? recvmmsg(u->fd, msg, have, MSG_DONTWAIT, NULL) : 0;
 	if (got < 0)
@@ -288,8 +285,8 @@ static int udp_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
 		rebuild_headers(u, f[i], msg[i].msg_len, &src[i], dst, tos);
 		recover_ip_id(u, f[i]);
 	}
-	for (unsigned i = (unsigned)got; i < have; i++)
-		pool_put(&u->pool, f[i]);
+	if ((unsigned)got < have)
+		pool_put_n(&u->pool, f + got, have - (unsigned)got);
 	l->stats.rx_frames += (uint64_t)got;
 	return got;
 }

@@ -36,7 +36,9 @@ void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp)
 			e->busy = b;
 			e->busy_cap = cap;
 		}
-		e->busy[e->nbusy++] = qp;
+		e->busy[e->nbusy] = qp;
+		/* Read without the lock by an idle pass (see progress_locked). */
+		__atomic_store_n(&e->nbusy, e->nbusy + 1, __ATOMIC_RELEASE);
 		qp->busy = true;
 		wake = true;
 	}
@@ -199,9 +201,9 @@ static int progress_locked(struct xr_engine *e)
 	struct xr_frame *rx[RX_BURST];
 	struct xr_tx *tx = e->txq;
 	struct xr_qp **list;
-	uint32_t n;
+	uint32_t n, list_cap;
 	int work = 0, got;
-	uint64_t now = xr_now_ns();
+	uint64_t now;
 
 	got = xr_link_recv(e->link, rx, RX_BURST);
 	for (int i = 0; i < got; i++) {
@@ -221,12 +223,24 @@ static int progress_locked(struct xr_engine *e)
 	if (tx->full)
 		return work;
 
-	/* Take the busy list; QPs that stay busy go back on it. */
+	/* An idle pass stops here without a lock or a clock read: a QP
+	 * marked busy meanwhile is seen by the next pass. */
+	if (!__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE)) {
+		tx_flush(e, tx);
+		return work;
+	}
+	now = xr_now_ns();
+	/* Take the busy list, leaving the spare in its place (no allocation
+	 * per pass); QPs that stay busy go back on the new one. */
 	pthread_mutex_lock(&e->busy_lock);
 	list = e->busy;
 	n = e->nbusy;
-	e->busy = NULL;
-	e->nbusy = e->busy_cap = 0;
+	list_cap = e->busy_cap;
+	e->busy = e->busy_spare;
+	e->busy_cap = e->spare_cap;
+	__atomic_store_n(&e->nbusy, 0, __ATOMIC_RELAXED);
+	e->busy_spare = NULL;
+	e->spare_cap = 0;
 	for (uint32_t i = 0; i < n; i++)
 		list[i]->busy = false;
 	pthread_mutex_unlock(&e->busy_lock);
@@ -244,7 +258,10 @@ static int progress_locked(struct xr_engine *e)
 		if (tx->n >= 24)
 			tx_flush(e, tx);
 	}
-	free(list);
+	pthread_mutex_lock(&e->busy_lock);
+	e->busy_spare = list;   /* only progress takes it, and progress is us */
+	e->spare_cap = list_cap;
+	pthread_mutex_unlock(&e->busy_lock);
 	tx_flush(e, tx);
 	return work;
 }
@@ -365,6 +382,7 @@ void xr_datapath_fini(struct xr_engine *e)
 		xr_link_frame_free(e->link, e->txq->f[i]);
 	free(e->txq);
 	free(e->busy);
+	free(e->busy_spare);
 	if (e->doorbell_efd >= 0)
 		close(e->doorbell_efd);
 	pthread_mutex_destroy(&e->dp_mutex);

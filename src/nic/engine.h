@@ -155,6 +155,8 @@ struct xr_engine {
 	pthread_mutex_t busy_lock;
 	struct xr_qp **busy;                   /* QPs with work, timers or flushes */
 	uint32_t nbusy, busy_cap;
+	struct xr_qp **busy_spare;             /* the list a progress pass gave back */
+	uint32_t spare_cap;
 	int doorbell_efd;                      /* wakes the progress thread */
 	void (*irq)(void *ctx, uint32_t cqn);  /* completion interrupt (MSI-X) */
 	void *irq_ctx;

@@ -137,6 +137,9 @@ run_case "raw ipv6 mtu 1024" --link raw --ifname va --addr fd00::1 --mtu 1024 \
   -- --link raw --ifname vb --addr fd00::2 --mtu 1024
 run_case "raw ipv4 vlan 100 pcp 3" --link raw --ifname va --addr 10.0.0.1 --vlan 100 --pcp 3 --mtu 1024 \
   -- --link raw --ifname vb --addr 10.0.0.2 --vlan 100 --pcp 3 --mtu 1024
+# The same link without the kernel's receive ring (its recvmmsg path).
+XROCE_RAW_NO_RING=1 run_case "raw ipv4 vlan 100, no receive ring" --link raw --ifname va --addr 10.0.0.1 --vlan 100 \
+  --mtu 4096 -- --link raw --ifname vb --addr 10.0.0.2 --vlan 100 --mtu 4096
 add_faults 3
 run_case "raw ipv4 mtu 4096 under loss 3%" --link raw --ifname va --addr 10.0.0.1 --mtu 4096 \
   -- --link raw --ifname vb --addr 10.0.0.2 --mtu 4096
