@@ -5,6 +5,13 @@
  * IPv4 ID caveat). Frames cross as UDP payloads, in batches
  * (sendmmsg/recvmmsg); received datagrams are placed in frames behind
  * rebuilt Ethernet/IP/UDP headers, so no payload byte is copied.
+ *
+ * No UDP GSO or GRO: RoCE v2 datagrams carry UDP checksum 0, and Linux
+ * offers neither to them. A GSO send on a socket with checksums off fails
+ * with EINVAL (tried on this project's 6.18 kernel), and UDP GRO leaves
+ * checksum-0 datagrams alone ("for symmetry with GSO"). GSO would also
+ * clash with the ICRC, which covers each segment's IPv4 ID, set by
+ * whoever segments.
  */
 #include <arpa/inet.h>
 #include <errno.h>
