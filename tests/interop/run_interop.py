@@ -43,10 +43,12 @@ def setup_ns(mtu):
     and the loss rules sit, whichever link sends them (a packet socket on tap0 itself would bypass them)."""
     subprocess.run(["ip", "netns", "add", NS], check=True)
     sh(f"ip link set lo up && ip tuntap add tap0 mode tap && ip link add br0 type bridge && "
-       f"ip link add xr0 type veth peer name xrp && "
-       f"for d in tap0 xrp; do ip link set $d master br0; done && "
-       f"for d in tap0 xrp xr0 br0; do ip link set $d mtu {mtu} up; done && "
-       f"ip addr add {HOST}/24 dev br0", check=True)
+       f"ip link add xr0 type veth peer name xrp && ip link add tv0 type veth peer name tv1 && "
+       f"for d in tap0 xrp tv1; do ip link set dev $d master br0; done && "
+       f"for d in tap0 xrp xr0 tv0 tv1 br0; do ip link set dev $d mtu {mtu} up; done && "
+       f"ip addr add {HOST}/24 dev br0 && "
+       # The host's TCP reaches the impairment element through tv1/tv0: whole frames, no offload.
+       f"for d in tv0 tv1; do ethtool -K $d tx off tso off gso off gro off >/dev/null; done", check=True)
 
 
 def teardown_ns():
@@ -160,6 +162,38 @@ def run_loss_cases(vm, ib_mtu):
             sh("nft delete table netdev xrloss", stderr=subprocess.DEVNULL)
 
 
+def run_reorder_cases(vm, ib_mtu):
+    """This kernel has no netem, so for delay and reordering the tap leaves the bridge and the impairment
+    element (tests/net/impair.c) forwards between it and a veth into the bridge: RoCE frames in both
+    directions are delayed 300 us, except 5 % that skip the delay and so overtake the frames before them
+    (netem's "delay 300us reorder 5%"), and 1 % are lost. The capture on the tap still sees every frame
+    the VM sends and receives."""
+    impair = os.path.join(bindir, "impair")
+    sh("ip link set dev tap0 nomaster", check=True)
+    log = os.path.join(work, "impair.log")
+    p = subprocess.Popen(["ip", "netns", "exec", NS, impair, "tap0", "tv0", "--loss", "1", "--delay", "300",
+                          "--jitter", "0", "--reorder", "5", "--seed", "11", "--seconds", "900"],
+                         stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    time.sleep(0.3)
+    try:
+        for name, tool, xargs, pargs in LOSS_TESTS:
+            for link in LINKS:
+                for role in ("vm-server", "xroce-server"):
+                    run_case(vm, f"{name} reordered", tool, xargs, role, ib_mtu, pargs + f" -m {ib_mtu}", link)
+    finally:
+        p.terminate()
+        p.wait()
+        summary = open(log).read().strip()
+        m = re.search(r"dropped (\d+) reordered (\d+)", summary)
+        ok = bool(m and int(m.group(1)) > 0 and int(m.group(2)) > 0)
+        results.append(dict(name="frames dropped / reordered by the impairment element", role="-", link="-", mtu=ib_mtu,
+                            ok=ok, hrc=None, vrc=None, fig=f"{m.group(1)} / {m.group(2)}" if m else "", secs=0,
+                            why="" if ok else f"the element did not drop and reorder: {summary[-120:]}"))
+        print(f"     {summary}", flush=True)
+        sh("ip link set dev tap0 master br0")
+        time.sleep(0.3)
+
+
 TESTS = [  # name, perftest tool, xroce-perf args, peer args
     ("pingpong", "ibv_rc_pingpong", ["pingpong", "-n", "200", "-s", "4096", "--verify"], "-n 200 -s 4096 -c"),
     ("write_bw", "ib_write_bw", ["write_bw", "-n", "300"], "-n 300"),
@@ -204,6 +238,8 @@ def main():
                         run_case(vm, name, tool, xargs, role, ib_mtu, pargs + f" -m {ib_mtu}", link)
             if mtu == 1500 and (not only or "loss" in only):
                 run_loss_cases(vm, ib_mtu)
+            if mtu == 1500 and (not only or "reorder" in only):
+                run_reorder_cases(vm, ib_mtu)
             # rxe's own view: ICRC or other drops counted by the peer
             counters = vm.run("for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo $(basename $f)=$(cat $f); done", 20)[1]
             versions[f"rxe counters after mtu {mtu}"] = " ".join(x for x in counters.split() if not x.endswith("=0"))
@@ -248,7 +284,9 @@ def write_doc(versions, malformed):
                 "same namespace, over its UDP link (the kernel's address on the bridge) and over its raw Ethernet link\n"
                 "(the veth end, with its own address, answering ARP itself). Every RoCE frame crosses the tap, where\n"
                 "the capture is taken and, for the loss cases, an nftables rule drops RoCE frames at random in both\n"
-                "directions (this kernel has no netem). Roles: `vm-server` = the perftest tool in the VM serves and\n"
+                "directions (this kernel has no netem). For the `reordered` cases the tap leaves the bridge and the\n"
+                "impairment element (`tests/net/impair.c`) forwards between them: RoCE frames delayed 300 us, 5 %\n"
+                "overtaking, 1 % lost, both directions. Roles: `vm-server` = the perftest tool in the VM serves and\n"
                 "xroce-perf connects; `xroce-server` = the reverse. Pingpong runs with `ibv_rc_pingpong -c` and\n"
                 "`xroce-perf --verify`: every echo is compared with what was sent. Figures are from the emulated VM\n"
                 "(TCG), a functional peer, not a speed reference.\n\n")

@@ -16,7 +16,11 @@ class VM:
                "-initrd", os.path.join(image, "initrd.gz"),
                "-append", f"console=ttyS0 quiet panic=-1 xr_ip={ip} xr_ip6={ip6} xr_mtu={mtu}",
                "-netdev", "tap,id=n0,ifname=tap0,script=no,downscript=no",
-               "-device", "virtio-net-pci,netdev=n0,mac=52:54:00:12:34:56"]
+               # No checksum or segmentation offload between VM and tap: every frame on the tap is a
+               # whole, checksummed wire frame, as the impairment element (which forwards frames as
+               # bytes) and a real wire need.
+               "-device", "virtio-net-pci,netdev=n0,mac=52:54:00:12:34:56,csum=off,guest_csum=off,gso=off,"
+                          "host_tso4=off,host_tso6=off,guest_tso4=off,guest_tso6=off"]
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self.buf = b""
         ok, out = self._until(b"__XR_READY__", 120)
