@@ -8,8 +8,10 @@ trap 'rm -rf "$work"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
-"$gen" --help | grep -q -- "--pcap FILE" || fail "--help does not document --pcap"
-"$gen" --list | grep -q "RC_RDMA_READ_REQUEST" || fail "--list lacks READ_REQUEST"
+# (Here-strings, not pipes into grep -q: under pipefail a writer cut off by
+# grep's early exit would fail the check.)
+grep -q -- "--pcap FILE" <<<"$("$gen" --help)" || fail "--help does not document --pcap"
+grep -q "RC_RDMA_READ_REQUEST" <<<"$("$gen" --list)" || fail "--list lacks READ_REQUEST"
 
 # --count with a PSN run that wraps at 2^24, to pcap and hex at once.
 "$gen" -q -o rc_rdma_write_middle --mtu 256 --count 4 --psn 0xfffffe \
@@ -34,7 +36,7 @@ PY
 # Field flags land where they belong.
 out=$("$gen" -o rc_rdma_write_only --va 0x1000 --rkey 0xabc --size 100 --qpn 0x42 --psn 7 \
   --ackreq --pcap "$work/f.pcap" -q && "$decode" "$work/f.pcap")
-echo "$out" | grep -q "qpn=0x000042 psn=0x000007 ackreq=1 .* reth=0x1000,0x00000abc,100" \
+grep -q "qpn=0x000042 psn=0x000007 ackreq=1 .* reth=0x1000,0x00000abc,100" <<<"$out" \
   || fail "RETH/BTH fields: $out"
 out=$("$gen" -o rc_compare_swap --va 0x2000 --rkey 5 --swap 9 --compare 3 --pcap "$work/a.pcap" -q \
   && "$decode" "$work/a.pcap")
@@ -42,7 +44,7 @@ grep -q "atomic=0x2000,0x00000005,0x9,0x3" <<<"$out" || fail "AtomicETH fields: 
 out=$("$gen" -o rc_acknowledge --syndrome 0x62 --msn 77 --pcap "$work/k.pcap" -q && "$decode" "$work/k.pcap")
 grep -q "aeth=0x62,77" <<<"$out" || fail "AETH fields: $out"
 "$gen" -q -o rc_send_first --mtu 4096 --pcap "$work/m.pcap"
-"$decode" --mtu 4096 "$work/m.pcap" | grep -q "payload=4096" || fail "FIRST payload must be the MTU"
+grep -q "payload=4096" <<<"$("$decode" --mtu 4096 "$work/m.pcap")" || fail "FIRST payload must be the MTU"
 
 # Bad arguments: exit 2, a message naming the problem, no output file.
 check_bad() {
