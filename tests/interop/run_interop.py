@@ -32,7 +32,7 @@ RAW_ADDR = "10.77.0.3"  # the raw link's own address on xr0; the kernel keeps HO
 LINKS = os.environ.get("XR_LINKS", "udp,raw").split(",")
 results = []
 rxe_rcvd = {}   # MTU phase -> rxe's rcvd_pkts at its end
-CAPTURE_CAP = 1 << 30   # bytes per capture
+CAPTURE_CAP = 1_000_000_000   # bytes per capture (tshark's filesize counts kB of 1000 bytes)
 
 
 def sh(cmd, **kw):
@@ -219,10 +219,10 @@ def main():
     for mtu in ([1500] if quick else [1500, 9000]):
         teardown_ns()
         setup_ns(mtu)
-        # Whole frames, up to 1 GiB per capture (the reordering cases alone send ~3 GB): the cap keeps a
+        # Whole frames, up to 1 GB per capture (the reordering cases alone send ~3 GB): the cap keeps a
         # CI machine with little disk whole; docs/interop.md says how many frames were checked.
         cap = subprocess.Popen(["ip", "netns", "exec", NS, "tshark", "-i", "tap0", "-q", "-f", "udp port 4791",
-                                "-a", f"filesize:{CAPTURE_CAP >> 10}", "-w", os.path.join(work, f"interop-mtu{mtu}.pcap")],
+                                "-a", f"filesize:{CAPTURE_CAP // 1000}", "-w", os.path.join(work, f"interop-mtu{mtu}.pcap")],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         vm = None
         try:
@@ -289,10 +289,10 @@ def accepted_by_rxe(pc, mtu, versions):
     r = subprocess.run(["tshark", "-r", pc, "-Y", f"ip.dst=={PEER} && udp.dstport==4791", "-T", "fields",
                         "-e", "frame.number"], capture_output=True, text=True)
     to_rxe = len([l for l in r.stdout.splitlines() if l.strip()])
-    whole = os.path.getsize(pc) < CAPTURE_CAP - (16 << 20)
+    whole = os.path.getsize(pc) < CAPTURE_CAP - 16_000_000   # tshark stops a little past the cap
     rcvd = rxe_rcvd.get(mtu)
     versions[f"RoCE frames captured going to rxe, mtu {mtu}"] = \
-        f"{to_rxe}; rxe's rcvd_pkts {rcvd}" + ("" if whole else " (capture capped at 1 GiB: not compared)")
+        f"{to_rxe}; rxe's rcvd_pkts {rcvd}" + ("" if whole else " (capture capped at 1 GB: not compared)")
     if whole:
         ok = rcvd is not None and rcvd >= to_rxe
         results.append(dict(name="rxe accepted every frame sent to it (rcvd_pkts >= captured)", role="-", link="-",
