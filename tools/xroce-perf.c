@@ -801,6 +801,20 @@ static void verify_lat_rx(struct side *s, const uint8_t *rx, uint64_t size, uint
 	s->verified++;
 }
 
+/* send_lat: waits for the peer's message, checks it, posts its buffer again. */
+static int lat_recv_one(struct side *s, const uint8_t *rx, uint64_t size, uint64_t i, struct xr_recv_wr *r)
+{
+	struct xr_wc wc;
+
+	if (wait_one(s, &wc, true))
+		return -1;
+	if (wc.byte_len != size)
+		s->verify_errors += s->c->verify;
+	verify_lat_rx(s, rx, size, i);
+	xr_post_recv(s->qp[0], r, NULL);
+	return 0;
+}
+
 static int run_lat(struct side *s)
 {
 	const struct cfg *c = s->c;
@@ -864,29 +878,13 @@ static int run_lat(struct side *s)
 				struct xr_sge r2 = { (uintptr_t)rx, (uint32_t)(size ? size : 1), s->mr->lkey };
 				struct xr_recv_wr r = { .wr_id = i, .sg_list = &r2, .num_sge = 1 };
 				/* Each message is checked before its buffer is posted again. */
-				if (!my_turn) {
-					if (wait_one(s, &wc, true))
-						rc = -1;
-					else {
-						if (wc.byte_len != size)
-							s->verify_errors += c->verify;
-						verify_lat_rx(s, rx, size, i);
-						xr_post_recv(s->qp[0], &r, NULL);
-					}
-				}
+				if (!my_turn && lat_recv_one(s, rx, size, i, &r))
+					rc = -1;
 				w.opcode = XR_WR_SEND;
 				if (!rc && (xr_post_send(s->qp[0], &w, NULL) || wait_one(s, &wc, false)))
 					rc = -1;
-				if (my_turn && !rc) {
-					if (wait_one(s, &wc, true))
-						rc = -1;
-					else {
-						if (wc.byte_len != size)
-							s->verify_errors += c->verify;
-						verify_lat_rx(s, rx, size, i);
-						xr_post_recv(s->qp[0], &r, NULL);
-					}
-				}
+				if (my_turn && !rc && lat_recv_one(s, rx, size, i, &r))
+					rc = -1;
 				t[i] = (now_us() - t0) / 2;
 				break;
 			}

@@ -138,6 +138,14 @@ LOSS_TESTS = [  # under loss: fewer iterations, every retransmission path still 
 ]
 
 
+def run_fault_cases(vm, ib_mtu, label):
+    """The core cases, every link and both roles, on a path that is faulty right now."""
+    for name, tool, xargs, pargs in LOSS_TESTS:
+        for link in LINKS:
+            for role in ("vm-server", "xroce-server"):
+                run_case(vm, f"{name} {label}", tool, xargs, role, ib_mtu, pargs + f" -m {ib_mtu}", link)
+
+
 def run_loss_cases(vm, ib_mtu):
     """Random loss of RoCE frames (UDP 4791 only; the TCP exchange stays whole) in both directions on the
     tap, which both links' frames cross. This kernel has no netem, so an nftables netdev rule drops them;
@@ -150,10 +158,7 @@ def run_loss_cases(vm, ib_mtu):
            f"nft add rule netdev xrloss out udp dport 4791 numgen random mod 100 '<' {loss} counter drop",
            check=True)
         try:
-            for name, tool, xargs, pargs in LOSS_TESTS:
-                for link in LINKS:
-                    for role in ("vm-server", "xroce-server"):
-                        run_case(vm, f"{name} {loss}% loss", tool, xargs, role, ib_mtu, pargs + f" -m {ib_mtu}", link)
+            run_fault_cases(vm, ib_mtu, f"{loss}% loss")
         finally:
             out = sh("nft list table netdev xrloss", capture_output=True, text=True).stdout
             dropped = sum(int(x) for x in re.findall(r"packets (\d+)", out))
@@ -178,10 +183,7 @@ def run_reorder_cases(vm, ib_mtu):
                          stdout=open(log, "w"), stderr=subprocess.STDOUT)
     time.sleep(0.3)
     try:
-        for name, tool, xargs, pargs in LOSS_TESTS:
-            for link in LINKS:
-                for role in ("vm-server", "xroce-server"):
-                    run_case(vm, f"{name} reordered", tool, xargs, role, ib_mtu, pargs + f" -m {ib_mtu}", link)
+        run_fault_cases(vm, ib_mtu, "reordered")
     finally:
         p.terminate()
         p.wait()
