@@ -25,7 +25,18 @@ struct xr_frame {
 	struct xr_frame *next;      /* pool and queue linkage */
 	uint64_t due_ns;            /* fault injection: hold until */
 	uint16_t len;
+	uint16_t rx_flags;          /* enum xr_frame_rx_flag, set by the link on receive */
 	uint8_t data[XR_MAX_FRAME] __attribute__((aligned(64)));
+};
+
+/* What a link tells the engine about a frame it received. */
+enum xr_frame_rx_flag {
+	/* The ICRC matched only after the IPv4 ID was recovered from it: 16 of
+	 * its 32 bits were checked (UDP link; counted as rx_icrc_id_recovered). */
+	XR_FRAME_ICRC_ID_RECOVERED = 1u << 0,
+	/* Strict mode: the ICRC could not be checked in full; the engine drops
+	 * the frame (rx_drop_icrc_unverifiable). */
+	XR_FRAME_ICRC_UNVERIFIABLE = 1u << 1,
 };
 
 struct xr_link_stats {

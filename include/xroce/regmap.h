@@ -222,7 +222,15 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	X(DROP_BAD_SRC,       "rx_drop_bad_src",        "Dropped: source IP differs from the QP's peer.") \
 	X(DROP_BAD_PKEY,      "rx_drop_bad_pkey",       "Dropped: P_Key mismatch.") \
 	X(DROP_BAD_QKEY,      "rx_drop_bad_qkey",       "Dropped: UD Q_Key mismatch.") \
-	X(DROP_DISABLED,      "rx_drop_disabled",       "Dropped: engine not enabled.")
+	X(DROP_DISABLED,      "rx_drop_disabled",       "Dropped: engine not enabled.") \
+	X(DROP_RESP_UNEXPECTED, "rx_drop_unexpected_resp", "Dropped: ACK, NAK or response with nothing outstanding to answer, or of a kind the oldest WQE does not take.") \
+	X(DROP_RESP_WINDOW,   "rx_drop_resp_out_of_window", "Dropped: ACK, NAK or response whose PSN lies beyond anything sent.") \
+	X(DUP_RESPONSE,       "duplicate_response",     "Duplicate or stale responses ignored (PSN already acknowledged or not the one expected).") \
+	X(DROP_DUP_NO_RES,    "rx_drop_dup_no_resource", "Duplicate READ/atomic dropped: no saved responder resource matches it.") \
+	X(RD_ATOMIC_EXCEEDED, "rd_atomic_res_exceeded", "READ/atomic requests refused with NAK invalid request: more outstanding than max_dest_rd_atomic.") \
+	X(INV_REFUSED,        "inv_refused",            "SEND_WITH_INV or LOCAL_INV refused: the key names no invalidatable MR or MW.") \
+	X(ICRC_ID_RECOVERED,  "rx_icrc_id_recovered",   "UDP link: frames accepted with the IPv4 ID recovered from the ICRC (only 16 of the 32 ICRC bits checked).") \
+	X(DROP_ICRC_UNVERIFIABLE, "rx_drop_icrc_unverifiable", "UDP link, strict mode: dropped because the ICRC could not be checked in full (unknown non-zero IPv4 ID).")
 
 /* After the table: one counter per parser rejection, named
  * "rx_drop_<reason>" and described by XR_PARSE_ERR_TABLE. */

@@ -120,6 +120,7 @@ static struct xr_frame *mem_alloc(struct xr_link *l)
 	if (f) {
 		f->next = NULL;
 		f->len = 0;
+		f->rx_flags = 0;
 	}
 	return f;
 }

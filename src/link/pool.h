@@ -39,6 +39,7 @@ static inline struct xr_frame *pool_get(struct frame_pool *p)
 	if (f) {
 		f->next = NULL;
 		f->len = 0;
+		f->rx_flags = 0;
 	}
 	return f;
 }
@@ -67,6 +68,7 @@ static inline unsigned pool_get_n(struct frame_pool *p, struct xr_frame **f, uns
 	for (unsigned i = 0; i < k; i++) {
 		f[i]->next = NULL;
 		f[i]->len = 0;
+		f[i]->rx_flags = 0;
 	}
 	return k;
 }

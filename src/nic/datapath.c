@@ -137,14 +137,21 @@ static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx)
 {
 	struct xr_pkt p;
 	struct xr_qp *qp;
-	enum xr_parse_err err = xr_pkt_parse(f->data, f->len, 0, 0, &p);
+	enum xr_parse_err err;
 
+	if (f->rx_flags & XR_FRAME_ICRC_UNVERIFIABLE) {
+		xr_count(e, XR_CNT_DROP_ICRC_UNVERIFIABLE, 1);
+		return;
+	}
+	err = xr_pkt_parse(f->data, f->len, 0, 0, &p);
 	if (err != XR_PARSE_OK) {
 		xr_count(e, xr_counter_of_parse_err(err), 1);
 		return;
 	}
 	xr_count(e, XR_CNT_RX_PKTS, 1);
 	xr_count(e, XR_CNT_RX_BYTES, f->len);
+	if (f->rx_flags & XR_FRAME_ICRC_ID_RECOVERED)
+		xr_count(e, XR_CNT_ICRC_ID_RECOVERED, 1);
 	if ((p.traffic_class & 3) == 3)   /* ECN CE */
 		xr_count(e, XR_CNT_ECN_MARKED, 1);
 	if (p.op->flags & XR_OPF_CNP) {
