@@ -47,6 +47,11 @@ int xr_engine_progress(struct xr_engine *e);
 int xr_engine_start_thread(struct xr_engine *e);
 void xr_engine_stop_thread(struct xr_engine *e);
 
+/* The engine's timer clock (ACK and RNR timers, event timestamps): fn(ctx)
+ * returns nanoseconds on a monotonic scale. NULL restores CLOCK_MONOTONIC.
+ * Tests drive timers exactly with it (set before traffic starts). */
+void xr_engine_set_clock(struct xr_engine *e, uint64_t (*fn)(void *ctx), void *ctx);
+
 /* Completion interrupts: fn(ctx, cqn) runs when an armed CQ gets a CQE
  * (from the engine's thread or the progressing caller). */
 void xr_engine_set_irq(struct xr_engine *e, void (*fn)(void *ctx, uint32_t cqn), void *ctx);

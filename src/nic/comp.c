@@ -92,14 +92,14 @@ static void ack_upto(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 }
 
 /* Timer bookkeeping after progress: stop when nothing is outstanding. */
-static void rearm(struct xr_qp *qp)
+static void rearm(struct xr_engine *e, struct xr_qp *qp)
 {
 	struct xr_req *r = &qp->req;
 
 	if (r->tail == r->head && !r->cur_active)
 		r->timer_due_ns = 0;
 	else
-		xr_req_arm_timer(qp, xr_now_ns());
+		xr_req_arm_timer(qp, xr_engine_now(e));
 }
 
 /* One retry from psn; false (and the QP failed) when retries are exhausted. */
@@ -165,7 +165,7 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 			}
 			r->rnr_left--;
 		}
-		r->rnr_due_ns = xr_now_ns() + 1000ull * rnr_timer_us[syn & XR_AETH_VALUE_MASK];
+		r->rnr_due_ns = xr_engine_now(e) + 1000ull * rnr_timer_us[syn & XR_AETH_VALUE_MASK];
 		xr_req_retransmit(e, qp, psn);
 		xr_evlog_add(e, XR_EV_NAK_RCVD, qp->qpn, syn, psn);
 		return;
@@ -195,7 +195,7 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 	default:
 		return;   /* reserved type: ignored */
 	}
-	rearm(qp);
+	rearm(e, qp);
 }
 
 static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
@@ -238,7 +238,7 @@ static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct
 	made_progress(qp, psn_add(p->psn, 1));
 	if (p->psn == m->last_psn)
 		complete_tail(e, qp, XR_WC_SUCCESS, w->length);
-	rearm(qp);
+	rearm(e, qp);
 }
 
 static void rx_atomic_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
@@ -262,7 +262,7 @@ static void rx_atomic_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr
 	}
 	made_progress(qp, psn_add(p->psn, 1));
 	complete_tail(e, qp, XR_WC_SUCCESS, 8);
-	rearm(qp);
+	rearm(e, qp);
 }
 
 void xr_comp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)

@@ -236,7 +236,7 @@ static int progress_locked(struct xr_engine *e)
 		tx_flush(e, tx);
 		return work;
 	}
-	now = xr_now_ns();
+	now = xr_engine_now(e);
 	/* Take the busy list, leaving the spare in its place (no allocation
 	 * per pass); QPs that stay busy go back on the new one. */
 	pthread_mutex_lock(&e->busy_lock);

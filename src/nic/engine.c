@@ -52,6 +52,13 @@ static void regs_reset(struct xr_engine *e)
 		}
 }
 
+void xr_engine_set_clock(struct xr_engine *e, uint64_t (*fn)(void *ctx), void *ctx)
+{
+	e->clock_fn = fn;
+	e->clock_ctx = ctx;
+	e->t0_ns = xr_engine_now(e);
+}
+
 struct xr_engine *xr_engine_create(void)
 {
 	struct xr_engine *e = calloc(1, sizeof(*e));
@@ -139,7 +146,7 @@ void xr_evlog_add(struct xr_engine *e, enum xr_event_type t, uint32_t qpn, uint3
 
 	pthread_mutex_lock(&e->evlog_lock);
 	ent = &e->evlog[e->evlog_seq % XR_EVLOG_ENTRIES];
-	ent->ts_ns = xr_now_ns() - e->t0_ns;
+	ent->ts_ns = xr_engine_now(e) - e->t0_ns;
 	ent->type = (uint8_t)t;
 	ent->qpn = qpn;
 	ent->arg0 = a0;

@@ -140,6 +140,8 @@ struct xr_engine {
 	struct xr_evlog_entry evlog[XR_EVLOG_ENTRIES];
 	uint64_t evlog_seq;                    /* events ever logged */
 	uint64_t t0_ns;
+	uint64_t (*clock_fn)(void *ctx);       /* the timer clock (NULL: monotonic) */
+	void *clock_ctx;
 
 	struct {
 		pthread_t thread;
@@ -184,6 +186,11 @@ static inline void xr_reg_set(struct xr_engine *e, uint32_t off, uint32_t v)
 }
 
 uint64_t xr_now_ns(void);
+/* The engine's clock: xr_now_ns() unless a test set its own. */
+static inline uint64_t xr_engine_now(const struct xr_engine *e)
+{
+	return e->clock_fn ? e->clock_fn(e->clock_ctx) : xr_now_ns();
+}
 void xr_engine_soft_reset(struct xr_engine *e);
 void xr_evlog_read(struct xr_engine *e, uint64_t seq, struct xr_evlog_entry *out, bool *valid);
 uint64_t xr_evlog_count(struct xr_engine *e);

@@ -310,7 +310,7 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx)
 {
 	struct xr_req *r = &qp->req;
-	uint64_t now = xr_now_ns();
+	uint64_t now = xr_engine_now(e);
 
 	if (!r->meta || !qp->ctx.sq_base)
 		return;

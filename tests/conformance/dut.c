@@ -1,0 +1,739 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The device under test, driven through xroce's verbs: the QP and regions
+ * a script declares, and the script's verbs actions and expectations
+ * (post_send, post_recv, modify_qp, dereg_mr, cqe, state, counter, mem,
+ * time).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "script.h"
+
+#define PEER_QPN 0x000123
+#define T0_NS    1000000000ull
+
+static uint64_t script_clock(void *ctx)
+{
+	return ((struct run *)ctx)->now_ns;
+}
+
+static const char *const status_names[] = {
+	"SUCCESS", "LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_EEC_OP_ERR", "LOC_PROT_ERR", "WR_FLUSH_ERR",
+	"MW_BIND_ERR", "BAD_RESP_ERR", "LOC_ACCESS_ERR", "REM_INV_REQ_ERR", "REM_ACCESS_ERR",
+	"REM_OP_ERR", "RETRY_EXC_ERR", "RNR_RETRY_EXC_ERR", "LOC_RDD_VIOL_ERR", "REM_INV_RD_REQ_ERR",
+	"REM_ABORT_ERR", "INV_EECN_ERR", "INV_EEC_STATE_ERR", "FATAL_ERR", "RESP_TIMEOUT_ERR",
+	"GENERAL_ERR",
+};
+static const char *const state_names[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
+
+static const struct { const char *name; int v; } wc_opcodes[] = {
+	{ "SEND", XR_WC_SEND }, { "RDMA_WRITE", XR_WC_RDMA_WRITE }, { "RDMA_READ", XR_WC_RDMA_READ },
+	{ "COMP_SWAP", XR_WC_COMP_SWAP }, { "FETCH_ADD", XR_WC_FETCH_ADD }, { "BIND_MW", XR_WC_BIND_MW },
+	{ "LOCAL_INV", XR_WC_LOCAL_INV }, { "RECV", XR_WC_RECV },
+	{ "RECV_RDMA_WITH_IMM", XR_WC_RECV_RDMA_WITH_IMM },
+};
+
+static const struct { const char *name; int v; } wr_opcodes[] = {
+	{ "write", XR_WR_RDMA_WRITE }, { "write_imm", XR_WR_RDMA_WRITE_WITH_IMM }, { "send", XR_WR_SEND },
+	{ "send_imm", XR_WR_SEND_WITH_IMM }, { "send_inv", XR_WR_SEND_WITH_INV }, { "read", XR_WR_RDMA_READ },
+	{ "cas", XR_WR_ATOMIC_CMP_AND_SWP }, { "faa", XR_WR_ATOMIC_FETCH_AND_ADD },
+	{ "local_inv", XR_WR_LOCAL_INV },
+};
+
+static int name_index(const char *const *names, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcasecmp(names[i], s))
+			return (int)i;
+	return -1;
+}
+
+/* "LW,RW,RR,RA" or "none" or a number. */
+static bool parse_access(struct run *r, const char *s, int *out)
+{
+	uint64_t v;
+	int a = 0;
+	char buf[64], *save = NULL;
+
+	if (!strcmp(s, "none")) {
+		*out = 0;
+		return true;
+	}
+	if (s[0] >= '0' && s[0] <= '9') {
+		if (!eval(r, s, &v))
+			return false;
+		*out = (int)v;
+		return true;
+	}
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(t, "LW")) a |= XR_ACCESS_LOCAL_WRITE;
+		else if (!strcmp(t, "RW")) a |= XR_ACCESS_REMOTE_WRITE;
+		else if (!strcmp(t, "RR")) a |= XR_ACCESS_REMOTE_READ;
+		else if (!strcmp(t, "RA")) a |= XR_ACCESS_REMOTE_ATOMIC;
+		else {
+			fail(r, "unknown access '%s' (LW, RW, RR, RA, none)", t);
+			return false;
+		}
+	}
+	*out = a;
+	return true;
+}
+
+static bool add_region(struct run *r, const char *name, size_t len, int access, bool other_pd)
+{
+	struct region *g;
+
+	if (r->nreg == MAX_REGIONS || region_by_name(r, name) || strlen(name) >= sizeof(g->name)) {
+		fail(r, "cannot add region '%s'", name);
+		return false;
+	}
+	g = &r->reg[r->nreg++];
+	memset(g, 0, sizeof(*g));
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	g->len = len;
+	g->access = access;
+	g->other_pd = other_pd;
+	g->alloc = malloc(len + 2 * GUARD_LEN);
+	if (!g->alloc) {
+		fail(r, "out of memory");
+		return false;
+	}
+	memset(g->alloc, GUARD_VAL, len + 2 * GUARD_LEN);
+	g->mem = g->alloc + GUARD_LEN;
+	memset(g->mem, 0, len);
+	g->mr = xr_reg_mr(other_pd ? r->pd2 : r->pd, g->mem, len, access);
+	if (!g->mr) {
+		fail(r, "reg_mr of region '%s' failed", name);
+		return false;
+	}
+	g->lkey = g->mr->lkey;
+	g->rkey = g->mr->rkey;
+	return true;
+}
+
+bool dut_open(struct run *r)
+{
+	memset(&r->o, 0, sizeof(r->o));
+	/* The checklist's default fixture (transport-rules.md). */
+	r->o.mtu = XR_MTU_1024;
+	r->o.rq_psn = 100;
+	r->o.sq_psn = 500;
+	r->o.timeout = 14;
+	r->o.retry_cnt = 3;
+	r->o.rnr_retry = 3;
+	r->o.min_rnr_timer = 12;
+	r->o.max_rd_atomic = r->o.max_dest_rd_atomic = 4;
+	r->o.access = XR_ACCESS_LOCAL_WRITE | XR_ACCESS_REMOTE_WRITE | XR_ACCESS_REMOTE_READ |
+		      XR_ACCESS_REMOTE_ATOMIC;
+	r->o.sq_depth = r->o.rq_depth = 64;
+	r->o.scq_depth = r->o.rcq_depth = 256;
+	r->peer_qpn = PEER_QPN;
+	r->now_ns = T0_NS;
+	r->next_wr_id = 1;
+	r->held = calloc(MAX_HELD, sizeof(*r->held));
+	if (!r->held || xr_link_mem_pair(&r->dut_link, &r->peer_link, 0)) {
+		fail(r, "cannot make the in-memory link");
+		return false;
+	}
+	r->dev = xr_open_device(r->dut_link, &(struct xr_device_opts){ .addr = "10.0.0.1",
+								     .progress = XR_PROGRESS_INLINE });
+	if (!r->dev) {
+		fail(r, "cannot open the device");
+		return false;
+	}
+	r->eng = xr_context_engine(r->dev);
+	xr_engine_set_clock(r->eng, script_clock, r);
+	r->pd = xr_alloc_pd(r->dev);
+	r->pd2 = xr_alloc_pd(r->dev);
+	if (!r->pd || !r->pd2) {
+		fail(r, "cannot allocate PDs");
+		return false;
+	}
+	/* The checklist's 64 KiB MR, and local buffers for sends and receives. */
+	return add_region(r, "mr", 65536, r->o.access, false) &&
+	       add_region(r, "lbuf", 65536, XR_ACCESS_LOCAL_WRITE, false) &&
+	       add_region(r, "rbuf", 262144, XR_ACCESS_LOCAL_WRITE, false);
+}
+
+void dut_close(struct run *r)
+{
+	if (r->qp)
+		xr_destroy_qp(r->qp);
+	if (r->scq)
+		xr_destroy_cq(r->scq);
+	if (r->rcq)
+		xr_destroy_cq(r->rcq);
+	for (int i = 0; i < r->nreg; i++) {
+		if (r->reg[i].mr)
+			xr_dereg_mr(r->reg[i].mr);
+		free(r->reg[i].alloc);
+	}
+	if (r->pd)
+		xr_dealloc_pd(r->pd);
+	if (r->pd2)
+		xr_dealloc_pd(r->pd2);
+	if (r->dev)
+		xr_close_device(r->dev);
+	if (r->dut_link)
+		xr_link_close(r->dut_link);
+	if (r->peer_link)
+		xr_link_close(r->peer_link);
+	free(r->held);
+}
+
+bool dut_connect(struct run *r)
+{
+	struct xr_qp_init_attr ia;
+	struct xr_qp_attr a;
+	int rc;
+
+	for (int i = 0; i < r->nreg; i++)   /* lbuf starts with a known pattern */
+		if (!strcmp(r->reg[i].name, "lbuf"))
+			for (size_t k = 0; k < r->reg[i].len; k++)
+				r->reg[i].mem[k] = (uint8_t)(0x40 + k);
+	r->scq = xr_create_cq(r->dev, (int)r->o.scq_depth);
+	r->rcq = xr_create_cq(r->dev, (int)r->o.rcq_depth);
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = r->scq;
+	ia.recv_cq = r->rcq;
+	ia.qp_type = XR_QPT_RC;
+	ia.sq_sig_all = r->o.sig_all;
+	ia.cap.max_send_wr = r->o.sq_depth;
+	ia.cap.max_recv_wr = r->o.rq_depth;
+	ia.cap.max_send_sge = XR_WQE_MAX_SGE;
+	ia.cap.max_recv_sge = XR_RWQE_MAX_SGE;
+	ia.cap.max_inline_data = XR_WQE_MAX_INLINE;
+	r->qp = r->scq && r->rcq ? xr_create_qp(r->pd, &ia) : NULL;
+	if (!r->qp) {
+		fail(r, "cannot create the CQs and QP");
+		return false;
+	}
+	memset(&a, 0, sizeof(a));
+	a.qp_state = XR_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = (unsigned)r->o.access & 0xE;
+	rc = xr_modify_qp(r->qp, &a, XR_QP_STATE | XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS);
+	a.qp_state = XR_QPS_RTR;
+	a.path_mtu = r->o.mtu;
+	a.dest_qp_num = r->peer_qpn;
+	a.rq_psn = r->o.rq_psn;
+	a.max_dest_rd_atomic = r->o.max_dest_rd_atomic;
+	a.min_rnr_timer = r->o.min_rnr_timer;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	xr_gid_from_ipv4(&a.ah_attr.grh.dgid, 0x0A000002);
+	rc = rc ? rc : xr_modify_qp(r->qp, &a, XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN |
+						  XR_QP_RQ_PSN | XR_QP_MAX_DEST_RD_ATOMIC | XR_QP_MIN_RNR_TIMER);
+	a.qp_state = XR_QPS_RTS;
+	a.timeout = r->o.timeout;
+	a.retry_cnt = r->o.retry_cnt;
+	a.rnr_retry = r->o.rnr_retry;
+	a.sq_psn = r->o.sq_psn;
+	a.max_rd_atomic = r->o.max_rd_atomic;
+	rc = rc ? rc : xr_modify_qp(r->qp, &a, XR_QP_STATE | XR_QP_TIMEOUT | XR_QP_RETRY_CNT | XR_QP_RNR_RETRY |
+						  XR_QP_SQ_PSN | XR_QP_MAX_QP_RD_ATOMIC);
+	if (rc) {
+		fail(r, "connecting the QP failed: %s", strerror(rc));
+		return false;
+	}
+	r->connected = true;
+	return true;
+}
+
+/* ---- actions ---- */
+
+/* Optional trailing "=> ERRNAME": the return code the action must give. */
+static int expected_rc(char **tok, int *ntok)
+{
+	static const struct { const char *n; int v; } codes[] = {
+		{ "EINVAL", EINVAL }, { "ENOMEM", ENOMEM }, { "EBUSY", EBUSY }, { "ok", 0 },
+	};
+	if (*ntok >= 2 && !strcmp(tok[*ntok - 2], "=>")) {
+		for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+			if (!strcmp(tok[*ntok - 1], codes[i].n)) {
+				*ntok -= 2;
+				return codes[i].v;
+			}
+		return -2;
+	}
+	return 0;
+}
+
+static void check_rc(struct run *r, const char *what, int rc, int want)
+{
+	if (want == -2)
+		fail(r, "unknown return code after =>");
+	else if (rc != want)
+		fail(r, "%s returned %d (%s), expected %d", what, rc, rc ? strerror(rc) : "ok", want);
+}
+
+static void act_qp(struct run *r, char **tok, int ntok)
+{
+	for (int i = 1; i < ntok; i++) {
+		char *k, *v;
+		uint64_t x = 0;
+		if (!split_kv(tok[i], &k, &v)) {
+			fail(r, "'%s' is not key=value", tok[i]);
+			return;
+		}
+		if (!strcmp(k, "access")) {
+			parse_access(r, v, &r->o.access);
+			continue;
+		}
+		if (!eval(r, v, &x))
+			return;
+		if (!strcmp(k, "mtu")) {
+			int m = 0;
+			for (int s = 1; s <= 5; s++)
+				if ((128u << s) == x)
+					m = s;
+			if (!m)
+				fail(r, "mtu must be 256..4096");
+			r->o.mtu = (enum xr_mtu)m;
+		}
+		else if (!strcmp(k, "rq_psn")) r->o.rq_psn = (uint32_t)x;
+		else if (!strcmp(k, "sq_psn")) r->o.sq_psn = (uint32_t)x;
+		else if (!strcmp(k, "timeout")) r->o.timeout = (uint8_t)x;
+		else if (!strcmp(k, "retry_cnt")) r->o.retry_cnt = (uint8_t)x;
+		else if (!strcmp(k, "rnr_retry")) r->o.rnr_retry = (uint8_t)x;
+		else if (!strcmp(k, "min_rnr_timer")) r->o.min_rnr_timer = (uint8_t)x;
+		else if (!strcmp(k, "max_rd_atomic")) r->o.max_rd_atomic = (uint8_t)x;
+		else if (!strcmp(k, "max_dest_rd_atomic")) r->o.max_dest_rd_atomic = (uint8_t)x;
+		else if (!strcmp(k, "sq_depth")) r->o.sq_depth = (unsigned)x;
+		else if (!strcmp(k, "rq_depth")) r->o.rq_depth = (unsigned)x;
+		else if (!strcmp(k, "scq_depth")) r->o.scq_depth = (unsigned)x;
+		else if (!strcmp(k, "rcq_depth")) r->o.rcq_depth = (unsigned)x;
+		else if (!strcmp(k, "sig_all")) r->o.sig_all = x != 0;
+		else
+			fail(r, "unknown qp option '%s'", k);
+	}
+	/* The default MR follows the QP's access unless declared otherwise. */
+}
+
+static void act_mr(struct run *r, char **tok, int ntok)
+{
+	uint64_t len = 65536;
+	int access = r->o.access | XR_ACCESS_LOCAL_WRITE;
+	bool other_pd = false;
+
+	if (ntok < 2) {
+		fail(r, "mr NAME [len=N] [access=..] [pd=other]");
+		return;
+	}
+	for (int i = 2; i < ntok; i++) {
+		char *k, *v;
+		if (!split_kv(tok[i], &k, &v)) {
+			fail(r, "'%s' is not key=value", tok[i]);
+			return;
+		}
+		if (!strcmp(k, "len")) {
+			if (!eval(r, v, &len))
+				return;
+		} else if (!strcmp(k, "access")) {
+			if (!parse_access(r, v, &access))
+				return;
+		} else if (!strcmp(k, "pd")) {
+			other_pd = !strcmp(v, "other");
+		} else {
+			fail(r, "unknown mr option '%s'", k);
+			return;
+		}
+	}
+	add_region(r, tok[1], (size_t)len, access, other_pd);
+}
+
+static void act_post_send(struct run *r, char **tok, int ntok)
+{
+	struct xr_send_wr wr, *bad = NULL;
+	struct xr_sge sge;
+	struct region *src = region_by_name(r, "lbuf");
+	uint64_t off = 0, v;
+	int want = expected_rc(tok, &ntok), op = -1;
+	bool lkey_set = false, len_set = false;
+
+	if (ntok < 2) {
+		fail(r, "post_send OP [len= va= rkey= ...]");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(wr_opcodes) / sizeof(wr_opcodes[0]); i++)
+		if (!strcmp(tok[1], wr_opcodes[i].name))
+			op = wr_opcodes[i].v;
+	if (op < 0) {
+		fail(r, "unknown work request '%s'", tok[1]);
+		return;
+	}
+	memset(&wr, 0, sizeof(wr));
+	memset(&sge, 0, sizeof(sge));
+	wr.opcode = (enum xr_wr_opcode)op;
+	wr.wr_id = r->next_wr_id++;
+	wr.send_flags = XR_SEND_SIGNALED;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	sge.length = (op == XR_WR_ATOMIC_CMP_AND_SWP || op == XR_WR_ATOMIC_FETCH_AND_ADD) ? 8 : 0;
+	wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)region_by_name(r, "mr")->mem;
+	wr.wr.rdma.rkey = region_by_name(r, "mr")->rkey;
+	for (int i = 2; i < ntok; i++) {
+		char *k, *val;
+		if (!strcmp(tok[i], "fence")) { wr.send_flags |= XR_SEND_FENCE; continue; }
+		if (!strcmp(tok[i], "solicited")) { wr.send_flags |= XR_SEND_SOLICITED; continue; }
+		if (!strcmp(tok[i], "inline")) { wr.send_flags |= XR_SEND_INLINE; continue; }
+		if (!strcmp(tok[i], "unsignaled")) { wr.send_flags &= ~(unsigned)XR_SEND_SIGNALED; continue; }
+		if (!split_kv(tok[i], &k, &val)) {
+			fail(r, "'%s' is not key=value", tok[i]);
+			return;
+		}
+		if (!strcmp(k, "sge")) {
+			src = region_by_name(r, val);
+			if (!src) {
+				fail(r, "no region '%s'", val);
+				return;
+			}
+			continue;
+		}
+		if (!eval(r, val, &v))
+			return;
+		if (!strcmp(k, "len")) { sge.length = (uint32_t)v; len_set = true; }
+		else if (!strcmp(k, "off")) off = v;
+		else if (!strcmp(k, "lkey")) { sge.lkey = (uint32_t)v; lkey_set = true; }
+		else if (!strcmp(k, "va")) wr.wr.rdma.remote_addr = v;
+		else if (!strcmp(k, "rkey")) wr.wr.rdma.rkey = (uint32_t)v;
+		else if (!strcmp(k, "id")) wr.wr_id = v;
+		else if (!strcmp(k, "imm")) wr.imm_data = (uint32_t)v;
+		else if (!strcmp(k, "inv")) wr.invalidate_rkey = (uint32_t)v;
+		else if (!strcmp(k, "swap")) wr.wr.atomic.swap = v;
+		else if (!strcmp(k, "cmp") || !strcmp(k, "add")) wr.wr.atomic.compare_add = v;
+		else if (!strcmp(k, "num_sge")) wr.num_sge = (int)v;
+		else {
+			fail(r, "unknown post_send option '%s'", k);
+			return;
+		}
+	}
+	(void)len_set;
+	sge.addr = (uint64_t)(uintptr_t)src->mem + off;
+	if (!lkey_set)
+		sge.lkey = src->lkey;
+	if (op == XR_WR_ATOMIC_CMP_AND_SWP || op == XR_WR_ATOMIC_FETCH_AND_ADD) {
+		uint64_t va = wr.wr.rdma.remote_addr, cmp_add = wr.wr.atomic.compare_add, swap = wr.wr.atomic.swap;
+		uint32_t rkey = wr.wr.rdma.rkey;
+		wr.wr.atomic.remote_addr = va;
+		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.compare_add = cmp_add;
+		wr.wr.atomic.swap = swap;
+	}
+	if (op == XR_WR_LOCAL_INV)
+		wr.num_sge = 0;
+	check_rc(r, "post_send", xr_post_send(r->qp, &wr, &bad), want);
+	settle(r);
+}
+
+static void act_post_recv(struct run *r, char **tok, int ntok)
+{
+	struct xr_recv_wr wr, *bad = NULL;
+	struct xr_sge sge;
+	struct region *dst = region_by_name(r, "rbuf");
+	uint64_t len = 4096, v, off = (uint64_t)-1;
+	int want = expected_rc(tok, &ntok);
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = r->next_wr_id++;
+	for (int i = 1; i < ntok; i++) {
+		char *k, *val;
+		if (!split_kv(tok[i], &k, &val)) {
+			fail(r, "'%s' is not key=value", tok[i]);
+			return;
+		}
+		if (!strcmp(k, "sge")) {
+			dst = region_by_name(r, val);
+			if (!dst) {
+				fail(r, "no region '%s'", val);
+				return;
+			}
+			continue;
+		}
+		if (!eval(r, val, &v))
+			return;
+		if (!strcmp(k, "len")) len = v;
+		else if (!strcmp(k, "id")) wr.wr_id = v;
+		else if (!strcmp(k, "off")) off = v;
+		else {
+			fail(r, "unknown post_recv option '%s'", k);
+			return;
+		}
+	}
+	if (off == (uint64_t)-1) {
+		off = r->rbuf_next;
+		r->rbuf_next += (len + 63) & ~63ull;
+	}
+	if (off + len > dst->len) {
+		fail(r, "receive buffer beyond region %s", dst->name);
+		return;
+	}
+	sge.addr = (uint64_t)(uintptr_t)dst->mem + off;
+	sge.length = (uint32_t)len;
+	sge.lkey = dst->lkey;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	check_rc(r, "post_recv", xr_post_recv(r->qp, &wr, &bad), want);
+	settle(r);
+}
+
+static void act_modify(struct run *r, char **tok, int ntok)
+{
+	struct xr_qp_attr a;
+	int mask = 0, want = expected_rc(tok, &ntok);
+
+	memset(&a, 0, sizeof(a));
+	for (int i = 1; i < ntok; i++) {
+		char *k, *v;
+		uint64_t x;
+		if (!split_kv(tok[i], &k, &v)) {
+			fail(r, "'%s' is not key=value", tok[i]);
+			return;
+		}
+		if (!strcmp(k, "state")) {
+			int s = name_index(state_names, 7, v);
+			if (s < 0) {
+				fail(r, "unknown state '%s'", v);
+				return;
+			}
+			a.qp_state = (enum xr_qp_state)s;
+			mask |= XR_QP_STATE;
+			continue;
+		}
+		if (!eval(r, v, &x))
+			return;
+		if (!strcmp(k, "timeout")) { a.timeout = (uint8_t)x; mask |= XR_QP_TIMEOUT; }
+		else if (!strcmp(k, "retry_cnt")) { a.retry_cnt = (uint8_t)x; mask |= XR_QP_RETRY_CNT; }
+		else if (!strcmp(k, "rnr_retry")) { a.rnr_retry = (uint8_t)x; mask |= XR_QP_RNR_RETRY; }
+		else if (!strcmp(k, "min_rnr_timer")) { a.min_rnr_timer = (uint8_t)x; mask |= XR_QP_MIN_RNR_TIMER; }
+		else if (!strcmp(k, "sq_psn")) { a.sq_psn = (uint32_t)x; mask |= XR_QP_SQ_PSN; }
+		else if (!strcmp(k, "rq_psn")) { a.rq_psn = (uint32_t)x; mask |= XR_QP_RQ_PSN; }
+		else if (!strcmp(k, "max_rd_atomic")) { a.max_rd_atomic = (uint8_t)x; mask |= XR_QP_MAX_QP_RD_ATOMIC; }
+		else if (!strcmp(k, "max_dest_rd_atomic")) {
+			a.max_dest_rd_atomic = (uint8_t)x;
+			mask |= XR_QP_MAX_DEST_RD_ATOMIC;
+		} else {
+			fail(r, "unknown modify_qp attribute '%s'", k);
+			return;
+		}
+	}
+	check_rc(r, "modify_qp", xr_modify_qp(r->qp, &a, mask), want);
+	settle(r);
+}
+
+static void act_cqe(struct run *r, char **tok, int ntok)
+{
+	struct xr_wc wc;
+	struct xr_cq *cq;
+	int n;
+
+	if (ntok < 2 || (strcmp(tok[1], "send") && strcmp(tok[1], "recv"))) {
+		fail(r, "cqe send|recv [none | status= opcode= len= id= imm= flags=]");
+		return;
+	}
+	cq = !strcmp(tok[1], "send") ? r->scq : r->rcq;
+	settle(r);
+	n = xr_poll_cq(cq, 1, &wc);
+	if (ntok >= 3 && !strcmp(tok[2], "none")) {
+		if (n > 0)
+			fail(r, "expected no %s completion, got wr_id %llu status %s", tok[1],
+			     (unsigned long long)wc.wr_id, xr_wc_status_str(wc.status));
+		return;
+	}
+	if (n <= 0) {
+		fail(r, "expected a %s completion, there is none", tok[1]);
+		return;
+	}
+	for (int i = 2; i < ntok; i++) {
+		char *k, *v;
+		uint64_t want = 0, got;
+		if (!split_kv(tok[i], &k, &v)) {
+			fail(r, "'%s' is not key=value", tok[i]);
+			return;
+		}
+		if (!strcmp(k, "status")) {
+			int s = name_index(status_names, sizeof(status_names) / sizeof(status_names[0]), v);
+			if (s < 0) {
+				fail(r, "unknown status '%s'", v);
+				return;
+			}
+			if ((int)wc.status != s) {
+				fail(r, "completion status is %s, expected %s (wr_id %llu)",
+				     (unsigned)wc.status < sizeof(status_names) / sizeof(status_names[0]) ?
+				     status_names[wc.status] : "?", v, (unsigned long long)wc.wr_id);
+				return;
+			}
+			continue;
+		}
+		if (!strcmp(k, "opcode")) {
+			int o = -1;
+			for (size_t j = 0; j < sizeof(wc_opcodes) / sizeof(wc_opcodes[0]); j++)
+				if (!strcasecmp(v, wc_opcodes[j].name))
+					o = wc_opcodes[j].v;
+			if (o < 0 || (int)wc.opcode != o) {
+				fail(r, "completion opcode is %d, expected %s", wc.opcode, v);
+				return;
+			}
+			continue;
+		}
+		if (!strcmp(k, "flags")) {
+			unsigned f = 0;
+			if (strstr(v, "WITH_IMM")) f |= XR_WC_WITH_IMM;
+			if (strstr(v, "WITH_INV")) f |= XR_WC_WITH_INV;
+			if ((wc.wc_flags & (XR_WC_WITH_IMM | XR_WC_WITH_INV)) != f) {
+				fail(r, "completion flags are 0x%x, expected %s", wc.wc_flags, v);
+				return;
+			}
+			continue;
+		}
+		if (!eval(r, v, &want))
+			return;
+		if (!strcmp(k, "len")) got = wc.byte_len;
+		else if (!strcmp(k, "id")) got = wc.wr_id;
+		else if (!strcmp(k, "imm")) got = wc.imm_data;
+		else if (!strcmp(k, "src_qp")) got = wc.src_qp;
+		else {
+			fail(r, "unknown completion field '%s'", k);
+			return;
+		}
+		if (got != want) {
+			fail(r, "completion %s is 0x%llx, expected 0x%llx", k, (unsigned long long)got,
+			     (unsigned long long)want);
+			return;
+		}
+	}
+}
+
+static void act_state(struct run *r, char **tok, int ntok)
+{
+	struct xr_qp_attr a;
+	struct xr_qp_init_attr ia;
+	int s;
+
+	if (ntok != 2 || (s = name_index(state_names, 7, tok[1])) < 0) {
+		fail(r, "state RESET|INIT|RTR|RTS|SQD|SQE|ERR");
+		return;
+	}
+	settle(r);
+	if (xr_query_qp(r->qp, &a, XR_QP_STATE, &ia) || (int)a.qp_state != s)
+		fail(r, "QP state is %s, expected %s",
+		     (unsigned)a.qp_state < 7 ? state_names[a.qp_state] : "?", tok[1]);
+}
+
+static void act_counter(struct run *r, char **tok, int ntok)
+{
+	uint64_t want, got = 0;
+	int c = -1;
+
+	if (ntok != 4) {
+		fail(r, "counter NAME ==|>=|<= VALUE");
+		return;
+	}
+	for (int i = 0; i < XR_CNT_COUNT; i++)
+		if (!strcmp(xr_counter_name((enum xr_counter)i), tok[1]))
+			c = i;
+	if (c < 0) {
+		fail(r, "no counter '%s'", tok[1]);
+		return;
+	}
+	if (!eval(r, tok[3], &want))
+		return;
+	settle(r);
+	xr_regio_read_counter(xr_context_regs(r->dev), (enum xr_counter)c, &got);
+	if (!strcmp(tok[2], "==") ? got != want : !strcmp(tok[2], ">=") ? got < want :
+	    !strcmp(tok[2], "<=") ? got > want : true)
+		fail(r, "counter %s is %llu, expected %s %llu", tok[1], (unsigned long long)got, tok[2],
+		     (unsigned long long)want);
+}
+
+/* mem ADDR len=N == SPEC, or mem ADDR len=N := SPEC to set it. */
+static void act_mem(struct run *r, char **tok, int ntok)
+{
+	uint64_t addr, len;
+	char *k, *v;
+	uint8_t *want;
+
+	if (ntok != 5 || !split_kv(tok[2], &k, &v) || strcmp(k, "len") || !eval(r, tok[1], &addr) ||
+	    !eval(r, v, &len)) {
+		if (!r->failures)
+			fail(r, "mem ADDR len=N ==|:= SPEC");
+		return;
+	}
+	for (int i = 0; i < r->nreg; i++) {
+		struct region *g = &r->reg[i];
+		uint8_t *p = (uint8_t *)(uintptr_t)addr;
+		if (p < g->mem || p + len > g->mem + g->len)
+			continue;
+		settle(r);
+		if (!strcmp(tok[3], ":=")) {
+			bytes_fill(r, tok[4], p, (size_t)len);
+			return;
+		}
+		want = malloc(len ? len : 1);
+		if (want && bytes_fill(r, tok[4], want, (size_t)len)) {
+			for (uint64_t j = 0; j < len; j++)
+				if (p[j] != want[j]) {
+					fail(r, "%s+%llu is 0x%02x, expected 0x%02x", g->name,
+					     (unsigned long long)(p + j - g->mem), p[j], want[j]);
+					break;
+				}
+		}
+		free(want);
+		return;
+	}
+	fail(r, "address range is in no region");
+}
+
+static void act_dereg(struct run *r, char **tok, int ntok)
+{
+	struct region *g = ntok == 2 ? region_by_name(r, tok[1]) : NULL;
+
+	if (!g || !g->mr) {
+		fail(r, "dereg_mr NAME (a registered region)");
+		return;
+	}
+	check_rc(r, "dereg_mr", xr_dereg_mr(g->mr), 0);
+	g->mr = NULL;
+	settle(r);
+}
+
+static void act_time(struct run *r, const char *t)
+{
+	char *end;
+	double v = strtod(t + 1, &end);
+	double scale = !strcmp(end, "ns") ? 1 : !strcmp(end, "us") ? 1e3 : !strcmp(end, "ms") ? 1e6 :
+		       !strcmp(end, "s") ? 1e9 : -1;
+
+	if (end == t + 1 || scale < 0 || v < 0) {
+		fail(r, "time step is +N(ns|us|ms|s): '%s'", t);
+		return;
+	}
+	r->now_ns += (uint64_t)(v * scale);
+	settle(r);
+}
+
+bool dut_action(struct run *r, char **tok, int ntok)
+{
+	const char *c = tok[0];
+	int before = r->failures;
+
+	if (!strcmp(c, "qp")) act_qp(r, tok, ntok);
+	else if (!strcmp(c, "mr")) act_mr(r, tok, ntok);
+	else if (!strcmp(c, "post_send")) act_post_send(r, tok, ntok);
+	else if (!strcmp(c, "post_recv")) act_post_recv(r, tok, ntok);
+	else if (!strcmp(c, "modify_qp")) act_modify(r, tok, ntok);
+	else if (!strcmp(c, "cqe")) act_cqe(r, tok, ntok);
+	else if (!strcmp(c, "state")) act_state(r, tok, ntok);
+	else if (!strcmp(c, "counter")) act_counter(r, tok, ntok);
+	else if (!strcmp(c, "mem")) act_mem(r, tok, ntok);
+	else if (!strcmp(c, "dereg_mr")) act_dereg(r, tok, ntok);
+	else if (!strcmp(c, "drain")) { settle(r); drain_held(r); }
+	else if (c[0] == '+') act_time(r, c);
+	else fail(r, "unknown command '%s'", c);
+	return r->failures == before;
+}

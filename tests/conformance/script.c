@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The packet-script runner: reads a script (tests/conformance/README.md
+ * describes the language), runs it line by line against one real xroce QP
+ * and reports every line whose expectation failed.
+ *
+ *   conformance_run [-v] SCRIPT...
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "script.h"
+
+static bool verbose;
+
+void fail(struct run *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s:%d: ", r->file, r->line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	r->failures++;
+}
+
+struct region *region_by_name(struct run *r, const char *name)
+{
+	for (int i = 0; i < r->nreg; i++)
+		if (!strcmp(r->reg[i].name, name))
+			return &r->reg[i];
+	return NULL;
+}
+
+bool split_kv(char *tok, char **key, char **val)
+{
+	char *eq = strchr(tok, '=');
+
+	if (!eq)
+		return false;
+	*eq = '\0';
+	*key = tok;
+	*val = eq + 1;
+	return true;
+}
+
+uint32_t qp_epsn(struct run *r)
+{
+	struct xr_qp_attr a;
+	struct xr_qp_init_attr ia;
+
+	if (xr_query_qp(r->qp, &a, XR_QP_RQ_PSN, &ia))
+		return 0;
+	return a.rq_psn;
+}
+
+static bool symbol(struct run *r, const char *s, uint64_t *v)
+{
+	char name[32];
+	const char *dot = strchr(s, '.');
+	struct region *reg;
+
+	if (!strcmp(s, "epsn")) {
+		*v = qp_epsn(r);
+		return true;
+	}
+	if (!strcmp(s, "rq_psn")) { *v = r->o.rq_psn; return true; }
+	if (!strcmp(s, "sq_psn")) { *v = r->o.sq_psn; return true; }
+	if (!strcmp(s, "mtu")) { *v = 128u << r->o.mtu; return true; }
+	if (!strcmp(s, "qpn")) { *v = xr_qp_num(r->qp); return true; }
+	if (!strcmp(s, "peer_qpn")) { *v = r->peer_qpn; return true; }
+	snprintf(name, sizeof(name), "%.*s", dot ? (int)(dot - s) : (int)strlen(s), s);
+	reg = region_by_name(r, name);
+	if (!reg)
+		return false;
+	if (!dot || !strcmp(dot, ".va"))
+		*v = (uint64_t)(uintptr_t)reg->mem;
+	else if (!strcmp(dot, ".rkey"))
+		*v = reg->rkey;
+	else if (!strcmp(dot, ".lkey"))
+		*v = reg->lkey;
+	else if (!strcmp(dot, ".len"))
+		*v = reg->len;
+	else
+		return false;
+	return true;
+}
+
+bool eval(struct run *r, const char *expr, uint64_t *out)
+{
+	const char *p = expr;
+	uint64_t acc = 0;
+	int sign = 1;
+
+	while (*p) {
+		char term[64];
+		size_t n = 0;
+		uint64_t v, mul = 1;
+		char *end;
+		while (*p && *p != '+' && (*p != '-' || n == 0) && n < sizeof(term) - 1)
+			term[n++] = *p++;
+		term[n] = '\0';
+		/* a*b inside a term (e.g. 3*mtu) */
+		{
+			char *star = strchr(term, '*');
+			if (star) {
+				uint64_t m;
+				*star = '\0';
+				if (!eval(r, star + 1, &m))
+					return false;
+				mul = m;
+			}
+		}
+		if (isdigit((unsigned char)term[0])) {
+			errno = 0;
+			v = strtoull(term, &end, 0);
+			if (*end || errno) {
+				fail(r, "bad number '%s' in '%s'", term, expr);
+				return false;
+			}
+		} else if (!symbol(r, term, &v)) {
+			fail(r, "unknown value '%s' in '%s'", term, expr);
+			return false;
+		}
+		acc += (uint64_t)sign * v * mul;
+		if (!*p)
+			break;
+		sign = *p == '-' ? -1 : 1;
+		p++;
+	}
+	*out = acc;
+	return true;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)tolower((unsigned char)c);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+bool bytes_fill(struct run *r, const char *spec, uint8_t *buf, size_t len)
+{
+	uint64_t v;
+
+	if (!strncmp(spec, "hex:", 4)) {
+		const char *h = spec + 4;
+		size_t n = strlen(h) / 2;
+		if (n != len) {
+			fail(r, "%s holds %zu bytes, %zu wanted", spec, n, len);
+			return false;
+		}
+		for (size_t i = 0; i < n; i++) {
+			int hi = hexval(h[2 * i]), lo = hexval(h[2 * i + 1]);
+			if (hi < 0 || lo < 0) {
+				fail(r, "bad hex in %s", spec);
+				return false;
+			}
+			buf[i] = (uint8_t)(hi << 4 | lo);
+		}
+		return true;
+	}
+	if (!strcmp(spec, "zero")) {
+		memset(buf, 0, len);
+		return true;
+	}
+	if (!strncmp(spec, "fill:", 5) && eval(r, spec + 5, &v)) {
+		memset(buf, (int)(v & 0xFF), len);
+		return true;
+	}
+	if (!strncmp(spec, "pat:", 4) && eval(r, spec + 4, &v)) {
+		for (size_t i = 0; i < len; i++)
+			buf[i] = (uint8_t)(v + i);
+		return true;
+	}
+	fail(r, "bad byte spec '%s' (hex:.., fill:N, pat:N, zero)", spec);
+	return false;
+}
+
+/* ---- the line loop ---- */
+
+static int tokenize(char *line, char **tok, int max)
+{
+	int n = 0;
+	char *save = NULL, *t;
+
+	for (t = strtok_r(line, " \t\r\n", &save); t && n < max; t = strtok_r(NULL, " \t\r\n", &save))
+		tok[n++] = t;
+	return n;
+}
+
+static bool is_setup(const char *cmd)
+{
+	return !strcmp(cmd, "qp") || !strcmp(cmd, "mr");
+}
+
+static bool setup_line(struct run *r, char **tok, int ntok)
+{
+	if (r->connected) {
+		fail(r, "'%s' must come before the first action", tok[0]);
+		return false;
+	}
+	return dut_action(r, tok, ntok);
+}
+
+static int run_script(const char *path)
+{
+	struct run r;
+	char line[1024];
+	FILE *f = fopen(path, "r");
+	int lines = 0;
+
+	if (!f) {
+		fprintf(stderr, "%s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	memset(&r, 0, sizeof(r));
+	r.file = path;
+	if (!dut_open(&r)) {
+		fclose(f);
+		dut_close(&r);
+		return 1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *tok[48], *hash = strchr(line, '#');
+		int ntok;
+		r.line = ++lines;
+		if (hash)
+			*hash = '\0';
+		ntok = tokenize(line, tok, 48);
+		if (!ntok)
+			continue;
+		if (verbose)
+			fprintf(stderr, "%s:%d: %s\n", path, r.line, tok[0]);
+		if (is_setup(tok[0])) {
+			setup_line(&r, tok, ntok);
+		} else {
+			if (!r.connected && !dut_connect(&r))
+				break;
+			if (!strcmp(tok[0], "<"))
+				peer_inject(&r, tok + 1, ntok - 1);
+			else if (!strcmp(tok[0], ">"))
+				peer_expect(&r, tok + 1, ntok - 1);
+			else
+				dut_action(&r, tok, ntok);
+		}
+		if (r.failures)
+			break;   /* later lines depend on this one */
+	}
+	fclose(f);
+	if (!r.failures) {
+		r.line = lines;
+		if (!r.connected)
+			dut_connect(&r);
+		settle(&r);
+		if (held_count(&r)) {
+			char d[256];
+			held_describe(r.held[r.held_head].data, r.held[r.held_head].len, d, sizeof(d));
+			fail(&r, "end of script, but xroce sent %u more packet(s); first: %s", held_count(&r), d);
+		}
+		for (int i = 0; i < r.nreg; i++) {
+			struct region *g = &r.reg[i];
+			for (size_t k = 0; k < GUARD_LEN; k++)
+				if (g->alloc[k] != GUARD_VAL || g->mem[g->len + k] != GUARD_VAL) {
+					fail(&r, "guard bytes of region %s overwritten", g->name);
+					break;
+				}
+		}
+	}
+	dut_close(&r);
+	printf("%s %s\n", r.failures ? "FAIL" : "ok  ", path);
+	return r.failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	int bad = 0, n = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-v")) {
+			verbose = true;
+			continue;
+		}
+		bad += run_script(argv[i]);
+		n++;
+	}
+	if (!n) {
+		fprintf(stderr, "usage: %s [-v] SCRIPT...\n", argv[0]);
+		return 2;
+	}
+	printf("%d of %d scripts passed\n", n - bad, n);
+	return bad ? 1 : 0;
+}
