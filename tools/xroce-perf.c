@@ -1244,6 +1244,9 @@ static void usage(FILE *o)
 "      --link=mem|udp|raw   the link (default udp; mem: both ends here)\n"
 "      --bind=ADDR          local IPv4 or IPv6 address (udp, raw)\n"
 "      --ifname=IF          interface (raw)   --vlan=VID --pcp=P (raw)\n"
+"      --strict-icrc        udp: drop frames whose ICRC matched only with an IPv4 ID\n"
+"                           recovered from it (16 of 32 bits checked)\n"
+"      --raw-ip-id          udp, IPv4: read the real IPv4 ID (raw socket, CAP_NET_RAW)\n"
 "      --verify             check every payload end to end\n"
 "      --counters           print the engine's counters after the run\n"
 "      --pcap=FILE          record the first --pcap-frames (100) frames of the link\n"
@@ -1275,7 +1278,7 @@ static bool parse_test(struct cfg *c, const char *t)
 }
 
 enum { O_GBITS = 256, O_INF, O_JSON, O_JSONF, O_LINK, O_BIND, O_IFNAME, O_VLAN, O_PCP, O_VERIFY, O_COUNTERS,
-       O_PCAP, O_PCAPN, O_PROGRESS };
+       O_PCAP, O_PCAPN, O_PROGRESS, O_STRICT_ICRC, O_RAW_IP_ID };
 
 int main(int argc, char **argv)
 {
@@ -1295,6 +1298,7 @@ int main(int argc, char **argv)
 		{ "pcp", required_argument, 0, O_PCP }, { "verify", no_argument, 0, O_VERIFY },
 		{ "counters", no_argument, 0, O_COUNTERS }, { "pcap", required_argument, 0, O_PCAP },
 		{ "pcap-frames", required_argument, 0, O_PCAPN }, { "progress", required_argument, 0, O_PROGRESS },
+		{ "strict-icrc", no_argument, 0, O_STRICT_ICRC }, { "raw-ip-id", no_argument, 0, O_RAW_IP_ID },
 		{ 0, 0, 0, 0 },
 	};
 	struct cfg c = { .qps = 1, .rx_depth = 512, .port = PERFTEST_PORT, .device = "xroce0", .gid_index = 0,
@@ -1346,6 +1350,8 @@ int main(int argc, char **argv)
 		case O_COUNTERS: c.counters = true; break;
 		case O_PCAP: c.pcap = optarg; break;
 		case O_PCAPN: NUM("pcap-frames", UINT32_MAX, c.pcap_frames); break;
+		case O_STRICT_ICRC: c.link.strict_icrc = true; break;
+		case O_RAW_IP_ID: c.link.udp_raw_ip_id = true; break;
 		case O_PROGRESS:
 			if (!strcmp(optarg, "inline")) c.progress = XR_PROGRESS_INLINE;
 			else if (!strcmp(optarg, "thread")) c.progress = XR_PROGRESS_THREAD;

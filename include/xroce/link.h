@@ -123,14 +123,40 @@ struct xr_link *xr_link_pcap_tap_n(struct xr_link *inner, const char *path, uint
  * source port, made on first use; the 4791 socket when that port is
  * taken), with DF set and UDP checksum 0. On receive it rebuilds the IP
  * and UDP headers around each datagram so the engine's parser and ICRC
- * check run unchanged. The ICRC covers the IPv4 ID, which a socket can
- * neither set nor see: Linux sends DF datagrams from unconnected sockets
- * with ID 0 and rxe does too, so the rebuilt header says 0; a peer using
- * other IDs shows up as ICRC errors (rx_drop_bad_icrc). Needs no root.
+ * check run unchanged. Needs no root.
+ *
+ * The IPv4 ID trade-off: the ICRC covers the IPv4 ID, which a socket can
+ * neither set nor see. Linux sends DF datagrams from unconnected sockets
+ * with ID 0 (so xroce over this link does), so the rebuilt header says 0
+ * and the link tries that first: a match is a full 32-bit check. Peers
+ * using other IDs (rxe: __ip_select_ident, non-zero) would fail it, so on
+ * a mismatch the link solves for the 16-bit ID
+ * that makes the ICRC match. That checks only 16 of the 32 bits: a
+ * corruption (or a chosen bit flip) whose CRC error equals an ID change is
+ * accepted. Such frames carry XR_FRAME_ICRC_ID_RECOVERED and the engine
+ * counts them (rx_icrc_id_recovered); a frame no ID explains is an ICRC
+ * error (rx_drop_bad_icrc). Options (xr_link_udp_ex):
+ *  - strict_icrc: frames that match only with a recovered ID are handed
+ *    over with XR_FRAME_ICRC_UNVERIFIABLE and dropped by the engine
+ *    (rx_drop_icrc_unverifiable): full checks only, but peers that send
+ *    non-zero IDs cannot talk to this link.
+ *  - raw_ip_id (IPv4; CAP_NET_RAW): receive through a raw IPPROTO_UDP
+ *    socket bound to addr, which delivers each datagram with its real IPv4
+ *    header, so every ICRC is checked in full whatever the peer's IDs; the
+ *    UDP socket stays bound (it sends, and keeps the port) with a filter
+ *    dropping its copies. Costs a filter run per UDP datagram to addr.
+ * IPv6 has no ID: its ICRC is always checked in full.
  * Errors: EINVAL (bad address), EADDRNOTAVAIL (not this host's),
- * EADDRINUSE (4791 taken), or the socket calls' errno.
+ * EADDRINUSE (4791 taken), EPERM (raw_ip_id without CAP_NET_RAW), or the
+ * socket calls' errno.
  */
 struct xr_link *xr_link_udp(const char *addr);
+struct xr_link_udp_opts {
+	bool strict_icrc;      /* refuse frames whose ICRC matched only with a recovered ID */
+	bool raw_ip_id;        /* IPv4: read the real IPv4 ID via a raw socket (CAP_NET_RAW) */
+};
+/* xr_link_udp with options (opts NULL: the defaults, as xr_link_udp). */
+struct xr_link *xr_link_udp_ex(const char *addr, const struct xr_link_udp_opts *opts);
 
 /*
  * Raw Ethernet link on an interface (AF_PACKET): whole frames as the
@@ -148,6 +174,8 @@ struct xr_link_spec {
 	const char *ifname;    /* raw: the interface */
 	uint16_t vid;          /* raw: 802.1Q VLAN (0: untagged) */
 	uint8_t pcp;           /* raw: 802.1Q priority */
+	bool strict_icrc;      /* udp: see xr_link_udp_opts */
+	bool udp_raw_ip_id;    /* udp: see xr_link_udp_opts */
 };
 /* Opens a link; on failure NULL, errno set and a sentence for the user in
  * msg (missing interface, address in use or not local, privileges...). */

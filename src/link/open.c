@@ -19,7 +19,8 @@ struct xr_link *xr_link_open(const struct xr_link_spec *s, char *msg, size_t len
 		return NULL;
 	}
 	if (!strcmp(s->kind, "udp")) {
-		l = xr_link_udp(s->addr);
+		struct xr_link_udp_opts o = { .strict_icrc = s->strict_icrc, .raw_ip_id = s->udp_raw_ip_id };
+		l = xr_link_udp_ex(s->addr, &o);
 	} else if (!strcmp(s->kind, "raw")) {
 		if (!s->ifname) {
 			snprintf(msg, len, "the raw link needs an interface (--ifname)");
@@ -48,7 +49,8 @@ struct xr_link *xr_link_open(const struct xr_link_spec *s, char *msg, size_t len
 		break;
 	case EPERM:
 	case EACCES:
-		snprintf(msg, len, "the raw link needs CAP_NET_RAW (run as root or grant the capability)");
+		snprintf(msg, len, "the %s needs CAP_NET_RAW (run as root or grant the capability)",
+			 !strcmp(s->kind, "udp") ? "UDP link's raw IPv4 ID reading" : "raw link");
 		break;
 	case EINVAL:
 		snprintf(msg, len, "bad link settings (address '%s'%s)", s->addr,

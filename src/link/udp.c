@@ -2,7 +2,7 @@
 /*
  * The UDP link: RoCE v2 over a kernel UDP socket on port 4791 (see
  * xr_link_udp in link.h for the contract, the source-port rule and the
- * IPv4 ID caveat). Frames cross as UDP payloads, in batches
+ * IPv4 ID trade-off). Frames cross as UDP payloads, in batches
  * (sendmmsg/recvmmsg); received datagrams are placed in frames behind
  * rebuilt Ethernet/IP/UDP headers, so no payload byte is copied.
  *
@@ -15,6 +15,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/filter.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -49,6 +50,8 @@ struct udp_link {
 	struct frame_pool pool;
 	pthread_mutex_t lock;
 	int *sport_fd;                /* one socket per rxe source port, -1 until used */
+	int raw_fd;                   /* IPv4 raw_ip_id: receives with the real IP header; else -1 */
+	bool strict_icrc;
 	uint64_t sport_fallbacks, ids_recovered;
 };
 
@@ -188,7 +191,7 @@ static int udp_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 }
 
 /* Ethernet/IP/UDP in front of a received datagram, as it was on the wire
- * (the IPv4 ID is taken to be 0: see link.h). */
+ * (the IPv4 ID is taken to be 0 until recover_ip_id: see link.h). */
 static void rebuild_headers(struct udp_link *u, struct xr_frame *f, size_t payload,
 			    const struct sockaddr_storage *src, const uint8_t *dst_addr, uint8_t tos)
 {
@@ -230,26 +233,69 @@ static void rebuild_headers(struct udp_link *u, struct xr_frame *f, size_t paylo
 	f->len = (uint16_t)(u->hdr + payload);
 }
 
-/* The IPv4 ID is not visible through a socket but is covered by the ICRC:
- * when 0 does not match, read the ID back out of the ICRC (rxe, for one,
- * sends non-zero IDs). A packet no ID explains is left as it is, and the
- * engine counts its ICRC error. */
+/* The IPv4 ID is not visible through a socket but is covered by the ICRC.
+ * ID 0 (Linux DF sockets, so xroce) is tried first and checks all 32 bits;
+ * rxe sends non-zero IDs.
+ * When it does not match, the ID is read back out of the ICRC: that checks
+ * only 16 bits (a corruption whose CRC error equals an ID change passes),
+ * so the frame is flagged and counted (XR_FRAME_ICRC_ID_RECOVERED), or, in
+ * strict mode, handed over as unverifiable for the engine to drop. A packet
+ * no ID explains is left as it is, and the engine counts its ICRC error. */
 static void recover_ip_id(struct udp_link *u, struct xr_frame *f)
 {
 	uint8_t *ip = f->data + XR_ETH_HLEN;
 	size_t len = (size_t)f->len - XR_ETH_HLEN;
+	uint32_t wire;
 	uint16_t id;
 
 	if (u->family != AF_INET || len < XR_IPV4_HLEN + XR_UDP_HLEN + XR_BTH_LEN + XR_ICRC_LEN)
 		return;
-	if (xr_icrc(ip, len - XR_ICRC_LEN) == get_le32(ip + len - XR_ICRC_LEN))
-		return;   /* ID 0: Linux sockets, xroce, hardware that zeroes it */
-	if (xr_icrc_recover_ipv4_id(ip, len - XR_ICRC_LEN, get_le32(ip + len - XR_ICRC_LEN), &id))
+	wire = get_le32(ip + len - XR_ICRC_LEN);
+	if (__builtin_expect(xr_icrc(ip, len - XR_ICRC_LEN) == wire, 1))
+		return;   /* ID 0: a full check */
+	if (xr_icrc_recover_ipv4_id(ip, len - XR_ICRC_LEN, wire, &id))
 		return;
+	u->ids_recovered++;
+	if (u->strict_icrc) {
+		f->rx_flags |= XR_FRAME_ICRC_UNVERIFIABLE;
+		return;
+	}
 	put_be16(ip + IP4_OFF_ID, id);
 	put_be16(ip + IP4_OFF_CSUM, 0);
 	put_be16(ip + IP4_OFF_CSUM, xr_ipv4_csum(ip));
-	u->ids_recovered++;
+	f->rx_flags |= XR_FRAME_ICRC_ID_RECOVERED;
+}
+
+/* raw_ip_id: datagrams read from the raw socket arrive with their real IPv4
+ * header (ID included), so only the Ethernet header is made up and the
+ * engine checks all 32 ICRC bits. The UDP checksum (outside the ICRC) is
+ * cleared as the socket path does: a raw socket gets it unchecked, and
+ * locally sent datagrams (loopback, veth) carry it unfinished. */
+static int raw_recv(struct udp_link *u, struct xr_frame **f, unsigned have)
+{
+	struct mmsghdr msg[BURST];
+	struct iovec iov[BURST];
+	int got;
+
+	for (unsigned i = 0; i < have; i++) {
+		iov[i].iov_base = f[i]->data + XR_ETH_HLEN;
+		iov[i].iov_len = sizeof(f[i]->data) - XR_ETH_HLEN;
+		memset(&msg[i], 0, sizeof(msg[i]));
+		msg[i].msg_hdr.msg_iov = &iov[i];
+		msg[i].msg_hdr.msg_iovlen = 1;
+	}
+	got = have ? recvmmsg(u->raw_fd, msg, have, MSG_DONTWAIT, NULL) : 0;
+	if (got < 0)
+		return 0;
+	for (int i = 0; i < got; i++) {
+		memcpy(f[i]->data + ETH_OFF_DMAC, u->link.mac, 6);
+		memset(f[i]->data + ETH_OFF_SMAC, 0, 6);
+		put_be16(f[i]->data + ETH_OFF_TYPE, XR_ETHERTYPE_IPV4);
+		f[i]->len = (uint16_t)(XR_ETH_HLEN + msg[i].msg_len);
+		if (msg[i].msg_len >= XR_IPV4_HLEN + XR_UDP_HLEN && f[i]->data[XR_ETH_HLEN + IP4_OFF_VER_IHL] == 0x45)
+			put_be16(f[i]->data + XR_ETH_HLEN + XR_IPV4_HLEN + UDP_OFF_CSUM, 0);
+	}
+	return got;
 }
 
 static int udp_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
@@ -263,6 +309,10 @@ static int udp_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
 	int got;
 
 	have = pool_get_n(&u->pool, f, want);
+	if (u->raw_fd >= 0) {
+		got = raw_recv(u, f, have);
+		goto done;
+	}
 	for (unsigned i = 0; i < have; i++) {
 		iov[i].iov_base = f[i]->data + u->hdr;
 		iov[i].iov_len = sizeof(f[i]->data) - u->hdr;
@@ -292,6 +342,7 @@ static int udp_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
 		rebuild_headers(u, f[i], msg[i].msg_len, &src[i], dst, tos);
 		recover_ip_id(u, f[i]);
 	}
+done:
 	if ((unsigned)got < have)
 		pool_put_n(&u->pool, f + got, have - (unsigned)got);
 	l->stats.rx_frames += (uint64_t)got;
@@ -300,7 +351,9 @@ static int udp_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
 
 static int udp_wait_fd(struct xr_link *l)
 {
-	return ((struct udp_link *)l->priv)->fd;
+	struct udp_link *u = l->priv;
+
+	return u->raw_fd >= 0 ? u->raw_fd : u->fd;
 }
 
 static struct xr_frame *udp_alloc(struct xr_link *l)
@@ -327,6 +380,8 @@ static void udp_close(struct xr_link *l)
 		if (u->sport_fd[i] >= 0 && u->sport_fd[i] != u->fd)
 			close(u->sport_fd[i]);
 	free(u->sport_fd);
+	if (u->raw_fd >= 0)
+		close(u->raw_fd);
 	close(u->fd);
 	pool_fini(&u->pool);
 	pthread_mutex_destroy(&u->lock);
@@ -371,7 +426,46 @@ static uint32_t interface_mtu(const struct sockaddr_storage *a)
 	return mtu;
 }
 
+/* raw_ip_id: a raw IPPROTO_UDP socket bound to the local address sees
+ * every UDP datagram to it with its IPv4 header; a filter keeps those to
+ * port 4791. The UDP socket keeps the port (no ICMP port unreachable, and
+ * it sends) but a filter drops its copy of each datagram. 0 or -errno. */
+static int open_raw(struct udp_link *u)
+{
+	static struct sock_filter keep_roce[] = {
+		BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 0),          /* X = IP header length */
+		BPF_STMT(BPF_LD | BPF_H | BPF_IND, 2),           /* UDP destination port */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, XR_ROCE_UDP_PORT, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, 0x40000),
+		BPF_STMT(BPF_RET | BPF_K, 0),
+	};
+	static struct sock_filter drop_all[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
+	struct sock_fprog keep = { sizeof(keep_roce) / sizeof(keep_roce[0]), keep_roce };
+	struct sock_fprog drop = { 1, drop_all };
+	struct sockaddr_in sa = *(struct sockaddr_in *)&u->local;
+	int fd = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_UDP), err;
+
+	if (fd < 0)
+		return -errno;
+	sa.sin_port = 0;
+	set_opt(fd, SOL_SOCKET, SO_RCVBUF, 4 << 20);
+	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &keep, sizeof(keep)) ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    setsockopt(u->fd, SOL_SOCKET, SO_ATTACH_FILTER, &drop, sizeof(drop))) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	u->raw_fd = fd;
+	return 0;
+}
+
 struct xr_link *xr_link_udp(const char *addr)
+{
+	return xr_link_udp_ex(addr, NULL);
+}
+
+struct xr_link *xr_link_udp_ex(const char *addr, const struct xr_link_udp_opts *opts)
 {
 	struct udp_link *u;
 	xr_gid gid;
@@ -406,9 +500,19 @@ struct xr_link *xr_link_udp(const char *addr)
 		return NULL;
 	}
 	u->fd = fd;
+	u->raw_fd = -1;
+	u->strict_icrc = opts && opts->strict_icrc;
+	if (opts && opts->raw_ip_id && u->family == AF_INET && (fd = open_raw(u)) < 0) {
+		close(u->fd);
+		free(u);
+		errno = -fd;
+		return NULL;
+	}
 	u->sport_fd = malloc(RXE_SPORTS * sizeof(int));
 	if (!u->sport_fd || pool_init(&u->pool, POOL_FRAMES)) {
-		close(fd);
+		if (u->raw_fd >= 0)
+			close(u->raw_fd);
+		close(u->fd);
 		free(u->sport_fd);
 		free(u);
 		errno = ENOMEM;

@@ -366,7 +366,8 @@ int main(int argc, char **argv)
 	default: fprintf(stderr, "%s: bad --mtu\n", prog); return 2;
 	}
 	{
-		struct xr_link_spec spec = { link_kind, addr, ifname, (uint16_t)vlan, (uint8_t)pcp };
+		struct xr_link_spec spec = { .kind = link_kind, .addr = addr, .ifname = ifname,
+					     .vid = (uint16_t)vlan, .pcp = (uint8_t)pcp };
 		char msg[256];
 		link = xr_link_open(&spec, msg, sizeof(msg));
 		if (!link) {
