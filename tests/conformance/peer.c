@@ -146,7 +146,7 @@ void peer_inject(struct run *r, char **tok, int ntok)
 	struct xr_frame *f;
 	uint8_t payload[XR_MAX_MTU + 64];
 	const char *data = NULL;
-	bool bad_icrc = false, len_set = false, ackreq_set = false;
+	bool bad_icrc = false, len_set = false, ackreq_set = false, burst = false;
 	uint64_t v;
 	int op;
 	ssize_t n;
@@ -172,6 +172,10 @@ void peer_inject(struct run *r, char **tok, int ntok)
 		char *key, *val;
 		if (!strcmp(tok[i], "badicrc")) {
 			bad_icrc = true;
+			continue;
+		}
+		if (!strcmp(tok[i], "burst")) {   /* queue it; the engine runs at the next line */
+			burst = true;
 			continue;
 		}
 		if (!split_kv(tok[i], &key, &val)) {
@@ -245,7 +249,8 @@ void peer_inject(struct run *r, char **tok, int ntok)
 		fail(r, "the link refused the frame");
 		return;
 	}
-	settle(r);
+	if (!burst)
+		settle(r);
 }
 
 /* ---- expecting ---- */
@@ -272,7 +277,15 @@ static bool match_field(struct run *r, const struct xr_pkt *p, const char *key, 
 	}
 	if (!strcmp(key, "syn") ? !syndrome_of(r, val, &v) : !eval(r, val, &v))
 		return false;
-	if (!strcmp(key, "psn")) { v &= XR_PSN_MASK; got = p->psn; }
+	if (!strcmp(key, "pad")) {   /* the BTH PadCnt, and the pad bytes must be zero */
+		for (unsigned i = 0; i < p->pad; i++)
+			if (p->payload[p->payload_len + i]) {
+				snprintf(why, wn, "pad byte %u is 0x%02x, not zero", i, p->payload[p->payload_len + i]);
+				return false;
+			}
+		got = p->pad;
+	}
+	else if (!strcmp(key, "psn")) { v &= XR_PSN_MASK; got = p->psn; }
 	else if (!strcmp(key, "syn")) got = p->aeth.syndrome;
 	else if (!strcmp(key, "msn")) { v &= 0xFFFFFF; got = p->aeth.msn; }
 	else if (!strcmp(key, "len")) got = p->payload_len;

@@ -8,14 +8,18 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "script.h"
 
 static bool verbose;
+static int stop_state = XR_QPS_RTS;  /* `qp state=INIT|RTR`: where the setup leaves the QP */
 
 void fail(struct run *r, const char *fmt, ...)
 {
@@ -183,6 +187,161 @@ bool bytes_fill(struct run *r, const char *spec, uint8_t *buf, size_t len)
 	return false;
 }
 
+
+/* ---- actions implemented here, on top of dut.c ---- */
+
+static const char *const qps_names[] = { "RESET", "INIT", "RTR", "RTS" };
+
+static int qps_by_name(const char *s)
+{
+	for (int i = 0; i < 4; i++)
+		if (!strcasecmp(qps_names[i], s))
+			return i;
+	return -1;
+}
+
+/* Moves the QP one state at a time from where it is up to `to` (INIT, RTR
+ * or RTS) with the fixture's attributes, as dut_connect does. */
+static bool bring_up(struct run *r, int to)
+{
+	struct xr_qp_attr a;
+	struct xr_qp_init_attr ia;
+	int rc = 0;
+
+	if (xr_query_qp(r->qp, &a, XR_QP_STATE, &ia)) {
+		fail(r, "query_qp failed");
+		return false;
+	}
+	for (int s = (int)a.qp_state; s < to && !rc; s++) {
+		memset(&a, 0, sizeof(a));
+		a.qp_state = (enum xr_qp_state)(s + 1);
+		if (s == XR_QPS_RESET) {
+			a.port_num = 1;
+			a.qp_access_flags = (unsigned)r->o.access & 0xE;
+			rc = xr_modify_qp(r->qp, &a, XR_QP_STATE | XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS);
+		} else if (s == XR_QPS_INIT) {
+			a.path_mtu = r->o.mtu;
+			a.dest_qp_num = r->peer_qpn;
+			a.rq_psn = r->o.rq_psn;
+			a.max_dest_rd_atomic = r->o.max_dest_rd_atomic;
+			a.min_rnr_timer = r->o.min_rnr_timer;
+			a.ah_attr.is_global = 1;
+			a.ah_attr.port_num = 1;
+			a.ah_attr.grh.hop_limit = 64;
+			xr_gid_from_ipv4(&a.ah_attr.grh.dgid, 0x0A000002);
+			rc = xr_modify_qp(r->qp, &a, XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN |
+						       XR_QP_RQ_PSN | XR_QP_MAX_DEST_RD_ATOMIC | XR_QP_MIN_RNR_TIMER);
+		} else if (s == XR_QPS_RTR) {
+			a.timeout = r->o.timeout;
+			a.retry_cnt = r->o.retry_cnt;
+			a.rnr_retry = r->o.rnr_retry;
+			a.sq_psn = r->o.sq_psn;
+			a.max_rd_atomic = r->o.max_rd_atomic;
+			rc = xr_modify_qp(r->qp, &a, XR_QP_STATE | XR_QP_TIMEOUT | XR_QP_RETRY_CNT |
+						       XR_QP_RNR_RETRY | XR_QP_SQ_PSN | XR_QP_MAX_QP_RD_ATOMIC);
+		} else {
+			fail(r, "connect: the QP is in state %d, not RESET/INIT/RTR", s);
+			return false;
+		}
+	}
+	if (rc) {
+		fail(r, "connect: modify_qp failed: %s", strerror(rc));
+		return false;
+	}
+	settle(r);
+	return true;
+}
+
+/* The setup's end: dut_connect brings the QP to RTS; `qp state=X` asks for
+ * less, so the QP goes back to RESET and up to X (nothing has happened yet). */
+static bool connect_fixture(struct run *r)
+{
+	struct xr_qp_attr a;
+
+	if (!dut_connect(r))
+		return false;
+	if (stop_state == XR_QPS_RTS)
+		return true;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = XR_QPS_RESET;
+	if (xr_modify_qp(r->qp, &a, XR_QP_STATE)) {
+		fail(r, "cannot take the fresh QP back to RESET");
+		return false;
+	}
+	return bring_up(r, stop_state);
+}
+
+static struct xr_cq *cq_by_word(struct run *r, const char *w)
+{
+	return !strcmp(w, "send") ? r->scq : !strcmp(w, "recv") ? r->rcq : NULL;
+}
+
+/* True if the CQ's event fd fired since the last look (and consumes it). */
+static bool cq_fired(struct run *r, struct xr_cq *cq)
+{
+	struct pollfd p = { xr_cq_event_fd(cq), POLLIN, 0 };
+	uint64_t v;
+
+	settle(r);
+	return poll(&p, 1, 0) > 0 && read(p.fd, &v, sizeof(v)) == sizeof(v);
+}
+
+/* connect [state=S], notify send|recv [solicited], event send|recv [none].
+ * Returns false if the line is not one of these. */
+static bool ext_action(struct run *r, char **tok, int ntok)
+{
+	struct xr_cq *cq;
+
+	if (!strcmp(tok[0], "connect")) {
+		int to = XR_QPS_RTS;
+		for (int i = 1; i < ntok; i++) {
+			if (strncmp(tok[i], "state=", 6) || (to = qps_by_name(tok[i] + 6)) < 1) {
+				fail(r, "connect [state=INIT|RTR|RTS]");
+				return true;
+			}
+		}
+		bring_up(r, to);
+		return true;
+	}
+	if (strcmp(tok[0], "notify") && strcmp(tok[0], "event"))
+		return false;
+	cq = ntok >= 2 ? cq_by_word(r, tok[1]) : NULL;
+	if (!cq) {
+		fail(r, "%s send|recv ...", tok[0]);
+		return true;
+	}
+	if (!strcmp(tok[0], "notify")) {
+		bool sol = ntok >= 3 && !strcmp(tok[2], "solicited");
+		cq_fired(r, cq);   /* forget an older event */
+		if (xr_req_notify_cq(cq, sol))
+			fail(r, "req_notify_cq failed");
+		return true;
+	}
+	if (ntok >= 3 && !strcmp(tok[2], "none")) {
+		if (cq_fired(r, cq))
+			fail(r, "expected no event on the %s CQ, it fired", tok[1]);
+	} else if (!cq_fired(r, cq)) {
+		fail(r, "expected an event on the %s CQ, there is none", tok[1]);
+	}
+	return true;
+}
+
+/* `qp ... state=INIT|RTR`: taken out here, the rest goes to dut.c. */
+static void qp_setup_line(struct run *r, char **tok, int *ntok)
+{
+	for (int i = 1; i < *ntok; i++)
+		if (!strncmp(tok[i], "state=", 6)) {
+			stop_state = qps_by_name(tok[i] + 6);
+			if (stop_state < 1) {
+				fail(r, "qp state=INIT|RTR|RTS");
+				stop_state = XR_QPS_RTS;
+			}
+			memmove(&tok[i], &tok[i + 1], sizeof(*tok) * (size_t)(*ntok - i - 1));
+			(*ntok)--;
+			i--;
+		}
+}
+
 /* ---- the line loop ---- */
 
 static int tokenize(char *line, char **tok, int max)
@@ -222,6 +381,7 @@ static int run_script(const char *path)
 	}
 	memset(&r, 0, sizeof(r));
 	r.file = path;
+	stop_state = XR_QPS_RTS;
 	if (!dut_open(&r)) {
 		fclose(f);
 		dut_close(&r);
@@ -239,15 +399,18 @@ static int run_script(const char *path)
 		if (verbose)
 			fprintf(stderr, "%s:%d: %s\n", path, r.line, tok[0]);
 		if (is_setup(tok[0])) {
-			setup_line(&r, tok, ntok);
+			if (!strcmp(tok[0], "qp"))
+				qp_setup_line(&r, tok, &ntok);
+			if (!r.failures)
+				setup_line(&r, tok, ntok);
 		} else {
-			if (!r.connected && !dut_connect(&r))
+			if (!r.connected && !connect_fixture(&r))
 				break;
 			if (!strcmp(tok[0], "<"))
 				peer_inject(&r, tok + 1, ntok - 1);
 			else if (!strcmp(tok[0], ">"))
 				peer_expect(&r, tok + 1, ntok - 1);
-			else
+			else if (!ext_action(&r, tok, ntok))
 				dut_action(&r, tok, ntok);
 		}
 		if (r.failures)
@@ -257,7 +420,7 @@ static int run_script(const char *path)
 	if (!r.failures) {
 		r.line = lines;
 		if (!r.connected)
-			dut_connect(&r);
+			connect_fixture(&r);
 		settle(&r);
 		if (held_count(&r)) {
 			char d[256];
