@@ -98,6 +98,13 @@ struct xr_mr_ctx {
 	uint8_t  page_shift;
 	uint64_t mtt;                     /* host address of uint64_t[mtt_count] */
 	uint32_t mtt_count;
+	/* Memory windows share the table and the key space (MR_KIND). */
+	bool     mw;                      /* a window, not a region */
+	uint8_t  mw_type;                 /* 1 or 2 */
+	bool     bound;                   /* read-only: window bound (va/len/access are its own) */
+	uint32_t parent;                  /* read-only: MR index of the region it is bound to */
+	uint32_t mw_qpn;                  /* read-only: type 2, the QP it is bound to */
+	uint32_t mw_count;                /* read-only: region, windows bound to it */
 };
 
 struct xr_cq_ctx {

@@ -40,8 +40,8 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
  * no fields is one 32-bit value).
  */
 #define XR_REG_TABLE(X) \
-	X(CTRL,            0x000, XR_RW, 0x00000001, "soft_reset:0 enable:1 loopback:2", \
-	  "Global control. soft_reset (1 at power-on) holds the engine in reset and clears all QP, MR, CQ, counter and event state when set; enable starts the data path (refused with SLVERR while the link is down or soft_reset is set); loopback turns transmitted frames back to the receive path.") \
+	X(CTRL,            0x000, XR_RW, 0x00000001, "soft_reset:0 enable:1 loopback:2 retry7_forever:3", \
+	  "Global control. soft_reset (1 at power-on) holds the engine in reset and clears all QP, MR, CQ, counter and event state when set; enable starts the data path (refused with SLVERR while the link is down or soft_reset is set); loopback turns transmitted frames back to the receive path; retry7_forever makes QP retry_cnt 7 retry without end, as rxe reads it (clear: seven retries, then RETRY_EXC_ERR, as the IBTA reserves 7 = infinite for rnr_retry only).") \
 	X(MAC_LOW,         0x004, XR_RW, 0x00000000, "", "Local MAC address, bytes 2-5 (byte 5 in bits 7:0).") \
 	X(MAC_HIGH,        0x008, XR_RW, 0x00000000, "mac_hi:0:16", "Local MAC address, bytes 0-1 (byte 0 in bits 15:8). Bits 31:16 must be 0.") \
 	X(IP_ADDR,         0x00C, XR_RW, 0x00000000, "", "Local IPv4 address (a.b.c.d = 0xaabbccdd).") \
@@ -81,12 +81,12 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	/* MR window: a shadow of one MR entry, applied by MR_CMD. */ \
 	X(MR_SEL,          0x080, XR_RW, 0x00000000, "index:0:24", "MR table index that MR_CMD acts on (the key's upper 24 bits).") \
 	X(MR_CMD,          0x084, XR_WO, 0x00000000, "cmd:0:4", \
-	  "MR command: 1 COMMIT (register; the key variant changes, new keys appear in MR_LKEY/MR_RKEY), 2 READ, 3 INVALIDATE, 4 CLEAR (zero the shadow). SLVERR on a bad entry or index.") \
+	  "MR command: 1 COMMIT (register an MR, or allocate an unbound memory window when MR_KIND.mw is set; the key variant changes, new keys appear in MR_LKEY/MR_RKEY), 2 READ, 3 INVALIDATE (deregister an MR: refused with BUSY while windows are bound to it; deallocate a window: unbinds it), 4 CLEAR (zero the shadow). SLVERR on a bad entry or index.") \
 	X(MR_VA_LO,        0x088, XR_RW, 0x00000000, "", "Region start virtual address, bits 31:0.") \
 	X(MR_VA_HI,        0x08C, XR_RW, 0x00000000, "", "Region start virtual address, bits 63:32.") \
 	X(MR_LEN_LO,       0x090, XR_RW, 0x00000000, "", "Region length in bytes, bits 31:0.") \
 	X(MR_LEN_HI,       0x094, XR_RW, 0x00000000, "", "Region length in bytes, bits 63:32.") \
-	X(MR_ACCESS,       0x098, XR_RW, 0x00000000, "access:0:4 valid:8", "Access flags (bit 0 local write, 1 remote write, 2 remote read, 3 remote atomic); valid is set by the engine while the entry is registered.") \
+	X(MR_ACCESS,       0x098, XR_RW, 0x00000000, "access:0:5 valid:8", "Access flags (bit 0 local write, 1 remote write, 2 remote read, 3 remote atomic, 4 MW bind: windows may be bound to the region); valid is set by the engine while the entry is registered. For a memory window: the window's access, set by the bind (read-only to the host).") \
 	X(MR_PD,           0x09C, XR_RW, 0x00000000, "pd:0:24", "Protection domain.") \
 	X(MR_LKEY,         0x0A0, XR_RO, 0x00000000, "variant:0:8 index:8:24", "Local key (assigned by COMMIT; read back with READ).") \
 	X(MR_RKEY,         0x0A4, XR_RO, 0x00000000, "variant:0:8 index:8:24", "Remote key (assigned by COMMIT).") \
@@ -94,6 +94,11 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	X(MR_MTT_LO,       0x0AC, XR_RW, 0x00000000, "", "Host address of the translation table (MTT), bits 31:0: an array of 64-bit host page addresses.") \
 	X(MR_MTT_HI,       0x0B0, XR_RW, 0x00000000, "", "MTT host address, bits 63:32.") \
 	X(MR_MTT_COUNT,    0x0B4, XR_RW, 0x00000000, "", "Number of MTT entries (pages covering VA .. VA+LEN).") \
+	X(MR_KIND,         0x0B8, XR_RW, 0x00000000, "mw:0 mw_type:1:2", \
+	  "Entry kind: mw clear for a memory region, set for a memory window (MW) of type mw_type (1 or 2), sharing the key space. A window is allocated unbound and bound by a BIND_MW work request (type 1 and 2); MR_VA/MR_LEN/MR_ACCESS then hold the window, MR_MW_BIND its region, and translation goes through that region's MTT. Windows are never valid as local keys.") \
+	X(MR_MW_BIND,      0x0BC, XR_RO, 0x00000000, "parent:0:24 bound:31", "Window: the MR table index of the region it is bound to, and bound (set by a successful BIND_MW; cleared by LOCAL_INV or SEND_WITH_INV of a type-2 window, a zero-length bind of a type-1 window, or deallocation).") \
+	X(MR_MW_QPN,       0x0C0, XR_RO, 0x00000000, "qpn:0:24", "Type-2 window: the QP that bound it, the only QP that may use it.") \
+	X(MR_MW_COUNT,     0x0C4, XR_RO, 0x00000000, "count:0:24", "Region: windows bound to it (deregistration is refused while not 0).") \
 	/* Identification of capacities and register errors. */ \
 	X(CAP_QP,          0x100, XR_RO, XR_MAX_QP, "", "Number of QP table entries (QPNs 2 .. CAP_QP-1 usable).") \
 	X(CAP_MR,          0x104, XR_RO, XR_MAX_MR, "", "Number of MR table entries.") \
@@ -266,6 +271,8 @@ enum xr_reg_array {
 #define XR_CTRL_SOFT_RESET (1u << 0)
 #define XR_CTRL_ENABLE     (1u << 1)
 #define XR_CTRL_LOOPBACK   (1u << 2)
+/* retry_cnt 7 retries forever, as rxe reads it (IBTA: seven retries). */
+#define XR_CTRL_RETRY7_FOREVER (1u << 3)
 #define XR_STATUS_LINK_UP  (1u << 0)
 #define XR_STATUS_READY    (1u << 1)
 #define XR_STATUS_ENABLED  (1u << 2)
@@ -323,7 +330,12 @@ enum xr_qp_type { XR_QPT_RC = 0, XR_QPT_UC = 1, XR_QPT_UD = 3 };
 #define XR_ACCESS_REMOTE_WRITE  (1u << 1)
 #define XR_ACCESS_REMOTE_READ   (1u << 2)
 #define XR_ACCESS_REMOTE_ATOMIC (1u << 3)
+#define XR_ACCESS_MW_BIND       (1u << 4)   /* windows may be bound to the region */
+#define XR_ACCESS_ZERO_BASED    (1u << 5)   /* not supported: refused */
 #define XR_MR_VALID             (1u << 8)
+/* MR_KIND and MR_MW_BIND bits. */
+#define XR_MR_KIND_MW           (1u << 0)
+#define XR_MR_MW_BOUND          (1u << 31)
 
 /* Event log types. X(ENUM, "name", "arg0", "arg1") */
 #define XR_EVENT_TABLE(X) \
@@ -343,7 +355,10 @@ enum xr_qp_type { XR_QPT_RC = 0, XR_QPT_UC = 1, XR_QPT_UD = 3 };
 	X(TIMEOUT,       "timeout",        "psn",         "retries left") \
 	X(QP_ERROR,      "qp_error",       "wc status",   "psn") \
 	X(REG_ERROR,     "reg_error",      "address",     "response (2 SLVERR, 3 DECERR)") \
-	X(CMD_ERROR,     "cmd_error",      "register",    "status")
+	X(CMD_ERROR,     "cmd_error",      "register",    "status") \
+	X(CQ_ERROR,      "cq_error",       "cqn",         "") \
+	X(SQ_DRAINED,    "sq_drained",     "",            "") \
+	X(MW_BIND,       "mw_bind",        "rkey",        "region index (0: unbound)")
 
 enum xr_event_type {
 #define XR_X(e, name, a0, a1) XR_EV_##e,

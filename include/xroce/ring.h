@@ -31,6 +31,7 @@ enum xr_wr_opcode {
 	XR_WR_ATOMIC_CMP_AND_SWP = 5,
 	XR_WR_ATOMIC_FETCH_AND_ADD = 6,
 	XR_WR_LOCAL_INV = 7,
+	XR_WR_BIND_MW = 8,
 	XR_WR_SEND_WITH_INV = 9,
 };
 
@@ -56,7 +57,7 @@ struct xr_hw_wqe {
 	uint8_t  rsvd0;
 	uint32_t length;          /* total message length (bytes) */
 	uint32_t imm_data;        /* ImmDt as the wire value, or the R_Key to invalidate */
-	uint32_t rkey;
+	uint32_t rkey;            /* remote key; BIND_MW: the window's new key */
 	uint64_t remote_addr;
 	uint64_t compare_add;     /* atomics: compare (CMP_SWP) or add (FETCH_ADD) */
 	uint64_t swap;
@@ -64,6 +65,14 @@ struct xr_hw_wqe {
 	union {
 		struct xr_sge sge[XR_WQE_MAX_SGE];
 		uint8_t inline_data[XR_WQE_MAX_INLINE];
+		struct {              /* BIND_MW (num_sge 0, length 0) */
+			uint64_t addr;        /* window start (a VA of the region) */
+			uint64_t length;      /* window length; 0 unbinds a type-1 window */
+			uint32_t mw_rkey;     /* the window's current key */
+			uint32_t mr_lkey;     /* the region's key */
+			uint32_t access;      /* XR_ACCESS_REMOTE_* of the window */
+			uint32_t rsvd;
+		} bind;
 	};
 };
 

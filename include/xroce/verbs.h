@@ -52,7 +52,7 @@ struct xr_pd *xr_alloc_pd(struct xr_context *ctx);
 int xr_dealloc_pd(struct xr_pd *pd);
 
 /* Access flags are XR_ACCESS_LOCAL_WRITE, _REMOTE_WRITE, _REMOTE_READ,
- * _REMOTE_ATOMIC (regmap.h), with ibv_access_flags' values. */
+ * _REMOTE_ATOMIC and _MW_BIND (regmap.h), with ibv_access_flags' values. */
 
 struct xr_mr {
 	struct xr_context *context;
@@ -66,7 +66,56 @@ struct xr_mr {
 
 /* Registers [addr, addr+length). Errors: EINVAL (bad flags or range), ENOMEM, ENOSPC. */
 struct xr_mr *xr_reg_mr(struct xr_pd *pd, void *addr, size_t length, int access);
+/* 0; EBUSY while memory windows are bound to the region (IBA 10.6.7.2.6,
+ * as rxe; the region stays registered: deallocate the windows first). */
 int xr_dereg_mr(struct xr_mr *mr);
+
+/* Memory windows (ibv_alloc_mw, ibv_bind_mw, IBV_WR_BIND_MW), as rxe has
+ * them. A window shares the key space with regions; it grants remote
+ * access to part of a region registered with XR_ACCESS_MW_BIND once bound.
+ * Type 1: bound with xr_bind_mw (any QP of the PD may then use it; it can
+ * be re-bound, length 0 unbinds it; it cannot be invalidated). Type 2
+ * (2B): bound by an XR_WR_BIND_MW work request while free; only the QP
+ * that bound it may use it; LOCAL_INV or the peer's SEND_WITH_INV (on that
+ * QP) frees it. Zero-based windows are not supported. */
+enum xr_mw_type { XR_MW_TYPE_1 = 1, XR_MW_TYPE_2 = 2 };
+
+struct xr_mw {
+	struct xr_context *context;
+	struct xr_pd *pd;
+	uint32_t rkey;                /* type 1: updated by xr_bind_mw */
+	uint32_t handle;              /* MR table index */
+	enum xr_mw_type type;
+};
+
+struct xr_mw_bind_info {
+	struct xr_mr *mr;             /* NULL with length 0: unbind (type 1) */
+	uint64_t addr;                /* window start (a VA inside mr) */
+	uint64_t length;
+	unsigned int mw_access_flags; /* XR_ACCESS_REMOTE_WRITE/_READ/_ATOMIC */
+};
+
+struct xr_mw_bind {
+	uint64_t wr_id;
+	unsigned int send_flags;      /* XR_SEND_SIGNALED, XR_SEND_FENCE */
+	struct xr_mw_bind_info bind_info;
+};
+
+/* Errors: EINVAL (bad PD or type), ENOSPC, ENOMEM. */
+struct xr_mw *xr_alloc_mw(struct xr_pd *pd, enum xr_mw_type type);
+/* Unbinds and frees the window (a bound region may then be deregistered). */
+int xr_dealloc_mw(struct xr_mw *mw);
+/* Type 1: posts a BIND_MW WR on qp with the key byte incremented and sets
+ * mw->rkey to the new key (as libibverbs: if the completion is an error,
+ * the caller undoes it). The bind completes as XR_WC_BIND_MW; a refused
+ * bind completes MW_BIND_ERR and moves the QP to ERR. 0 or EINVAL/ENOMEM. */
+int xr_bind_mw(struct xr_qp *qp, struct xr_mw *mw, struct xr_mw_bind *bind);
+
+/* ibv_inc_rkey: the same index, the next key byte. */
+static inline uint32_t xr_inc_rkey(uint32_t rkey)
+{
+	return (rkey & 0xFFFFFF00u) | ((rkey + 1) & 0xFFu);
+}
 
 struct xr_wc {
 	uint64_t wr_id;
@@ -165,6 +214,13 @@ struct xr_send_wr {
 		struct { uint64_t remote_addr; uint32_t rkey; } rdma;
 		struct { uint64_t remote_addr; uint64_t compare_add; uint64_t swap; uint32_t rkey; } atomic;
 	} wr;
+	/* XR_WR_BIND_MW (type-2 windows; xr_bind_mw posts type 1's): rkey is
+	 * the window's new key (same index, a new key byte: xr_inc_rkey). */
+	struct {
+		struct xr_mw *mw;
+		uint32_t rkey;
+		struct xr_mw_bind_info bind_info;
+	} bind_mw;
 };
 
 struct xr_recv_wr {
@@ -174,7 +230,9 @@ struct xr_recv_wr {
 	int num_sge;
 };
 
-/* 0, or EINVAL (bad WR or QP state), ENOMEM (queue full); *bad names the WR. */
+/* 0, or EINVAL (bad WR or QP state), ENOMEM (queue full); *bad names the WR.
+ * An atomic WR must be 8 bytes at an 8-byte aligned remote address; a
+ * receive WR's SGEs must total at most 2^31 bytes. */
 int xr_post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad);
 int xr_post_recv(struct xr_qp *qp, struct xr_recv_wr *wr, struct xr_recv_wr **bad);
 

@@ -35,7 +35,9 @@ struct field {
 	X(sq_ci, QP_SQ_CI, "index") X(rq_ci, QP_RQ_CI, "index")
 #define MR_FIELDS(X) \
 	X(access, MR_ACCESS, "access") X(valid, MR_ACCESS, "valid") X(pd, MR_PD, "pd") \
-	X(page_shift, MR_PAGE_SHIFT, "shift")
+	X(page_shift, MR_PAGE_SHIFT, "shift") X(mw, MR_KIND, "mw") X(mw_type, MR_KIND, "mw_type") \
+	X(bound, MR_MW_BIND, "bound") X(parent, MR_MW_BIND, "parent") X(mw_qpn, MR_MW_QPN, "qpn") \
+	X(mw_count, MR_MW_COUNT, "count")
 #define CQ_FIELDS(X) \
 	X(log_size, CQ_LOG_SIZE, "log_entries") X(pi, CQ_PI, "index") X(valid, CQ_STATE, "valid") \
 	X(armed, CQ_STATE, "armed") X(solicited_only, CQ_STATE, "solicited_only") \

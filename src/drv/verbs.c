@@ -224,7 +224,7 @@ struct xr_mr *xr_reg_mr(struct xr_pd *pd, void *addr, size_t length, int access)
 	uint32_t st;
 	int rc;
 
-	if (!ctx || (access & ~0xF) || (length && !addr) || start + length < start) {
+	if (!ctx || (access & ~0x1F) || (length && !addr) || start + length < start) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -294,18 +294,117 @@ struct xr_mr *xr_reg_mr(struct xr_pd *pd, void *addr, size_t length, int access)
 int xr_dereg_mr(struct xr_mr *mr)
 {
 	struct xr_context *ctx;
+	uint32_t st = 0;
+	int rc;
 
 	if (!mr)
 		return EINVAL;
 	ctx = mr->context;
 	pthread_mutex_lock(&ctx->lock);
-	/* Already invalidated by SEND_WITH_INV or LOCAL_INV is fine. */
-	xr_regio_mr_invalidate(ctx->regs, mr->handle);
+	rc = xr_regio_mr_invalidate(ctx->regs, mr->handle);
+	if (rc > 0 && !xr_regio_read(ctx->regs, XR_REG_QP_CMD_STATUS, &st) && st == XR_CMD_ST_BUSY) {
+		/* Windows are bound to it: it stays registered (rxe_dereg_mr). */
+		pthread_mutex_unlock(&ctx->lock);
+		return EBUSY;
+	}
 	push_free(&ctx->free_mr, &ctx->nfree_mr, mr->handle);
 	pthread_mutex_unlock(&ctx->lock);
 	free(mr->mtt);
 	free(mr);
 	return 0;
+}
+
+/* ---- memory windows ---- */
+
+struct xr_mw *xr_alloc_mw(struct xr_pd *pd, enum xr_mw_type type)
+{
+	struct xr_context *ctx = pd ? pd->ctx : NULL;
+	struct xr_mr_ctx c;
+	struct xr_mw *mw;
+	int rc;
+
+	if (!ctx || (type != XR_MW_TYPE_1 && type != XR_MW_TYPE_2)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	mw = calloc(1, sizeof(*mw));
+	if (!mw) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(&c, 0, sizeof(c));
+	c.mw = true;
+	c.mw_type = (uint8_t)type;
+	c.pd = pd->pdn;
+	c.page_shift = PAGE_SHIFT;
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->nfree_mr)
+		mw->handle = ctx->free_mr[--ctx->nfree_mr];
+	else if (ctx->next_mr < XR_MAX_MR)
+		mw->handle = ctx->next_mr++;
+	if (!mw->handle) {
+		pthread_mutex_unlock(&ctx->lock);
+		free(mw);
+		errno = ENOSPC;
+		return NULL;
+	}
+	rc = xr_regio_mr_commit(ctx->regs, mw->handle, &c, NULL);
+	if (rc)
+		push_free(&ctx->free_mr, &ctx->nfree_mr, mw->handle);
+	pthread_mutex_unlock(&ctx->lock);
+	if (rc) {
+		free(mw);
+		errno = EINVAL;
+		return NULL;
+	}
+	mw->context = ctx;
+	mw->pd = pd;
+	mw->type = type;
+	mw->rkey = c.rkey;
+	return mw;
+}
+
+int xr_dealloc_mw(struct xr_mw *mw)
+{
+	struct xr_context *ctx;
+
+	if (!mw)
+		return EINVAL;
+	ctx = mw->context;
+	pthread_mutex_lock(&ctx->lock);
+	/* The engine unbinds it (and the region's count of windows drops). */
+	xr_regio_mr_invalidate(ctx->regs, mw->handle);
+	push_free(&ctx->free_mr, &ctx->nfree_mr, mw->handle);
+	pthread_mutex_unlock(&ctx->lock);
+	free(mw);
+	return 0;
+}
+
+static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad, bool internal);
+
+int xr_bind_mw(struct xr_qp *qp, struct xr_mw *mw, struct xr_mw_bind *bind)
+{
+	struct xr_send_wr w;
+	const struct xr_mw_bind_info *b;
+	int rc;
+
+	if (!qp || !mw || !bind || mw->type != XR_MW_TYPE_1)
+		return EINVAL;
+	b = &bind->bind_info;
+	/* As the rxe provider: no region means no range; no zero-based windows. */
+	if ((!b->mr && (b->addr || b->length)) || (b->mw_access_flags & XR_ACCESS_ZERO_BASED))
+		return EINVAL;
+	memset(&w, 0, sizeof(w));
+	w.wr_id = bind->wr_id;
+	w.opcode = XR_WR_BIND_MW;
+	w.send_flags = bind->send_flags;
+	w.bind_mw.mw = mw;
+	w.bind_mw.rkey = xr_inc_rkey(mw->rkey);
+	w.bind_mw.bind_info = *b;
+	rc = post_send(qp, &w, NULL, true);
+	if (!rc)
+		mw->rkey = w.bind_mw.rkey;   /* undone by the caller on an error completion */
+	return rc;
 }
 
 /* ---- CQ ---- */
@@ -793,10 +892,38 @@ int xr_destroy_qp(struct xr_qp *qp)
 
 /* ---- posting ---- */
 
-static int build_wqe(struct xr_qp *qp, const struct xr_send_wr *w, struct xr_hw_wqe *q)
+/* A BIND_MW WQE: the engine checks the region and the window (C10-72..75). */
+static int build_bind(struct xr_qp *qp, const struct xr_send_wr *w, struct xr_hw_wqe *q, bool internal)
+{
+	const struct xr_mw *mw = w->bind_mw.mw;
+	const struct xr_mw_bind_info *b = &w->bind_mw.bind_info;
+
+	/* Type-1 windows are bound through xr_bind_mw only; the new key keeps
+	 * the window's index (only its key byte changes). */
+	if (!mw || mw->context != qp->ctx || (mw->type == XR_MW_TYPE_1 && !internal) ||
+	    (w->bind_mw.rkey >> 8) != (mw->rkey >> 8) || (b->mr && b->mr->context != qp->ctx) ||
+	    (!b->mr && b->length))
+		return EINVAL;
+	memset(q, 0, sizeof(*q));
+	q->wr_id = w->wr_id;
+	q->opcode = XR_WR_BIND_MW;
+	q->flags = (uint8_t)((w->send_flags & (XR_SEND_FENCE | XR_SEND_SIGNALED)) |
+			     (qp->init.sq_sig_all ? XR_SEND_SIGNALED : 0));
+	q->rkey = w->bind_mw.rkey;
+	q->bind.addr = b->addr;
+	q->bind.length = b->length;
+	q->bind.mw_rkey = mw->rkey;
+	q->bind.mr_lkey = b->mr ? b->mr->lkey : 0;
+	q->bind.access = b->mw_access_flags;
+	return 0;
+}
+
+static int build_wqe(struct xr_qp *qp, const struct xr_send_wr *w, struct xr_hw_wqe *q, bool internal)
 {
 	uint32_t len = 0;
 
+	if (w->opcode == XR_WR_BIND_MW)
+		return build_bind(qp, w, q, internal);
 	if (w->num_sge < 0 || (unsigned)w->num_sge > qp->init.cap.max_send_sge || (w->num_sge && !w->sg_list))
 		return EINVAL;
 	switch (w->opcode) {
@@ -813,8 +940,9 @@ static int build_wqe(struct xr_qp *qp, const struct xr_send_wr *w, struct xr_hw_
 		len += w->sg_list[i].length;
 	}
 	if ((w->opcode == XR_WR_ATOMIC_CMP_AND_SWP || w->opcode == XR_WR_ATOMIC_FETCH_AND_ADD) &&
-	    (len != 8 || w->num_sge != 1 || (w->send_flags & XR_SEND_INLINE)))
-		return EINVAL;
+	    (len != 8 || w->num_sge != 1 || (w->send_flags & XR_SEND_INLINE) ||
+	     (w->wr.atomic.remote_addr & 7)))
+		return EINVAL;   /* A38: 8 bytes, 8-byte aligned (rxe validate_send_wr) */
 	if ((w->send_flags & XR_SEND_INLINE) &&
 	    (len > qp->init.cap.max_inline_data || w->opcode == XR_WR_RDMA_READ))
 		return EINVAL;
@@ -855,6 +983,11 @@ static int build_wqe(struct xr_qp *qp, const struct xr_send_wr *w, struct xr_hw_
 
 int xr_post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad)
 {
+	return post_send(qp, wr, bad, false);
+}
+
+static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad, bool internal)
+{
 	uint32_t size = 1u << qp->sq_log;
 	int rc = 0, posted = 0;
 
@@ -872,9 +1005,14 @@ int xr_post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **ba
 			rc = ENOMEM;
 			break;
 		}
-		rc = build_wqe(qp, wr, &qp->sq[qp->sq_pi & (size - 1)]);
+		rc = build_wqe(qp, wr, &qp->sq[qp->sq_pi & (size - 1)], internal);
 		if (rc)
 			break;
+		/* A type-2 bind: the window's key is the new one from now on,
+		 * so it can be invalidated and bound again (undone by the
+		 * caller on an error completion, as for type 1). */
+		if (wr->opcode == XR_WR_BIND_MW && !internal)
+			wr->bind_mw.mw->rkey = wr->bind_mw.rkey;
 		qp->sq_pi++;
 		posted++;
 	}
@@ -915,13 +1053,20 @@ int xr_post_recv(struct xr_qp *qp, struct xr_recv_wr *wr, struct xr_recv_wr **ba
 			rc = EINVAL;
 			break;
 		}
+		/* The total must fit 32 bits and the port's 2^31 message size
+		 * (issue 15, defect 12). */
+		for (int i = 0; i < wr->num_sge && rc == 0; i++) {
+			if (len + wr->sg_list[i].length < len || len + wr->sg_list[i].length > (1u << 31))
+				rc = EINVAL;
+			len += wr->sg_list[i].length;
+		}
+		if (rc)
+			break;
 		q = &qp->rq[qp->rq_pi & (size - 1)];
 		q->wr_id = wr->wr_id;
 		q->num_sge = (uint32_t)wr->num_sge;
-		for (int i = 0; i < wr->num_sge; i++) {
+		for (int i = 0; i < wr->num_sge; i++)
 			q->sge[i] = wr->sg_list[i];
-			len += wr->sg_list[i].length;
-		}
 		q->length = len;
 		qp->rq_pi++;
 		posted++;

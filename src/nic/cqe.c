@@ -85,6 +85,7 @@ static uint8_t wc_opcode_of(uint8_t wr)
 	case XR_WR_ATOMIC_CMP_AND_SWP: return XR_WC_COMP_SWAP;
 	case XR_WR_ATOMIC_FETCH_AND_ADD: return XR_WC_FETCH_ADD;
 	case XR_WR_LOCAL_INV: return XR_WC_LOCAL_INV;
+	case XR_WR_BIND_MW: return XR_WC_BIND_MW;
 	default: return XR_WC_SEND;
 	}
 }

@@ -1,29 +1,72 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Access to registered memory, as the NIC's DMA engine does it: a key
- * names an MR; the MR's bounds, protection domain and access flags are
- * checked before a byte moves; VAs go through the MR's page table (MTT) to
+ * names an MR (or, for a peer's R_Key, a bound memory window); its bounds,
+ * protection domain and access flags are checked before a byte moves; VAs go through the MR's page table (MTT) to
  * host addresses, page by page, so regions need not be contiguous.
  */
 #include <string.h>
 
 #include "engine.h"
 
+/* [va, va+len) inside [base, base+size), access allowed. */
+static enum xr_dma_err check_range(const struct xr_mr_ctx *c, uint64_t va, uint64_t len, uint32_t access)
+{
+	if ((c->access & access) != access)
+		return XR_DMA_PERM;
+	/* Without overflow. */
+	if (va < c->va || len > c->len || va - c->va > c->len - len)
+		return XR_DMA_BOUNDS;
+	return XR_DMA_OK;
+}
+
 enum xr_dma_err xr_dma_check(struct xr_engine *e, uint32_t key, uint32_t pd, uint64_t va,
 			     uint64_t len, uint32_t access, struct xr_mr **out)
 {
 	struct xr_mr *mr = xr_mr_lookup(e, key);
+	enum xr_dma_err err;
 
 	*out = NULL;
-	if (!mr)
+	/* A window is never an L_Key. */
+	if (!mr || mr->ctx.mw)
 		return XR_DMA_BAD_KEY;
 	if (mr->ctx.pd != pd)
 		return XR_DMA_BAD_PD;
-	if ((mr->ctx.access & access) != access)
-		return XR_DMA_PERM;
-	/* [va, va+len) inside [mr.va, mr.va+mr.len), without overflow. */
-	if (va < mr->ctx.va || len > mr->ctx.len || va - mr->ctx.va > mr->ctx.len - len)
-		return XR_DMA_BOUNDS;
+	err = check_range(&mr->ctx, va, len, access);
+	if (err == XR_DMA_OK)
+		*out = mr;
+	return err;
+}
+
+enum xr_dma_err xr_dma_check_rkey(struct xr_engine *e, uint32_t key, uint32_t pd, uint32_t qpn,
+				  uint64_t va, uint64_t len, uint32_t access, struct xr_mr **out)
+{
+	struct xr_mr *w = xr_mr_lookup(e, key), *mr;
+	enum xr_dma_err err;
+
+	if (!w || !w->ctx.mw)
+		return xr_dma_check(e, key, pd, va, len, access, out);
+	*out = NULL;
+	/* A window grants something only while bound with a length
+	 * (rxe_lookup_mw), to QPs of its PD, and a type-2 window only to
+	 * the QP that bound it (C6). */
+	if (!w->ctx.bound || !w->ctx.len)
+		return XR_DMA_BAD_KEY;
+	if (w->ctx.pd != pd)
+		return XR_DMA_BAD_PD;
+	if (w->ctx.mw_type == 2 && w->ctx.mw_qpn != qpn)
+		return XR_DMA_BAD_KEY;
+	/* Access and range are the window's (IBTA; rxe checks the region's
+	 * range instead, transport-rules C8). */
+	err = check_range(&w->ctx, va, len, access);
+	if (err != XR_DMA_OK)
+		return err;
+	/* The bytes move through the region's page table (VAs are absolute:
+	 * no zero-based windows). A region with windows bound cannot be
+	 * deregistered, so the parent is live. */
+	mr = &e->mrs[w->ctx.parent];
+	if (!__atomic_load_n(&mr->in_use, __ATOMIC_ACQUIRE) || mr->ctx.mw)
+		return XR_DMA_BAD_KEY;
 	*out = mr;
 	return XR_DMA_OK;
 }

@@ -209,6 +209,12 @@ struct xr_qp *xr_qp_lookup(struct xr_engine *e, uint32_t qpn);
 int xr_qp_snapshot(struct xr_engine *e, uint32_t qpn, struct xr_qp_ctx *out);
 /* The MR a key names if registered and the variant matches, else NULL. */
 struct xr_mr *xr_mr_lookup(struct xr_engine *e, uint32_t key);
+/* Invalidates a key for LOCAL_INV (remote false) or SEND_WITH_INV (remote
+ * true) on QP qpn of PD pd: 0, or -EINVAL when the key names nothing that
+ * may be invalidated that way. */
+int xr_mr_invalidate_key(struct xr_engine *e, uint32_t key, uint32_t pd, bool remote, uint32_t qpn);
+/* BIND_MW on a QP of PD pd: 0, or -EINVAL when the bind is not allowed. */
+int xr_mw_bind(struct xr_engine *e, uint32_t pd, uint32_t qpn, const struct xr_hw_wqe *wqe);
 
 /* Doorbells (regfile.c routes them here). */
 enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val);
@@ -239,6 +245,11 @@ void xr_qp_runtime_reset(struct xr_qp *qp);
 enum xr_dma_err { XR_DMA_OK, XR_DMA_BAD_KEY, XR_DMA_BAD_PD, XR_DMA_BOUNDS, XR_DMA_PERM };
 enum xr_dma_err xr_dma_check(struct xr_engine *e, uint32_t key, uint32_t pd, uint64_t va,
 			     uint64_t len, uint32_t access, struct xr_mr **out);
+/* For a peer's R_Key on QP qpn: also accepts a bound memory window (its
+ * PD, its range and access, a type-2 window's QP); *out is then the region
+ * the window is bound to. xr_dma_check refuses windows (never L_Keys). */
+enum xr_dma_err xr_dma_check_rkey(struct xr_engine *e, uint32_t key, uint32_t pd, uint32_t qpn,
+				  uint64_t va, uint64_t len, uint32_t access, struct xr_mr **out);
 void xr_dma_write(const struct xr_mr *mr, uint64_t va, const void *src, size_t len);
 void xr_dma_read(const struct xr_mr *mr, uint64_t va, void *dst, size_t len);
 uint64_t *xr_dma_u64(const struct xr_mr *mr, uint64_t va);

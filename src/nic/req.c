@@ -74,16 +74,18 @@ static int check_wqe(struct xr_engine *e, struct xr_qp *qp, const struct xr_hw_w
 	return 0;
 }
 
-/* LOCAL_INV runs in the requester, in order, without a packet. */
-static int local_invalidate(struct xr_engine *e, struct xr_qp *qp, uint32_t rkey)
+/* LOCAL_INV and BIND_MW run in the requester, in order, without a packet:
+ * 0 or the WC status of the failure (rxe_do_local_ops). */
+static int local_op(struct xr_engine *e, struct xr_qp *qp, const struct xr_hw_wqe *w)
 {
-	struct xr_mr *mr = xr_mr_lookup(e, rkey);
-
-	if (!mr || mr->ctx.pd != qp->ctx.pd)
-		return XR_WC_LOC_PROT_ERR;
-	__atomic_store_n(&mr->in_use, false, __ATOMIC_RELEASE);
-	mr->ctx.valid = false;
-	xr_evlog_add(e, XR_EV_MR_INVALIDATE, qp->qpn, rkey, 1);
+	if (w->opcode == XR_WR_BIND_MW)
+		return xr_mw_bind(e, qp->ctx.pd, qp->qpn, w) ? XR_WC_MW_BIND_ERR : 0;
+	/* Only a bound type-2 window may be invalidated: an ordinary region
+	 * fails the WQE and stays registered (rxe_invalidate_mr). */
+	if (xr_mr_invalidate_key(e, w->imm_data, qp->ctx.pd, false, qp->qpn)) {
+		xr_count(e, XR_CNT_INV_REFUSED, 1);
+		return XR_WC_LOC_QP_OP_ERR;
+	}
 	return 0;
 }
 
@@ -145,13 +147,14 @@ static bool start_wqe(struct xr_engine *e, struct xr_qp *qp)
 	} else {
 		memcpy(&r->cur_wqe, w, sizeof(r->cur_wqe));
 		w = &r->cur_wqe;
-		if (w->opcode == XR_WR_LOCAL_INV || (err = check_wqe(e, qp, w)) != 0) {
+		bool local = w->opcode == XR_WR_LOCAL_INV || w->opcode == XR_WR_BIND_MW;
+		if (local || (err = check_wqe(e, qp, w)) != 0) {
 			/* Runs (or fails) in order: wait until everything before it completed. */
 			struct xr_wc_info wc = { .wr_id = w->wr_id, .opcode = xr_wc_opcode_of_wr(w->opcode),
 						 .wqe_index = r->head };
 			if (r->tail != r->head)
 				return false;
-			wc.status = (uint8_t)(w->opcode == XR_WR_LOCAL_INV ? local_invalidate(e, qp, w->imm_data) : err);
+			wc.status = (uint8_t)(local ? local_op(e, qp, w) : err);
 			if (wc.status == XR_WC_SUCCESS && !(w->flags & XR_SEND_SIGNALED)) {
 				/* unsignaled success: no CQE */
 			} else {

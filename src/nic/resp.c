@@ -247,7 +247,7 @@ void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, s
 		if (f & XR_OPF_FIRST) {
 			/* 5. R_Key and range, for the whole message at its first packet */
 			if (p->reth.len) {
-				derr = xr_dma_check(e, p->reth.rkey, qp->ctx.pd, p->reth.va, p->reth.len,
+				derr = xr_dma_check_rkey(e, p->reth.rkey, qp->ctx.pd, qp->qpn, p->reth.va, p->reth.len,
 						    XR_ACCESS_REMOTE_WRITE, &mr);
 				if (derr != XR_DMA_OK) {
 					count_dma_error(e, derr);
@@ -266,7 +266,7 @@ void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, s
 			return;
 		}
 		if (p->payload_len) {
-			derr = xr_dma_check(e, rs->write_rkey, qp->ctx.pd, rs->write_va, p->payload_len,
+			derr = xr_dma_check_rkey(e, rs->write_rkey, qp->ctx.pd, qp->qpn, rs->write_va, p->payload_len,
 					    XR_ACCESS_REMOTE_WRITE, &mr);
 			if (derr != XR_DMA_OK) {   /* invalidated mid-message */
 				count_dma_error(e, derr);
@@ -290,7 +290,7 @@ void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, s
 			return;
 		}
 		if (p->reth.len) {
-			derr = xr_dma_check(e, p->reth.rkey, qp->ctx.pd, p->reth.va, p->reth.len,
+			derr = xr_dma_check_rkey(e, p->reth.rkey, qp->ctx.pd, qp->qpn, p->reth.va, p->reth.len,
 					    XR_ACCESS_REMOTE_READ, &mr);
 			if (derr != XR_DMA_OK) {
 				count_dma_error(e, derr);
@@ -320,7 +320,7 @@ void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, s
 			nak(e, qp, XR_AETH_NAK_INV_REQ, psn);
 			return;
 		}
-		derr = xr_dma_check(e, p->atomic.rkey, qp->ctx.pd, p->atomic.va, 8, XR_ACCESS_REMOTE_ATOMIC, &mr);
+		derr = xr_dma_check_rkey(e, p->atomic.rkey, qp->ctx.pd, qp->qpn, p->atomic.va, 8, XR_ACCESS_REMOTE_ATOMIC, &mr);
 		if (derr != XR_DMA_OK) {
 			count_dma_error(e, derr);
 			nak(e, qp, XR_AETH_NAK_REM_ACCESS, psn);
@@ -402,7 +402,7 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_rd_re
 			p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
 		p.psn = res->next_psn;
 		p.payload_len = len;
-		if (len && xr_dma_check(e, res->rkey, qp->ctx.pd, res->stream_va + off, len,
+		if (len && xr_dma_check_rkey(e, res->rkey, qp->ctx.pd, qp->qpn, res->stream_va + off, len,
 					XR_ACCESS_REMOTE_READ, &mr) != XR_DMA_OK) {
 			/* Invalidated after the request was accepted: stop answering. */
 			xr_link_frame_free(e->link, f);
