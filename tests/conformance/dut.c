@@ -74,8 +74,10 @@ static bool parse_access(struct run *r, const char *s, int *out)
 		else if (!strcmp(t, "RW")) a |= XR_ACCESS_REMOTE_WRITE;
 		else if (!strcmp(t, "RR")) a |= XR_ACCESS_REMOTE_READ;
 		else if (!strcmp(t, "RA")) a |= XR_ACCESS_REMOTE_ATOMIC;
+		else if (!strcmp(t, "MW")) a |= XR_ACCESS_MW_BIND;
+		else if (!strcmp(t, "ZB")) a |= XR_ACCESS_ZERO_BASED;
 		else {
-			fail(r, "unknown access '%s' (LW, RW, RR, RA, none)", t);
+			fail(r, "unknown access '%s' (LW, RW, RR, RA, MW, ZB, none)", t);
 			return false;
 		}
 	}
@@ -167,6 +169,9 @@ void dut_close(struct run *r)
 		xr_destroy_cq(r->scq);
 	if (r->rcq)
 		xr_destroy_cq(r->rcq);
+	for (int i = 0; i < r->nreg; i++)   /* windows first: they hold regions */
+		if (r->reg[i].mw)
+			xr_dealloc_mw(r->reg[i].mw);
 	for (int i = 0; i < r->nreg; i++) {
 		if (r->reg[i].mr)
 			xr_dereg_mr(r->reg[i].mr);
@@ -697,14 +702,157 @@ static void act_mem(struct run *r, char **tok, int ntok)
 
 static void act_dereg(struct run *r, char **tok, int ntok)
 {
+	int want = expected_rc(tok, &ntok), rc;
 	struct region *g = ntok == 2 ? region_by_name(r, tok[1]) : NULL;
 
 	if (!g || !g->mr) {
-		fail(r, "dereg_mr NAME (a registered region)");
+		fail(r, "dereg_mr NAME [=> EBUSY] (a registered region)");
 		return;
 	}
-	check_rc(r, "dereg_mr", xr_dereg_mr(g->mr), 0);
-	g->mr = NULL;
+	rc = xr_dereg_mr(g->mr);
+	check_rc(r, "dereg_mr", rc, want);
+	if (!rc)
+		g->mr = NULL;
+	settle(r);
+}
+
+/* ---- memory windows ---- */
+
+/* alloc_mw NAME [type=1|2] [pd=other]: NAME.rkey is the window's key. */
+static void act_alloc_mw(struct run *r, char **tok, int ntok)
+{
+	uint64_t type = 2;
+	bool other_pd = false;
+	struct region *g;
+
+	if (ntok < 2 || r->nreg == MAX_REGIONS || region_by_name(r, tok[1]) ||
+	    strlen(tok[1]) >= sizeof(g->name)) {
+		fail(r, "alloc_mw NAME [type=1|2] [pd=other] (a new name)");
+		return;
+	}
+	for (int i = 2; i < ntok; i++) {
+		char *k, *v;
+		if (!split_kv(tok[i], &k, &v)) {
+			fail(r, "'%s' is not key=value", tok[i]);
+			return;
+		}
+		if (!strcmp(k, "type")) {
+			if (!eval(r, v, &type))
+				return;
+		} else if (!strcmp(k, "pd")) {
+			other_pd = !strcmp(v, "other");
+		} else {
+			fail(r, "unknown alloc_mw option '%s'", k);
+			return;
+		}
+	}
+	g = &r->reg[r->nreg];
+	memset(g, 0, sizeof(*g));
+	snprintf(g->name, sizeof(g->name), "%s", tok[1]);
+	g->other_pd = other_pd;
+	/* No memory of its own: only guard bytes, so the end-of-script check holds. */
+	g->alloc = malloc(2 * GUARD_LEN);
+	if (!g->alloc) {
+		fail(r, "out of memory");
+		return;
+	}
+	memset(g->alloc, GUARD_VAL, 2 * GUARD_LEN);
+	g->mem = g->alloc + GUARD_LEN;
+	r->nreg++;
+	g->mw = xr_alloc_mw(other_pd ? r->pd2 : r->pd, (enum xr_mw_type)type);
+	if (!g->mw) {
+		fail(r, "alloc_mw of '%s' failed: %s", g->name, strerror(errno));
+		return;
+	}
+	g->lkey = g->rkey = g->mw->rkey;
+}
+
+/* bind_mw NAME [mr=REGION] [off=] [len=] [access=RW,RR,RA] [rkey=] [id=]
+ * [fence] [unsignaled] [=> E]: type 2 posts a BIND_MW WR, type 1 calls
+ * xr_bind_mw; NAME.rkey becomes the new key (as libibverbs hands it). */
+static void act_bind_mw(struct run *r, char **tok, int ntok)
+{
+	int want = expected_rc(tok, &ntok), access = XR_ACCESS_REMOTE_WRITE | XR_ACCESS_REMOTE_READ, rc;
+	struct region *g = ntok >= 2 ? region_by_name(r, tok[1]) : NULL, *mr = region_by_name(r, "mr");
+	uint64_t off = 0, len = 4096, v, id = r->next_wr_id++, rkey;
+	unsigned flags = XR_SEND_SIGNALED;
+	bool rkey_set = false, no_mr = false;
+	struct xr_mw_bind_info bi;
+
+	if (!g || !g->mw) {
+		fail(r, "bind_mw NAME (a window from alloc_mw) [mr= off= len= access= rkey= id=]");
+		return;
+	}
+	for (int i = 2; i < ntok; i++) {
+		char *k, *val;
+		if (!strcmp(tok[i], "fence")) { flags |= XR_SEND_FENCE; continue; }
+		if (!strcmp(tok[i], "unsignaled")) { flags &= ~(unsigned)XR_SEND_SIGNALED; continue; }
+		if (!split_kv(tok[i], &k, &val)) {
+			fail(r, "'%s' is not key=value", tok[i]);
+			return;
+		}
+		if (!strcmp(k, "mr")) {
+			no_mr = !strcmp(val, "none");
+			mr = no_mr ? NULL : region_by_name(r, val);
+			if (!no_mr && (!mr || !mr->mr)) {
+				fail(r, "no registered region '%s'", val);
+				return;
+			}
+			continue;
+		}
+		if (!strcmp(k, "access")) {
+			if (!parse_access(r, val, &access))
+				return;
+			continue;
+		}
+		if (!eval(r, val, &v))
+			return;
+		if (!strcmp(k, "off")) off = v;
+		else if (!strcmp(k, "len")) len = v;
+		else if (!strcmp(k, "rkey")) { rkey = v; rkey_set = true; }
+		else if (!strcmp(k, "id")) id = v;
+		else {
+			fail(r, "unknown bind_mw option '%s'", k);
+			return;
+		}
+	}
+	memset(&bi, 0, sizeof(bi));
+	bi.mr = mr ? mr->mr : NULL;
+	bi.addr = mr ? (uint64_t)(uintptr_t)mr->mem + off : 0;
+	bi.length = len;
+	bi.mw_access_flags = (unsigned)access;
+	if (g->mw->type == XR_MW_TYPE_1) {
+		struct xr_mw_bind b = { .wr_id = id, .send_flags = flags, .bind_info = bi };
+		rc = xr_bind_mw(r->qp, g->mw, &b);
+	} else {
+		struct xr_send_wr wr, *bad = NULL;
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = id;
+		wr.opcode = XR_WR_BIND_MW;
+		wr.send_flags = flags;
+		wr.bind_mw.mw = g->mw;
+		wr.bind_mw.rkey = rkey_set ? (uint32_t)rkey : xr_inc_rkey(g->mw->rkey);
+		wr.bind_mw.bind_info = bi;
+		rc = xr_post_send(r->qp, &wr, &bad);
+	}
+	check_rc(r, "bind_mw", rc, want);
+	/* A window is never an L_Key: NAME.lkey keeps the key before this
+	 * bind, for stale-key tests. */
+	g->lkey = g->rkey;
+	g->rkey = g->mw->rkey;
+	settle(r);
+}
+
+static void act_dealloc_mw(struct run *r, char **tok, int ntok)
+{
+	struct region *g = ntok == 2 ? region_by_name(r, tok[1]) : NULL;
+
+	if (!g || !g->mw) {
+		fail(r, "dealloc_mw NAME (a window)");
+		return;
+	}
+	check_rc(r, "dealloc_mw", xr_dealloc_mw(g->mw), 0);
+	g->mw = NULL;
 	settle(r);
 }
 
@@ -738,6 +886,9 @@ bool dut_action(struct run *r, char **tok, int ntok)
 	else if (!strcmp(c, "counter")) act_counter(r, tok, ntok);
 	else if (!strcmp(c, "mem")) act_mem(r, tok, ntok);
 	else if (!strcmp(c, "dereg_mr")) act_dereg(r, tok, ntok);
+	else if (!strcmp(c, "alloc_mw")) act_alloc_mw(r, tok, ntok);
+	else if (!strcmp(c, "bind_mw")) act_bind_mw(r, tok, ntok);
+	else if (!strcmp(c, "dealloc_mw")) act_dealloc_mw(r, tok, ntok);
 	else if (!strcmp(c, "drain")) { settle(r); drain_held(r); }
 	else if (c[0] == '+') act_time(r, c);
 	else fail(r, "unknown command '%s'", c);

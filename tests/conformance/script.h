@@ -13,7 +13,7 @@
 
 #include "xroce/verbs.h"
 
-#define MAX_REGIONS 8
+#define MAX_REGIONS 12
 #define MAX_HELD    256
 #define GUARD_LEN   64
 #define GUARD_VAL   0xE7
@@ -27,6 +27,7 @@ struct region {
 	int access;
 	bool other_pd;
 	struct xr_mr *mr;            /* NULL once deregistered */
+	struct xr_mw *mw;            /* a memory window (alloc_mw; mem is a dummy) */
 	uint32_t lkey, rkey;         /* kept after deregistration, for stale-key tests */
 };
 
