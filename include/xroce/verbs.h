@@ -36,6 +36,9 @@ enum xr_progress_mode {
 struct xr_device_opts {
 	const char *addr;             /* local IPv4 or IPv6 address (required) */
 	enum xr_progress_mode progress;
+	/* retry_cnt 7 retries forever, as rxe reads it; default: the IBTA's
+	 * seven retries, so a dead peer is detected (CTRL.retry7_forever). */
+	bool retry7_forever;
 };
 
 /* Opens a device (an engine and its driver) on a link. The link stays the

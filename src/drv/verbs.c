@@ -134,7 +134,8 @@ struct xr_context *xr_open_device(struct xr_link *link, const struct xr_device_o
 			 (uint32_t)ctx->gid.raw[4 * i] << 24 | (uint32_t)ctx->gid.raw[4 * i + 1] << 16 |
 			 (uint32_t)ctx->gid.raw[4 * i + 2] << 8 | ctx->gid.raw[4 * i + 3]);
 	if (!err)
-		err = wr(ctx, XR_REG_CTRL, XR_CTRL_ENABLE) ? ENETDOWN : 0;
+		err = wr(ctx, XR_REG_CTRL, XR_CTRL_ENABLE | (opts->retry7_forever ? XR_CTRL_RETRY7_FOREVER : 0)) ?
+		      ENETDOWN : 0;
 	if (!err && ctx->progress == XR_PROGRESS_THREAD)
 		err = -xr_engine_start_thread(ctx->engine);
 	if (err)

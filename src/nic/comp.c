@@ -4,10 +4,12 @@
  * complete SEND/WRITE WQEs up to their PSN; READ and atomic WQEs complete
  * only through their own responses (which also acknowledge everything
  * before them). NAKs and timeouts send the requester back (go-back-N);
- * retry_cnt and rnr_retry bound that. 7 means infinite for both, as in
- * rxe (IBTA reserves it for rnr_retry; rxe, and so its peers, extend it to
- * retry_cnt, and perftest and rc_pingpong ask for 7). When they run out,
- * or on a fatal NAK, the WQE fails and the QP goes to ERR.
+ * retry_cnt and rnr_retry bound that. rnr_retry 7 means infinite (IBTA);
+ * retry_cnt 7 means seven retries, so a dead peer is detected, unless
+ * CTRL.retry7_forever asks for rxe's reading (retry_cnt 7 = infinite,
+ * which perftest and rc_pingpong ask for against rxe). When they run out,
+ * or on a fatal NAK, the WQE fails and the QP goes to ERR. ACKs, NAKs and
+ * responses outside the outstanding window change nothing and are counted.
  */
 #include <string.h>
 
@@ -62,6 +64,51 @@ static void fail_tail(struct xr_engine *e, struct xr_qp *qp, uint8_t status)
 	xr_qp_to_error(e, qp, status);
 }
 
+/* A fatal NAK at psn: the WQE holding that PSN fails with status (earlier
+ * ones still outstanding are flushed before it, in order), and the QP
+ * goes to ERR. */
+static void fail_at(struct xr_engine *e, struct xr_qp *qp, uint32_t psn, uint8_t status)
+{
+	struct xr_req *r = &qp->req;
+
+	for (uint16_t i = r->tail; i != r->head; i++) {
+		struct xr_swqe_meta *m = meta_at(qp, i);
+		if (m->started && psn_cmp(psn, m->first_psn) >= 0 && psn_cmp(psn, m->last_psn) <= 0) {
+			if (i == r->tail) {
+				fail_tail(e, qp, status);
+			} else {
+				m->status = status;   /* xr_qp_flush completes it with this */
+				xr_qp_to_error(e, qp, status);
+			}
+			return;
+		}
+	}
+	fail_tail(e, qp, status);
+}
+
+static bool retry_forever(struct xr_engine *e, struct xr_qp *qp)
+{
+	return qp->ctx.retry_cnt == RETRY_INFINITE && (xr_reg_get(e, XR_REG_CTRL) & XR_CTRL_RETRY7_FOREVER);
+}
+
+/* Where a response's PSN lies: in the outstanding window [una, sent_end),
+ * stale (before it: a duplicate) or beyond anything sent (forged or from
+ * an earlier life of the connection). The last two are counted. */
+static bool in_window(struct xr_engine *e, struct xr_qp *qp, uint32_t psn, bool stale_ok)
+{
+	struct xr_req *r = &qp->req;
+
+	if (psn_cmp(psn, r->sent_end) >= 0) {
+		xr_count(e, XR_CNT_DROP_RESP_WINDOW, 1);
+		return false;
+	}
+	if (!stale_ok && psn_cmp(psn, r->una_psn) < 0) {
+		xr_count(e, XR_CNT_DUP_RESPONSE, 1);
+		return false;
+	}
+	return true;
+}
+
 /* The peer answered up to (not including) next: the retry budgets start over. */
 static void made_progress(struct xr_qp *qp, uint32_t next)
 {
@@ -109,7 +156,7 @@ static bool retry_from(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 
 	r->retried = true;
 	r->retried_psn = psn;
-	if (qp->ctx.retry_cnt == RETRY_INFINITE) {
+	if (retry_forever(e, qp)) {
 		xr_req_retransmit(e, qp, psn);
 		return true;
 	}
@@ -142,9 +189,15 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 	uint8_t syn = p->aeth.syndrome, type = syn & XR_AETH_TYPE_MASK;
 	uint32_t psn = p->psn;
 
-	/* Beyond anything sent, or older than what is acknowledged: stale. */
-	if (psn_cmp(psn, qp->ctx.sq_psn) >= 0 || psn_cmp(psn, psn_add(r->una_psn, XR_PSN_MASK)) < 0)
+	/* Beyond anything sent, or older than what is acknowledged: stale.
+	 * (An ACK of una-1 repeats the last one: harmless, and an RNR NAK or
+	 * NAK at una is in the window.) */
+	if (!in_window(e, qp, psn, true))
 		return;
+	if (psn_cmp(psn, psn_add(r->una_psn, XR_PSN_MASK)) < 0) {
+		xr_count(e, XR_CNT_DUP_RESPONSE, 1);
+		return;
+	}
 	switch (type) {
 	case XR_AETH_ACK:
 		xr_count(e, XR_CNT_RX_ACK, 1);
@@ -166,6 +219,9 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 			r->rnr_left--;
 		}
 		r->rnr_due_ns = xr_engine_now(e) + 1000ull * rnr_timer_us[syn & XR_AETH_VALUE_MASK];
+		/* The peer is alive: no ACK timeout while waiting out its RNR
+		 * timer; the timer restarts when the retry is sent. */
+		r->timer_due_ns = 0;
 		xr_req_retransmit(e, qp, psn);
 		xr_evlog_add(e, XR_EV_NAK_RCVD, qp->qpn, syn, psn);
 		return;
@@ -180,15 +236,15 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 			break;
 		case XR_AETH_NAK_INV_REQ:
 			xr_count(e, XR_CNT_RX_NAK_INV_REQ, 1);
-			fail_tail(e, qp, XR_WC_REM_INV_REQ_ERR);
+			fail_at(e, qp, psn, XR_WC_REM_INV_REQ_ERR);
 			return;
 		case XR_AETH_NAK_REM_ACCESS:
 			xr_count(e, XR_CNT_RX_NAK_REM_ACCESS, 1);
-			fail_tail(e, qp, XR_WC_REM_ACCESS_ERR);
+			fail_at(e, qp, psn, XR_WC_REM_ACCESS_ERR);
 			return;
 		default:
 			xr_count(e, XR_CNT_RX_NAK_REM_OP, 1);
-			fail_tail(e, qp, XR_WC_REM_OP_ERR);
+			fail_at(e, qp, psn, XR_WC_REM_OP_ERR);
 			return;
 		}
 		break;
@@ -206,15 +262,31 @@ static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct
 	const struct xr_hw_wqe *w;
 	int err;
 
+	if (!in_window(e, qp, p->psn, false))
+		return;
 	/* A response acknowledges every request before its READ. */
 	ack_upto(e, qp, psn_add(p->psn, XR_PSN_MASK));
-	if (r->tail == r->head)
+	if (r->tail == r->head) {
+		xr_count(e, XR_CNT_DUP_RESPONSE, 1);
 		return;
+	}
 	m = meta_at(qp, r->tail);
-	if (m->opcode != XR_WR_RDMA_READ || psn_cmp(p->psn, m->first_psn) < 0 ||
-	    psn_cmp(p->psn, m->last_psn) > 0)
+	if (m->opcode != XR_WR_RDMA_READ) {
+		if (psn_cmp(p->psn, m->first_psn) >= 0 && psn_cmp(p->psn, m->last_psn) <= 0) {
+			/* A READ response for a SEND/WRITE/atomic (B12). */
+			xr_count(e, XR_CNT_DROP_RESP_UNEXPECTED, 1);
+			fail_tail(e, qp, XR_WC_BAD_RESP_ERR);
+		} else {
+			xr_count(e, XR_CNT_DUP_RESPONSE, 1);
+		}
+		return;
+	}
+	if (psn_cmp(p->psn, m->first_psn) < 0 || psn_cmp(p->psn, m->last_psn) > 0) {
+		xr_count(e, XR_CNT_DUP_RESPONSE, 1);
 		return;   /* a duplicate of an answered READ */
+	}
 	if (p->psn != tail_expected_psn(qp)) {
+		xr_count(e, XR_CNT_DUP_RESPONSE, 1);
 		/* Out of order: a gap means lost responses; ask again, once per gap. */
 		if (psn_cmp(p->psn, tail_expected_psn(qp)) > 0 && !already_retrying(r, tail_expected_psn(qp)))
 			retry_from(e, qp, tail_expected_psn(qp));
@@ -248,12 +320,27 @@ static void rx_atomic_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr
 	const struct xr_hw_wqe *w;
 	int err;
 
-	ack_upto(e, qp, psn_add(p->psn, XR_PSN_MASK));
-	if (r->tail == r->head)
+	if (!in_window(e, qp, p->psn, false))
 		return;
+	ack_upto(e, qp, psn_add(p->psn, XR_PSN_MASK));
+	if (r->tail == r->head) {
+		xr_count(e, XR_CNT_DUP_RESPONSE, 1);
+		return;
+	}
 	m = meta_at(qp, r->tail);
-	if (!is_rd_atomic(m->opcode) || m->opcode == XR_WR_RDMA_READ || m->first_psn != p->psn)
+	if (!is_rd_atomic(m->opcode) || m->opcode == XR_WR_RDMA_READ) {
+		if (psn_cmp(p->psn, m->first_psn) >= 0 && psn_cmp(p->psn, m->last_psn) <= 0) {
+			xr_count(e, XR_CNT_DROP_RESP_UNEXPECTED, 1);
+			fail_tail(e, qp, XR_WC_BAD_RESP_ERR);
+		} else {
+			xr_count(e, XR_CNT_DUP_RESPONSE, 1);
+		}
+		return;
+	}
+	if (m->first_psn != p->psn) {
+		xr_count(e, XR_CNT_DUP_RESPONSE, 1);
 		return;   /* duplicate */
+	}
 	w = xr_sq_slot(qp, r->tail);
 	err = xr_sgl_write(e, qp->ctx.pd, w->sge, w->num_sge, 0, &p->atomic_orig, 8);
 	if (err) {
@@ -268,8 +355,11 @@ static void rx_atomic_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr
 void xr_comp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 {
 	if (!qp->req.meta || (qp->ctx.state != XR_QPS_RTS && qp->ctx.state != XR_QPS_SQD &&
-			      qp->ctx.state != XR_QPS_SQE))
+			      qp->ctx.state != XR_QPS_SQE)) {
+		/* A response to a QP that has sent nothing (RTR): no requester yet. */
+		xr_count(e, XR_CNT_DROP_RESP_UNEXPECTED, 1);
 		return;
+	}
 	if (p->op->flags & XR_OPF_ACK)
 		rx_ack(e, qp, p);
 	else if (p->op->flags & XR_OPF_READ_RESP)
@@ -282,7 +372,7 @@ void xr_comp_timers(struct xr_engine *e, struct xr_qp *qp, uint64_t now)
 {
 	struct xr_req *r = &qp->req;
 
-	if (!r->timer_due_ns || now < r->timer_due_ns)
+	if (!r->timer_due_ns || now < r->timer_due_ns || r->rnr_due_ns)
 		return;
 	if (r->tail == r->head && !r->cur_active) {
 		r->timer_due_ns = 0;

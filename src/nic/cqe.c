@@ -7,7 +7,17 @@
 
 #include "engine.h"
 
-void xr_complete(struct xr_engine *e, struct xr_qp *qp, uint32_t cqn, const struct xr_wc_info *wc,
+/* The CQ overran: the CQE is lost. Never silently: the CQ error event
+ * goes to the event log (the driver reports it as IBV_EVENT_CQ_ERR) and
+ * the QP whose completion was lost goes to ERR (as rxe). */
+static void cq_overrun(struct xr_engine *e, struct xr_qp *qp, uint32_t cqn)
+{
+	xr_count(e, XR_CNT_CQ_OVERFLOW, 1);
+	xr_evlog_add(e, XR_EV_CQ_ERROR, qp->qpn, cqn, 0);
+	xr_qp_to_error(e, qp, XR_WC_GENERAL_ERR);
+}
+
+bool xr_complete(struct xr_engine *e, struct xr_qp *qp, uint32_t cqn, const struct xr_wc_info *wc,
 		 bool solicited)
 {
 	struct xr_cq *cq = cqn < XR_MAX_CQ ? &e->cqs[cqn] : NULL;
@@ -16,18 +26,22 @@ void xr_complete(struct xr_engine *e, struct xr_qp *qp, uint32_t cqn, const stru
 	bool fire = false;
 
 	if (!cq || !cq->in_use) {
-		xr_count(e, XR_CNT_CQ_OVERFLOW, 1);
-		return;
+		cq_overrun(e, qp, cqn);
+		return false;
 	}
 	pthread_mutex_lock(&cq->lock);
 	size = 1u << cq->ctx.log_size;
 	pi = cq->ctx.pi;
 	if (pi - cq->ci >= size) {
-		/* Full: the host did not consume in time. The CQE is lost and counted. */
+		/* Full: the host did not consume in time. */
+		bool first = !cq->ctx.overflow;
 		cq->ctx.overflow = true;
 		pthread_mutex_unlock(&cq->lock);
-		xr_count(e, XR_CNT_CQ_OVERFLOW, 1);
-		return;
+		if (first || qp->ctx.state != XR_QPS_ERR)
+			cq_overrun(e, qp, cqn);
+		else
+			xr_count(e, XR_CNT_CQ_OVERFLOW, 1);
+		return false;
 	}
 	cqe = (struct xr_hw_cqe *)(uintptr_t)(cq->ctx.base + (uint64_t)(pi & (size - 1)) * XR_CQE_SIZE);
 	cqe->wr_id = wc->wr_id;
@@ -53,6 +67,7 @@ void xr_complete(struct xr_engine *e, struct xr_qp *qp, uint32_t cqn, const stru
 		xr_evlog_add(e, XR_EV_WQE_COMPLETED, qp->qpn, wc->status, (uint32_t)wc->wr_id);
 	if (fire && e->irq)
 		e->irq(e->irq_ctx, cqn);
+	return true;
 }
 
 void xr_qp_to_error(struct xr_engine *e, struct xr_qp *qp, uint8_t status)
@@ -122,7 +137,7 @@ void xr_qp_flush(struct xr_engine *e, struct xr_qp *qp)
 			xr_complete(e, qp, qp->ctx.sq_cqn, &wc, false);
 		}
 	}
-	rq->tail = rq->head = qp->sq_pi;
+	rq->tail = rq->head = rq->started_end = qp->sq_pi;
 	rq->cur_active = false;
 	rq->retx_pending = false;
 	rq->rd_atomic_out = 0;
@@ -145,7 +160,6 @@ void xr_qp_flush(struct xr_engine *e, struct xr_qp *qp)
 		}
 	}
 	qp->ctx.rq_ci = qp->rq_ci;
-	rs->ack_due = false;
-	rs->res_sending = -1;
+	xr_resp_flush(qp);
 	rs->in_msg = XR_RESP_IDLE;
 }

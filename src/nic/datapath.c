@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -177,8 +178,8 @@ static bool qp_has_work(const struct xr_qp *qp)
 	if (qp->ctx.state == XR_QPS_RESET || qp->ctx.state == XR_QPS_INIT)
 		return false;
 	if (qp->ctx.state == XR_QPS_ERR)
-		return r->tail != qp->sq_pi || qp->resp.rq_head != qp->rq_pi;
-	return qp->resp.ack_due || qp->resp.res_sending >= 0 || r->cur_active || r->retx_pending ||
+		return r->tail != qp->sq_pi || qp->resp.rq_head != qp->rq_pi || xr_resp_has_work(qp);
+	return xr_resp_has_work(qp) || r->cur_active || r->retx_pending ||
 	       (r->head != qp->sq_pi && qp->ctx.state == XR_QPS_RTS) ||
 	       r->timer_due_ns || r->rnr_due_ns;
 }
@@ -273,6 +274,10 @@ static int progress_locked(struct xr_engine *e)
 	return work;
 }
 
+/* The thread running a progress pass: a quiesce from inside the pass (an
+ * interrupt handler deregistering) must not wait for itself. */
+static _Thread_local const struct xr_engine *pass_owner;
+
 int xr_engine_progress(struct xr_engine *e)
 {
 	int work = 0;
@@ -280,11 +285,27 @@ int xr_engine_progress(struct xr_engine *e)
 	if (!e->link || pthread_mutex_trylock(&e->dp_mutex))
 		return 0;
 	pthread_rwlock_rdlock(&e->dp_lock);
+	atomic_fetch_add(&e->dp_epoch, 1);   /* odd: a pass is running */
+	pass_owner = e;
 	if (!(xr_reg_get(e, XR_REG_CTRL) & XR_CTRL_SOFT_RESET))
 		work = progress_locked(e);
+	pass_owner = NULL;
+	atomic_fetch_add(&e->dp_epoch, 1);
 	pthread_rwlock_unlock(&e->dp_lock);
 	pthread_mutex_unlock(&e->dp_mutex);
 	return work;
+}
+
+void xr_dp_quiesce(struct xr_engine *e)
+{
+	uint64_t s = atomic_load(&e->dp_epoch);
+
+	if (!(s & 1) || pass_owner == e)
+		return;
+	/* A pass is running and may hold a key checked before the caller's
+	 * change: wait for it to end. Passes are bounded (one burst each). */
+	while (atomic_load(&e->dp_epoch) == s)
+		sched_yield();
 }
 
 /* ---- the engine's own thread ---- */

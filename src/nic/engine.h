@@ -40,6 +40,9 @@ struct xr_req {
 	uint32_t cur_psn;            /* PSN of its next packet */
 	struct xr_hw_wqe cur_wqe;    /* its copy, read from the ring */
 	uint32_t una_psn;            /* oldest PSN not acknowledged */
+	uint32_t sent_end;           /* one past the last PSN a response may carry */
+	uint16_t started_end;        /* one past the newest WQE ever started */
+	bool     drained_logged;     /* SQD: the SQ_DRAINED event is out */
 	uint32_t rd_atomic_out;      /* READ/atomic requests in flight */
 	uint32_t since_ackreq;       /* packets sent since the last AckReq */
 	uint64_t timer_due_ns;       /* local ACK timer (0: stopped) */
@@ -56,6 +59,7 @@ struct xr_req {
 /* A responder resource: a READ or atomic kept for replay (resp.c). */
 struct xr_rd_res {
 	uint8_t  kind;               /* 0 free, 1 READ, 2 atomic */
+	bool     queued;             /* its responses wait in the response queue */
 	uint32_t first_psn, last_psn;
 	uint64_t va;
 	uint32_t rkey, len;
@@ -63,10 +67,21 @@ struct xr_rd_res {
 	uint32_t msn;
 	/* The response stream being sent: the original request, or a retried
 	 * one that asks for its tail. */
-	bool     sending;
 	uint32_t stream_psn, stream_len, next_psn;
 	uint64_t stream_va;
 };
+
+/* What the responder owes the requester, in PSN order: ACKs and NAKs wait
+ * behind the READ responses and atomic ACKs of earlier requests. */
+enum xr_resp_item_kind { XR_ITEM_ACK, XR_ITEM_RES };
+struct xr_resp_item {
+	uint8_t  kind;               /* enum xr_resp_item_kind */
+	uint8_t  syndrome;           /* ACK: the AETH syndrome */
+	bool     fatal;              /* a NAK that leaves even from ERR */
+	uint8_t  res;                /* RES: the resource index */
+	uint32_t psn, msn;
+};
+#define XR_RESP_QUEUE 48
 
 enum xr_resp_msg { XR_RESP_IDLE, XR_RESP_IN_SEND, XR_RESP_IN_WRITE };
 
@@ -79,12 +94,10 @@ struct xr_resp {
 	uint64_t write_va;
 	uint32_t write_rkey, write_left, write_total;
 	bool     nak_seq_sent;       /* one PSN-sequence NAK per gap */
-	bool     ack_due;            /* an ACK/NAK waits to be sent */
-	uint8_t  ack_syndrome;
-	uint32_t ack_psn;
-	struct xr_rd_res *res;       /* max_dest_rd_atomic entries (power of 2) */
-	uint32_t nres, res_next;
-	int      res_sending;        /* resource whose responses are going out, -1 */
+	struct xr_resp_item q[XR_RESP_QUEUE];
+	uint8_t  q_head, q_len;
+	struct xr_rd_res *res;       /* res_cap entries allocated, nres (a power of 2) in use */
+	uint32_t nres, res_cap, res_next;
 };
 
 struct xr_qp {
@@ -154,6 +167,7 @@ struct xr_engine {
 	struct xr_link *link;
 	struct xr_tx *txq;                     /* frames built, not yet taken by the link */
 	pthread_mutex_t dp_mutex;              /* one progress pass at a time */
+	_Atomic uint64_t dp_epoch;             /* odd while a pass runs (xr_dp_quiesce) */
 	pthread_mutex_t busy_lock;
 	struct xr_qp **busy;                   /* QPs with work, timers or flushes */
 	uint32_t nbusy, busy_cap;
@@ -215,6 +229,10 @@ struct xr_mr *xr_mr_lookup(struct xr_engine *e, uint32_t key);
 int xr_mr_invalidate_key(struct xr_engine *e, uint32_t key, uint32_t pd, bool remote, uint32_t qpn);
 /* BIND_MW on a QP of PD pd: 0, or -EINVAL when the bind is not allowed. */
 int xr_mw_bind(struct xr_engine *e, uint32_t pd, uint32_t qpn, const struct xr_hw_wqe *wqe);
+/* Returns once no progress pass that may have seen an MR before this call
+ * is still running: after it, no packet touches memory through a key that
+ * was invalid when it was called. */
+void xr_dp_quiesce(struct xr_engine *e);
 
 /* Doorbells (regfile.c routes them here). */
 enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val);
@@ -234,6 +252,10 @@ static inline uint32_t mtu_bytes(uint8_t path_mtu)
 {
 	return 128u << path_mtu;   /* enum 1..5 -> 256..4096 */
 }
+
+/* resp.c: responses owed, and dropping them when the QP fails. */
+bool xr_resp_has_work(const struct xr_qp *qp);
+void xr_resp_flush(struct xr_qp *qp);
 
 /* Puts a QP on the busy list (caller holds qp->lock). */
 void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp);
@@ -267,7 +289,9 @@ struct xr_wc_info {
 	uint32_t byte_len, imm, src_qp;
 	uint16_t wqe_index;
 };
-void xr_complete(struct xr_engine *e, struct xr_qp *qp, uint32_t cqn, const struct xr_wc_info *wc,
+/* Writes a CQE; false when it was lost (the CQ overran: counted, CQ error
+ * event logged, the QP moved to ERR). */
+bool xr_complete(struct xr_engine *e, struct xr_qp *qp, uint32_t cqn, const struct xr_wc_info *wc,
 		 bool solicited);
 /* Moves a QP to ERR from the data path, logging why. */
 void xr_qp_to_error(struct xr_engine *e, struct xr_qp *qp, uint8_t status);

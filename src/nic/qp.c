@@ -72,14 +72,22 @@ int xr_qp_runtime_setup(struct xr_qp *qp)
 		qp->req.meta = m;
 		qp->req.meta_slots = slots;
 	}
-	if (nres > qp->resp.nres) {
+	if (nres > qp->resp.res_cap) {
 		struct xr_rd_res *r = calloc(nres, sizeof(*r));
 		if (!r)
 			return -ENOMEM;
 		free(qp->resp.res);
 		qp->resp.res = r;
+		qp->resp.res_cap = nres;
+	}
+	if (nres != qp->resp.nres) {
+		/* max_dest_rd_atomic changed: the saved results go (A34); what is
+		 * still owed was owed under the old limit and is dropped too. */
+		xr_resp_flush(qp);
+		if (qp->resp.res)
+			memset(qp->resp.res, 0, qp->resp.res_cap * sizeof(*qp->resp.res));
 		qp->resp.nres = nres;
-		qp->resp.res_sending = -1;
+		qp->resp.res_next = 0;
 	}
 	return 0;
 }
@@ -88,7 +96,7 @@ void xr_qp_runtime_reset(struct xr_qp *qp)
 {
 	struct xr_swqe_meta *meta = qp->req.meta;
 	struct xr_rd_res *res = qp->resp.res;
-	uint32_t slots = qp->req.meta_slots, nres = qp->resp.nres;
+	uint32_t slots = qp->req.meta_slots, nres = qp->resp.nres, cap = qp->resp.res_cap;
 
 	memset(&qp->req, 0, sizeof(qp->req));
 	memset(&qp->resp, 0, sizeof(qp->resp));
@@ -96,11 +104,11 @@ void xr_qp_runtime_reset(struct xr_qp *qp)
 	qp->req.meta_slots = slots;
 	qp->resp.res = res;
 	qp->resp.nres = nres;
-	qp->resp.res_sending = -1;
+	qp->resp.res_cap = cap;
 	if (meta)
 		memset(meta, 0, slots * sizeof(*meta));
 	if (res)
-		memset(res, 0, nres * sizeof(*res));
+		memset(res, 0, cap * sizeof(*res));
 	qp->rq_ci = 0;
 }
 
@@ -241,6 +249,7 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 			st = XR_CMD_ST_BUSY;
 		if (next.state == XR_QPS_RTS && old_state == XR_QPS_RTR) {
 			qp->req.una_psn = next.sq_psn;
+			qp->req.sent_end = next.sq_psn;
 			qp->req.retry_left = next.retry_cnt;
 			qp->req.rnr_left = next.rnr_retry;
 		}

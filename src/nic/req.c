@@ -132,6 +132,13 @@ void xr_req_retransmit(struct xr_engine *e, struct xr_qp *qp, uint32_t from_psn)
 	qp->req.retx_psn = from_psn;
 }
 
+/* Notes that every WQE before head has been started at least once. */
+static void note_started(struct xr_req *r)
+{
+	if ((uint16_t)(r->head - r->tail) > (uint16_t)(r->started_end - r->tail))
+		r->started_end = r->head;
+}
+
 /* Starts the WQE at head; false when it cannot start yet. */
 static bool start_wqe(struct xr_engine *e, struct xr_qp *qp)
 {
@@ -162,6 +169,7 @@ static bool start_wqe(struct xr_engine *e, struct xr_qp *qp)
 			}
 			r->head++;
 			r->tail = r->head;
+			note_started(r);
 			qp->ctx.sq_ci = r->tail;
 			if (wc.status != XR_WC_SUCCESS)
 				xr_qp_to_error(e, qp, wc.status);
@@ -188,6 +196,7 @@ static bool start_wqe(struct xr_engine *e, struct xr_qp *qp)
 		r->rd_atomic_out++;
 	}
 	r->cur = r->head++;
+	note_started(r);
 	r->cur_active = true;
 	r->cur_offset = 0;
 	r->cur_psn = m->first_psn;
@@ -296,6 +305,13 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 		}
 	}
 	xr_tx_commit(e, tx, f, &p);
+	{
+		/* Responses may now carry PSNs up to this packet's (a READ's: up
+		 * to its last response); anything later is forged or stale. */
+		uint32_t end = is_rd_atomic(w->opcode) ? psn_add(m->last_psn, 1) : psn_add(p.psn, 1);
+		if (psn_cmp(end, r->sent_end) > 0)
+			r->sent_end = end;
+	}
 	r->since_ackreq = p.ackreq ? 0 : r->since_ackreq + 1;
 	if (!r->timer_due_ns)
 		xr_req_arm_timer(qp, now);
@@ -326,10 +342,20 @@ void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx)
 		r->retx_pending = false;
 		rewind_to(e, qp, r->retx_psn);
 	}
+	if (qp->ctx.state == XR_QPS_RTS)
+		r->drained_logged = false;
 	for (;;) {
 		if (!r->cur_active) {
-			if (qp->ctx.state != XR_QPS_RTS || r->head == qp->sq_pi)
-				return;   /* SQD: finish what started, start nothing new */
+			/* SQD: finish what started (all of it again after a
+			 * rewind), start nothing new. */
+			bool restart = r->head != r->started_end;
+			if (r->head == qp->sq_pi || (qp->ctx.state != XR_QPS_RTS && !restart)) {
+				if (qp->ctx.state == XR_QPS_SQD && r->tail == r->started_end && !r->drained_logged) {
+					r->drained_logged = true;
+					xr_evlog_add(e, XR_EV_SQ_DRAINED, qp->qpn, 0, 0);
+				}
+				return;
+			}
 			if (!start_wqe(e, qp))
 				return;
 			if (!r->cur_active)

@@ -13,35 +13,88 @@
 
 enum { RES_FREE, RES_READ, RES_ATOMIC };
 
-static void queue_ack(struct xr_qp *qp, uint8_t syndrome, uint32_t psn)
+/* The largest RETH DMA length (C9-94): longer requests are invalid. */
+#define MAX_DMA_LEN (1ull << 31)
+
+/* ---- the response queue ---- */
+
+static struct xr_resp_item *q_at(struct xr_resp *rs, unsigned i)
 {
-	qp->resp.ack_due = true;
-	qp->resp.ack_syndrome = syndrome;
-	qp->resp.ack_psn = psn;
+	return &rs->q[(rs->q_head + i) % XR_RESP_QUEUE];
 }
 
-static void nak(struct xr_engine *e, struct xr_qp *qp, uint8_t syndrome, uint32_t psn)
+static struct xr_resp_item *q_push(struct xr_resp *rs)
 {
-	static const enum xr_counter cnt[] = {
-		XR_CNT_TX_NAK_SEQ, XR_CNT_TX_NAK_INV_REQ, XR_CNT_TX_NAK_REM_ACCESS, XR_CNT_TX_NAK_REM_OP,
-	};
-	queue_ack(qp, syndrome, psn);
-	xr_count(e, cnt[(syndrome & 3)], 1);
-	xr_evlog_add(e, XR_EV_NAK_SENT, qp->qpn, syndrome, psn);
-	if (syndrome != XR_AETH_NAK_PSN_SEQ) {
-		/* Fatal for the responder: the receive WQE in progress fails too. */
-		if (qp->resp.have_rwqe) {
-			struct xr_wc_info wc = { .wr_id = qp->resp.rwqe.wr_id, .opcode = XR_WC_RECV,
-						 .wqe_index = (uint16_t)(qp->resp.rq_head - 1),
-						 .status = syndrome == XR_AETH_NAK_INV_REQ ? XR_WC_REM_INV_REQ_ERR :
-							   syndrome == XR_AETH_NAK_REM_ACCESS ? XR_WC_REM_ACCESS_ERR :
-							   XR_WC_REM_OP_ERR };
-			xr_complete(e, qp, qp->ctx.rq_cqn, &wc, false);
-			qp->resp.have_rwqe = false;
-			qp->rq_ci++;
+	if (rs->q_len == XR_RESP_QUEUE)
+		return NULL;
+	return q_at(rs, rs->q_len++);
+}
+
+static void q_pop(struct xr_resp *rs)
+{
+	rs->q_head = (uint8_t)((rs->q_head + 1) % XR_RESP_QUEUE);
+	rs->q_len--;
+}
+
+/* An ACK, NAK or RNR NAK for psn, behind every response owed before it.
+ * A positive ACK replaces one still waiting at the tail (ACKs are
+ * cumulative); NAKs are never merged or overwritten. */
+static void queue_ack(struct xr_engine *e, struct xr_qp *qp, uint8_t syndrome, uint32_t psn, bool fatal)
+{
+	struct xr_resp *rs = &qp->resp;
+	bool ack = (syndrome & XR_AETH_TYPE_MASK) == XR_AETH_ACK;
+	struct xr_resp_item *it;
+
+	if (ack && rs->q_len) {
+		it = q_at(rs, rs->q_len - 1u);
+		if (it->kind == XR_ITEM_ACK && (it->syndrome & XR_AETH_TYPE_MASK) == XR_AETH_ACK) {
+			it->psn = psn;
+			it->msn = qp->ctx.msn;
+			return;
 		}
-		xr_qp_to_error(e, qp, syndrome);
 	}
+	it = q_push(rs);
+	if (!it) {
+		/* Cannot happen with the limits on what is queued; never silent. */
+		xr_count(e, XR_CNT_DROP_DUP_NO_RES, 1);
+		return;
+	}
+	it->kind = XR_ITEM_ACK;
+	it->syndrome = syndrome;
+	it->fatal = fatal;
+	it->psn = psn;
+	it->msn = qp->ctx.msn;
+}
+
+static bool queue_res(struct xr_qp *qp, struct xr_rd_res *res)
+{
+	struct xr_resp_item *it = q_push(&qp->resp);
+
+	if (!it)
+		return false;
+	it->kind = XR_ITEM_RES;
+	it->res = (uint8_t)(res - qp->resp.res);
+	it->fatal = false;
+	res->queued = true;
+	return true;
+}
+
+/* A fatal NAK: the receive WQE the message holds fails with wc_status
+ * (the responder's own code), and the QP goes to ERR once it has left. */
+static void nak(struct xr_engine *e, struct xr_qp *qp, uint8_t syndrome, uint32_t psn, uint8_t wc_status)
+{
+	queue_ack(e, qp, syndrome, psn, syndrome != XR_AETH_NAK_PSN_SEQ);
+	if (syndrome == XR_AETH_NAK_PSN_SEQ)
+		return;
+	if (qp->resp.have_rwqe) {
+		struct xr_wc_info wc = { .wr_id = qp->resp.rwqe.wr_id, .opcode = XR_WC_RECV,
+					 .wqe_index = (uint16_t)(qp->resp.rq_head - 1), .status = wc_status };
+		qp->resp.have_rwqe = false;
+		qp->rq_ci++;
+		qp->ctx.rq_ci = qp->rq_ci;
+		xr_complete(e, qp, qp->ctx.rq_cqn, &wc, false);
+	}
+	xr_qp_to_error(e, qp, wc_status);
 }
 
 static void count_dma_error(struct xr_engine *e, enum xr_dma_err err)
@@ -67,7 +120,8 @@ static bool take_rwqe(struct xr_qp *qp)
 	return true;
 }
 
-static void complete_rwqe(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, uint8_t opcode,
+/* false when the CQE was lost (the CQ overran and the QP went to ERR). */
+static bool complete_rwqe(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, uint8_t opcode,
 			  uint32_t byte_len)
 {
 	struct xr_resp *rs = &qp->resp;
@@ -83,32 +137,33 @@ static void complete_rwqe(struct xr_engine *e, struct xr_qp *qp, const struct xr
 		wc.flags |= XR_WC_WITH_INV;
 		wc.imm = p->ieth_rkey;
 	}
-	xr_complete(e, qp, qp->ctx.rq_cqn, &wc, p->se);
 	rs->have_rwqe = false;
 	qp->rq_ci++;
 	qp->ctx.rq_ci = qp->rq_ci;
 	xr_count(e, XR_CNT_RQ_WQES, 1);
+	return xr_complete(e, qp, qp->ctx.rq_cqn, &wc, p->se);
 }
 
+/* The next resource slot for a READ/atomic, or NULL when every slot still
+ * owes responses: the requester exceeded max_dest_rd_atomic. A slot whose
+ * responses have left is recycled (it stays for replay until then). */
 static struct xr_rd_res *new_resource(struct xr_qp *qp)
 {
 	struct xr_resp *rs = &qp->resp;
-	/* Full ring: the oldest entry is reused rather than NAKing (as rxe). */
-	struct xr_rd_res *res = &rs->res[rs->res_next++ & (rs->nres - 1)];
+	struct xr_rd_res *res;
 
+	if (!rs->nres)
+		return NULL;
+	res = &rs->res[rs->res_next & (rs->nres - 1)];
+	if (res->queued)
+		return NULL;
+	rs->res_next++;
 	memset(res, 0, sizeof(*res));
 	return res;
 }
 
-static void start_sending(struct xr_qp *qp, struct xr_rd_res *res)
-{
-	res->sending = true;
-	if (qp->resp.res_sending < 0)
-		qp->resp.res_sending = (int)(res - qp->resp.res);
-}
-
 /* Duplicate READ/atomic: replay from the saved resource, never re-execute. */
-static void duplicate_rd_atomic(struct xr_qp *qp, const struct xr_pkt *p)
+static void duplicate_rd_atomic(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 {
 	struct xr_resp *rs = &qp->resp;
 	uint32_t mtu = mtu_bytes(qp->ctx.path_mtu);
@@ -116,27 +171,33 @@ static void duplicate_rd_atomic(struct xr_qp *qp, const struct xr_pkt *p)
 	for (uint32_t i = 0; i < rs->nres; i++) {
 		struct xr_rd_res *res = &rs->res[i];
 		if (p->op->flags & XR_OPF_ATOMIC) {
-			if (res->kind == RES_ATOMIC && res->first_psn == p->psn) {
-				start_sending(qp, res);
-				return;
-			}
-			continue;
+			if (res->kind != RES_ATOMIC || res->first_psn != p->psn)
+				continue;
+		} else {
+			if (res->kind != RES_READ || psn_cmp(p->psn, res->first_psn) < 0 ||
+			    psn_cmp(p->psn, res->last_psn) > 0 || p->reth.rkey != res->rkey)
+				continue;
+			/* The retried request must lie inside the original one. */
+			if (p->reth.va < res->va || p->reth.len > res->len ||
+			    p->reth.va - res->va > res->len - p->reth.len ||
+			    p->reth.va - res->va != (uint64_t)((p->psn - res->first_psn) & XR_PSN_MASK) * mtu)
+				continue;
 		}
-		if (res->kind != RES_READ || psn_cmp(p->psn, res->first_psn) < 0 ||
-		    psn_cmp(p->psn, res->last_psn) > 0 || p->reth.rkey != res->rkey)
-			continue;
-		/* The retried request must lie inside the original one. */
-		if (p->reth.va < res->va || p->reth.va + p->reth.len > res->va + res->len ||
-		    p->reth.va - res->va != (uint64_t)((p->psn - res->first_psn) & XR_PSN_MASK) * mtu)
-			continue;
-		res->stream_psn = p->psn;
-		res->stream_va = p->reth.va;
-		res->stream_len = p->reth.len;
-		res->next_psn = p->psn;
-		start_sending(qp, res);
+		/* Still answering the original: its responses are on their way. */
+		if (res->queued)
+			return;
+		if (res->kind == RES_READ) {
+			res->stream_psn = p->psn;
+			res->stream_va = p->reth.va;
+			res->stream_len = p->reth.len;
+			res->next_psn = p->psn;
+		}
+		if (!queue_res(qp, res))
+			xr_count(e, XR_CNT_DROP_DUP_NO_RES, 1);
 		return;
 	}
 	/* No matching resource: dropped silently, as rxe does. */
+	xr_count(e, XR_CNT_DROP_DUP_NO_RES, 1);
 }
 
 /* The opcode may follow what came before it on this QP. */
@@ -154,14 +215,219 @@ static bool sequence_ok(const struct xr_resp *rs, uint32_t f)
 	}
 }
 
+static void rnr_nak(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
+{
+	/* ePSN stays; the "NAK sent" flag is not set: the RNR'd PSN comes back
+	 * as a new request, and a later gap draws its own NAK (A18). */
+	queue_ack(e, qp, (uint8_t)(XR_AETH_RNR_NAK | (qp->ctx.min_rnr_timer & XR_AETH_VALUE_MASK)), psn, false);
+}
+
+/* SEND_*_WITH_INVALIDATE: only keys that may be invalidated remotely. */
+static bool remote_invalidate(struct xr_engine *e, struct xr_qp *qp, uint32_t key)
+{
+	return xr_mr_invalidate_key(e, key, qp->ctx.pd, true, qp->qpn) == 0;
+}
+
+static void rx_send(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
+{
+	struct xr_resp *rs = &qp->resp;
+	uint32_t f = p->op->flags;
+	int err;
+
+	/* The message must fit the receive WQE: the responder's own length error. */
+	if ((uint64_t)rs->recv_offset + p->payload_len > rs->rwqe.length) {
+		nak(e, qp, XR_AETH_NAK_INV_REQ, p->psn, XR_WC_LOC_LEN_ERR);
+		return;
+	}
+	if (p->payload_len && (err = xr_sgl_write(e, qp->ctx.pd, rs->rwqe.sge, rs->rwqe.num_sge,
+						  rs->recv_offset, p->payload, p->payload_len)) != 0) {
+		/* An unusable receive WQE (key, rights): remote operational error. */
+		nak(e, qp, XR_AETH_NAK_REM_OP, p->psn, (uint8_t)err);
+		return;
+	}
+	rs->recv_offset += p->payload_len;
+	rs->in_msg = (f & XR_OPF_LAST) ? XR_RESP_IDLE : XR_RESP_IN_SEND;
+	if (!(f & XR_OPF_LAST))
+		return;
+	if ((f & XR_OPF_INV) && !remote_invalidate(e, qp, p->ieth_rkey)) {
+		xr_count(e, XR_CNT_INV_REFUSED, 1);
+		nak(e, qp, XR_AETH_NAK_INV_REQ, p->psn, XR_WC_REM_INV_REQ_ERR);
+		return;
+	}
+	qp->ctx.msn = psn_add(qp->ctx.msn, 1);
+	xr_count(e, XR_CNT_RDMA_RECVS, 1);
+	complete_rwqe(e, qp, p, XR_WC_RECV, rs->recv_offset);
+}
+
+static void rx_write(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
+{
+	struct xr_resp *rs = &qp->resp;
+	uint32_t f = p->op->flags;
+	struct xr_mr *mr = NULL;
+	enum xr_dma_err derr;
+
+	if (f & XR_OPF_FIRST) {
+		/* R_Key and range, for the whole message at its first packet */
+		if (p->reth.len) {
+			derr = xr_dma_check_rkey(e, p->reth.rkey, qp->ctx.pd, qp->qpn, p->reth.va, p->reth.len,
+					    XR_ACCESS_REMOTE_WRITE, &mr);
+			if (derr != XR_DMA_OK) {
+				count_dma_error(e, derr);
+				nak(e, qp, XR_AETH_NAK_REM_ACCESS, p->psn, XR_WC_REM_ACCESS_ERR);
+				return;
+			}
+		}
+		rs->write_va = p->reth.va;
+		rs->write_rkey = p->reth.rkey;
+		rs->write_left = p->reth.len;
+		rs->write_total = p->reth.len;
+	}
+	/* every packet carries exactly its share */
+	if ((f & XR_OPF_LAST) ? p->payload_len != rs->write_left : p->payload_len >= rs->write_left) {
+		nak(e, qp, XR_AETH_NAK_INV_REQ, p->psn, XR_WC_REM_INV_REQ_ERR);
+		return;
+	}
+	if (p->payload_len) {
+		derr = xr_dma_check_rkey(e, rs->write_rkey, qp->ctx.pd, qp->qpn, rs->write_va, p->payload_len,
+				    XR_ACCESS_REMOTE_WRITE, &mr);
+		if (derr != XR_DMA_OK) {   /* invalidated mid-message */
+			count_dma_error(e, derr);
+			nak(e, qp, XR_AETH_NAK_REM_ACCESS, p->psn, XR_WC_REM_ACCESS_ERR);
+			return;
+		}
+		xr_dma_write(mr, rs->write_va, p->payload, p->payload_len);
+	}
+	rs->write_va += p->payload_len;
+	rs->write_left -= p->payload_len;
+	rs->in_msg = (f & XR_OPF_LAST) ? XR_RESP_IDLE : XR_RESP_IN_WRITE;
+	if (f & XR_OPF_LAST) {
+		qp->ctx.msn = psn_add(qp->ctx.msn, 1);
+		if (f & XR_OPF_IMM)
+			complete_rwqe(e, qp, p, XR_WC_RECV_RDMA_WITH_IMM, rs->write_total);
+	}
+}
+
+/* 0, or the PSNs the READ's responses take (set in *npsn). */
+static void rx_read(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, uint32_t *npsn)
+{
+	uint32_t mtu = mtu_bytes(qp->ctx.path_mtu);
+	struct xr_mr *mr = NULL;
+	struct xr_rd_res *res;
+	enum xr_dma_err derr;
+	uint64_t n;
+
+	if (p->reth.len) {
+		derr = xr_dma_check_rkey(e, p->reth.rkey, qp->ctx.pd, qp->qpn, p->reth.va, p->reth.len, XR_ACCESS_REMOTE_READ, &mr);
+		if (derr != XR_DMA_OK) {
+			count_dma_error(e, derr);
+			nak(e, qp, XR_AETH_NAK_REM_ACCESS, p->psn, XR_WC_REM_ACCESS_ERR);
+			return;
+		}
+	}
+	res = new_resource(qp);
+	if (!res) {
+		nak(e, qp, XR_AETH_NAK_INV_REQ, p->psn, XR_WC_REM_INV_REQ_ERR);
+		return;
+	}
+	n = p->reth.len ? ((uint64_t)p->reth.len + mtu - 1) / mtu : 1;
+	qp->ctx.msn = psn_add(qp->ctx.msn, 1);
+	res->kind = RES_READ;
+	res->first_psn = p->psn;
+	res->last_psn = psn_add(p->psn, (uint32_t)(n - 1));
+	res->va = p->reth.va;
+	res->rkey = p->reth.rkey;
+	res->len = p->reth.len;
+	res->msn = qp->ctx.msn;
+	res->stream_psn = p->psn;
+	res->stream_va = res->va;
+	res->stream_len = res->len;
+	res->next_psn = p->psn;
+	queue_res(qp, res);
+	*npsn = (uint32_t)n;
+}
+
+static void rx_atomic(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
+{
+	struct xr_mr *mr = NULL;
+	struct xr_rd_res *res;
+	enum xr_dma_err derr;
+	uint64_t *word, orig;
+
+	if (p->atomic.va & 7) {
+		nak(e, qp, XR_AETH_NAK_INV_REQ, p->psn, XR_WC_REM_INV_REQ_ERR);
+		return;
+	}
+	derr = xr_dma_check_rkey(e, p->atomic.rkey, qp->ctx.pd, qp->qpn, p->atomic.va, 8, XR_ACCESS_REMOTE_ATOMIC, &mr);
+	if (derr != XR_DMA_OK) {
+		count_dma_error(e, derr);
+		nak(e, qp, XR_AETH_NAK_REM_ACCESS, p->psn, XR_WC_REM_ACCESS_ERR);
+		return;
+	}
+	word = xr_dma_u64(mr, p->atomic.va);
+	if (p->opcode == XR_OP_RC_COMPARE_SWAP) {
+		orig = p->atomic.compare;
+		__atomic_compare_exchange_n(word, &orig, p->atomic.swap_add, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	} else {
+		orig = __atomic_fetch_add(word, p->atomic.swap_add, __ATOMIC_SEQ_CST);
+	}
+	res = new_resource(qp);
+	if (!res) {   /* request_ok saw a free slot: cannot happen */
+		nak(e, qp, XR_AETH_NAK_INV_REQ, p->psn, XR_WC_REM_INV_REQ_ERR);
+		return;
+	}
+	qp->ctx.msn = psn_add(qp->ctx.msn, 1);
+	res->kind = RES_ATOMIC;
+	res->first_psn = res->last_psn = p->psn;
+	res->atomic_orig = orig;
+	res->msn = qp->ctx.msn;
+	queue_res(qp, res);
+}
+
+/* The checks of a new request in rxe's order (A48); true when it may run. */
+static bool request_ok(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
+{
+	struct xr_resp *rs = &qp->resp;
+	uint32_t f = p->op->flags, mtu = mtu_bytes(qp->ctx.path_mtu);
+
+	/* 1. opcode sequence */
+	if (!sequence_ok(rs, f)) {
+		nak(e, qp, XR_AETH_NAK_INV_REQ, p->psn, XR_WC_REM_INV_REQ_ERR);
+		return false;
+	}
+	/* 2. what the QP allows */
+	if (((f & XR_OPF_WRITE) && !(qp->ctx.access & XR_ACCESS_REMOTE_WRITE)) ||
+	    ((f & XR_OPF_READ) && !(qp->ctx.access & XR_ACCESS_REMOTE_READ)) ||
+	    ((f & XR_OPF_ATOMIC) && !(qp->ctx.access & XR_ACCESS_REMOTE_ATOMIC))) {
+		xr_count(e, XR_CNT_PERM_VIOLATION, 1);
+		nak(e, qp, XR_AETH_NAK_INV_REQ, p->psn, XR_WC_REM_INV_REQ_ERR);
+		return false;
+	}
+	/* 3. resources: a receive WQE, or a READ/atomic slot */
+	if ((f & XR_OPF_RWQE) && !take_rwqe(qp)) {
+		rnr_nak(e, qp, p->psn);
+		return false;
+	}
+	if ((f & (XR_OPF_READ | XR_OPF_ATOMIC)) && (!rs->nres || rs->res[rs->res_next & (rs->nres - 1)].queued)) {
+		/* max_dest_rd_atomic 0, or more outstanding than it allows */
+		xr_count(e, XR_CNT_RD_ATOMIC_EXCEEDED, 1);
+		nak(e, qp, XR_AETH_NAK_INV_REQ, p->psn, XR_WC_REM_INV_REQ_ERR);
+		return false;
+	}
+	/* 4. lengths: the path MTU (C9-92) and the DMA length (C9-94) */
+	if (((f & (XR_OPF_FIRST | XR_OPF_MIDDLE)) && !(f & XR_OPF_LAST) && p->payload_len != mtu) ||
+	    p->payload_len > mtu || ((f & XR_OPF_LAST) && !(f & XR_OPF_FIRST) && !p->payload_len) ||
+	    ((p->op->hdrs & XR_H_RETH) && p->reth.len > MAX_DMA_LEN)) {
+		nak(e, qp, XR_AETH_NAK_INV_REQ, p->psn, XR_WC_REM_INV_REQ_ERR);
+		return false;
+	}
+	return true;
+}
+
 void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, struct xr_tx *tx)
 {
 	struct xr_resp *rs = &qp->resp;
-	uint32_t f = p->op->flags, mtu = mtu_bytes(qp->ctx.path_mtu), psn = p->psn;
-	uint32_t epsn = qp->ctx.rq_psn, npsn = 1;
+	uint32_t f = p->op->flags, psn = p->psn, epsn = qp->ctx.rq_psn, npsn = 1;
 	int32_t cmp = psn_cmp(psn, epsn);
-	struct xr_mr *mr = NULL;
-	enum xr_dma_err derr;
 
 	(void)tx;
 	if (qp->ctx.state == XR_QPS_ERR)
@@ -170,213 +436,108 @@ void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, s
 		xr_count(e, XR_CNT_OUT_OF_SEQ, 1);
 		if (!rs->nak_seq_sent) {
 			rs->nak_seq_sent = true;
-			nak(e, qp, XR_AETH_NAK_PSN_SEQ, epsn);
+			nak(e, qp, XR_AETH_NAK_PSN_SEQ, epsn, 0);
 		}
 		return;
 	}
 	if (cmp < 0) {
 		xr_count(e, XR_CNT_DUP_REQUEST, 1);
 		if (f & (XR_OPF_READ | XR_OPF_ATOMIC))
-			duplicate_rd_atomic(qp, p);
+			duplicate_rd_atomic(e, qp, p);
 		else
-			queue_ack(qp, XR_AETH_ACK_UNLIMITED, psn_add(epsn, XR_PSN_MASK));
+			queue_ack(e, qp, XR_AETH_ACK_UNLIMITED, psn_add(epsn, XR_PSN_MASK), false);
 		return;
 	}
 	rs->nak_seq_sent = false;
-
-	/* 1. opcode sequence */
-	if (!sequence_ok(rs, f)) {
-		nak(e, qp, XR_AETH_NAK_INV_REQ, psn);
+	if (!request_ok(e, qp, p))
 		return;
-	}
-	/* 2. what the QP allows */
-	if (((f & XR_OPF_WRITE) && !(qp->ctx.access & XR_ACCESS_REMOTE_WRITE)) ||
-	    ((f & XR_OPF_READ) && !(qp->ctx.access & XR_ACCESS_REMOTE_READ)) ||
-	    ((f & XR_OPF_ATOMIC) && !(qp->ctx.access & XR_ACCESS_REMOTE_ATOMIC))) {
-		xr_count(e, XR_CNT_PERM_VIOLATION, 1);
-		nak(e, qp, XR_AETH_NAK_INV_REQ, psn);
+	if (f & XR_OPF_SEND)
+		rx_send(e, qp, p);
+	else if (f & XR_OPF_WRITE)
+		rx_write(e, qp, p);
+	else if (f & XR_OPF_READ)
+		rx_read(e, qp, p, &npsn);
+	else if (f & XR_OPF_ATOMIC)
+		rx_atomic(e, qp, p);
+	/* A fatal error, or a receive CQ that overran (A42): no ACK. */
+	if (qp->ctx.state == XR_QPS_ERR)
 		return;
-	}
-	/* 3. packet length against the path MTU */
-	if (((f & (XR_OPF_FIRST | XR_OPF_MIDDLE)) && !(f & XR_OPF_LAST) && p->payload_len != mtu) ||
-	    p->payload_len > mtu) {
-		nak(e, qp, XR_AETH_NAK_INV_REQ, psn);
-		return;
-	}
-	/* 4. a receive WQE where the opcode consumes one */
-	if ((f & XR_OPF_RWQE) && !take_rwqe(qp)) {
-		/* The rest of this burst is dropped quietly: the requester comes
-		 * back to this PSN after the RNR wait anyway, and a PSN-sequence
-		 * NAK would overwrite the RNR NAK and burn a retry. */
-		rs->nak_seq_sent = true;
-		xr_count(e, XR_CNT_TX_RNR_NAK, 1);
-		queue_ack(qp, (uint8_t)(XR_AETH_RNR_NAK | qp->ctx.min_rnr_timer), psn);
-		xr_evlog_add(e, XR_EV_NAK_SENT, qp->qpn, XR_AETH_RNR_NAK | qp->ctx.min_rnr_timer, psn);
-		return;
-	}
-
-	if (f & XR_OPF_SEND) {
-		/* 5. length: the message must fit the receive WQE */
-		if (rs->recv_offset + p->payload_len > rs->rwqe.length) {
-			nak(e, qp, XR_AETH_NAK_INV_REQ, psn);
-			return;
-		}
-		if (p->payload_len && xr_sgl_write(e, qp->ctx.pd, rs->rwqe.sge, rs->rwqe.num_sge,
-						   rs->recv_offset, p->payload, p->payload_len)) {
-			nak(e, qp, XR_AETH_NAK_REM_OP, psn);
-			return;
-		}
-		rs->recv_offset += p->payload_len;
-		rs->in_msg = (f & XR_OPF_LAST) ? XR_RESP_IDLE : XR_RESP_IN_SEND;
-		if (f & XR_OPF_LAST) {
-			if ((f & XR_OPF_INV)) {
-				struct xr_mr *inv = xr_mr_lookup(e, p->ieth_rkey);
-				if (!inv || inv->ctx.pd != qp->ctx.pd) {
-					nak(e, qp, XR_AETH_NAK_INV_REQ, psn);
-					return;
-				}
-				__atomic_store_n(&inv->in_use, false, __ATOMIC_RELEASE);
-				inv->ctx.valid = false;
-				xr_evlog_add(e, XR_EV_MR_INVALIDATE, qp->qpn, p->ieth_rkey, 2);
-			}
-			complete_rwqe(e, qp, p, XR_WC_RECV, rs->recv_offset);
-			xr_count(e, XR_CNT_RDMA_RECVS, 1);
-			qp->ctx.msn = psn_add(qp->ctx.msn, 1);
-		}
-	} else if (f & XR_OPF_WRITE) {
-		if (f & XR_OPF_FIRST) {
-			/* 5. R_Key and range, for the whole message at its first packet */
-			if (p->reth.len) {
-				derr = xr_dma_check_rkey(e, p->reth.rkey, qp->ctx.pd, qp->qpn, p->reth.va, p->reth.len,
-						    XR_ACCESS_REMOTE_WRITE, &mr);
-				if (derr != XR_DMA_OK) {
-					count_dma_error(e, derr);
-					nak(e, qp, XR_AETH_NAK_REM_ACCESS, psn);
-					return;
-				}
-			}
-			rs->write_va = p->reth.va;
-			rs->write_rkey = p->reth.rkey;
-			rs->write_left = p->reth.len;
-			rs->write_total = p->reth.len;
-		}
-		/* 6. every packet carries exactly its share */
-		if ((f & XR_OPF_LAST) ? p->payload_len != rs->write_left : p->payload_len >= rs->write_left) {
-			nak(e, qp, XR_AETH_NAK_INV_REQ, psn);
-			return;
-		}
-		if (p->payload_len) {
-			derr = xr_dma_check_rkey(e, rs->write_rkey, qp->ctx.pd, qp->qpn, rs->write_va, p->payload_len,
-					    XR_ACCESS_REMOTE_WRITE, &mr);
-			if (derr != XR_DMA_OK) {   /* invalidated mid-message */
-				count_dma_error(e, derr);
-				nak(e, qp, XR_AETH_NAK_REM_ACCESS, psn);
-				return;
-			}
-			xr_dma_write(mr, rs->write_va, p->payload, p->payload_len);
-		}
-		rs->write_va += p->payload_len;
-		rs->write_left -= p->payload_len;
-		rs->in_msg = (f & XR_OPF_LAST) ? XR_RESP_IDLE : XR_RESP_IN_WRITE;
-		if (f & XR_OPF_LAST) {
-			if (f & XR_OPF_IMM)
-				complete_rwqe(e, qp, p, XR_WC_RECV_RDMA_WITH_IMM, rs->write_total);
-			qp->ctx.msn = psn_add(qp->ctx.msn, 1);
-		}
-	} else if (f & XR_OPF_READ) {
-		struct xr_rd_res *res;
-		if (!rs->nres) {
-			nak(e, qp, XR_AETH_NAK_INV_REQ, psn);
-			return;
-		}
-		if (p->reth.len) {
-			derr = xr_dma_check_rkey(e, p->reth.rkey, qp->ctx.pd, qp->qpn, p->reth.va, p->reth.len,
-					    XR_ACCESS_REMOTE_READ, &mr);
-			if (derr != XR_DMA_OK) {
-				count_dma_error(e, derr);
-				nak(e, qp, XR_AETH_NAK_REM_ACCESS, psn);
-				return;
-			}
-		}
-		npsn = p->reth.len ? (p->reth.len + mtu - 1) / mtu : 1;
-		qp->ctx.msn = psn_add(qp->ctx.msn, 1);
-		res = new_resource(qp);
-		res->kind = RES_READ;
-		res->first_psn = psn;
-		res->last_psn = psn_add(psn, npsn - 1);
-		res->va = p->reth.va;
-		res->rkey = p->reth.rkey;
-		res->len = p->reth.len;
-		res->msn = qp->ctx.msn;
-		res->stream_psn = psn;
-		res->stream_va = res->va;
-		res->stream_len = res->len;
-		res->next_psn = psn;
-		start_sending(qp, res);
-	} else if (f & XR_OPF_ATOMIC) {
-		struct xr_rd_res *res;
-		uint64_t *word, orig;
-		if (!rs->nres || (p->atomic.va & 7)) {
-			nak(e, qp, XR_AETH_NAK_INV_REQ, psn);
-			return;
-		}
-		derr = xr_dma_check_rkey(e, p->atomic.rkey, qp->ctx.pd, qp->qpn, p->atomic.va, 8, XR_ACCESS_REMOTE_ATOMIC, &mr);
-		if (derr != XR_DMA_OK) {
-			count_dma_error(e, derr);
-			nak(e, qp, XR_AETH_NAK_REM_ACCESS, psn);
-			return;
-		}
-		word = xr_dma_u64(mr, p->atomic.va);
-		if (p->opcode == XR_OP_RC_COMPARE_SWAP) {
-			orig = p->atomic.compare;
-			__atomic_compare_exchange_n(word, &orig, p->atomic.swap_add, false,
-						    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-		} else {
-			orig = __atomic_fetch_add(word, p->atomic.swap_add, __ATOMIC_SEQ_CST);
-		}
-		qp->ctx.msn = psn_add(qp->ctx.msn, 1);
-		res = new_resource(qp);
-		res->kind = RES_ATOMIC;
-		res->first_psn = res->last_psn = psn;
-		res->atomic_orig = orig;
-		res->msn = qp->ctx.msn;
-		start_sending(qp, res);
-	}
-
 	qp->ctx.rq_psn = psn_add(psn, npsn);
 	if (p->ackreq && (f & (XR_OPF_SEND | XR_OPF_WRITE)))
-		queue_ack(qp, XR_AETH_ACK_UNLIMITED, psn);
+		queue_ack(e, qp, XR_AETH_ACK_UNLIMITED, psn, false);
 }
 
 /* ---- responses out ---- */
 
-static bool send_ack(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx)
+static bool send_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_resp_item *it, struct xr_tx *tx)
 {
-	struct xr_resp *rs = &qp->resp;
+	static const enum xr_counter nak_cnt[] = {
+		XR_CNT_TX_NAK_SEQ, XR_CNT_TX_NAK_INV_REQ, XR_CNT_TX_NAK_REM_ACCESS, XR_CNT_TX_NAK_REM_OP,
+	};
+	uint8_t type = it->syndrome & XR_AETH_TYPE_MASK;
 	struct xr_pkt p;
 	struct xr_frame *f = xr_tx_begin(e, tx, qp, &p);
 
 	if (!f)
 		return false;
 	p.opcode = XR_OP_RC_ACKNOWLEDGE;
-	p.psn = rs->ack_psn;
-	p.aeth.syndrome = rs->ack_syndrome;
-	p.aeth.msn = qp->ctx.msn;
+	p.psn = it->psn;
+	p.aeth.syndrome = it->syndrome;
+	p.aeth.msn = it->msn;
 	xr_pkt_build_hdrs(&p, f->data, sizeof(f->data));
 	xr_tx_commit(e, tx, f, &p);
-	if ((rs->ack_syndrome & XR_AETH_TYPE_MASK) == XR_AETH_ACK)
+	/* Counted as they leave: every NAK counted is on the wire. */
+	if (type == XR_AETH_ACK) {
 		xr_count(e, XR_CNT_TX_ACK, 1);
-	rs->ack_due = false;
+		return true;
+	}
+	if (type == XR_AETH_RNR_NAK)
+		xr_count(e, XR_CNT_TX_RNR_NAK, 1);
+	else
+		xr_count(e, (it->syndrome & XR_AETH_VALUE_MASK) < 4 ? nak_cnt[it->syndrome & 3] : XR_CNT_TX_NAK_REM_OP, 1);
+	xr_evlog_add(e, XR_EV_NAK_SENT, qp->qpn, it->syndrome, it->psn);
 	return true;
 }
 
-/* Sends the next response of a READ or the ATOMIC_ACK; false when it could not. */
-static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_rd_res *res, struct xr_tx *tx)
+/* The key was re-checked for a response and failed (the MR went away
+ * after the request was accepted): NAK remote access error at the
+ * request's PSN instead, and the QP goes to ERR (rxe read_reply). */
+static void response_refused(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_item *it,
+			     struct xr_rd_res *res)
 {
-	uint32_t mtu = mtu_bytes(qp->ctx.path_mtu);
-	struct xr_pkt p;
-	struct xr_frame *f = xr_tx_begin(e, tx, qp, &p);
+	res->queued = false;
+	xr_count(e, XR_CNT_RKEY_VIOLATION, 1);
+	it->kind = XR_ITEM_ACK;
+	it->syndrome = XR_AETH_NAK_REM_ACCESS;
+	it->fatal = true;
+	it->psn = res->stream_psn;
+	it->msn = qp->ctx.msn;
+	xr_qp_to_error(e, qp, XR_WC_REM_ACCESS_ERR);
+}
 
+/* Sends the next response of a READ or the ATOMIC_ACK; false when the
+ * burst is full. Pops the item when its last response has left. */
+static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_item *it, struct xr_tx *tx)
+{
+	struct xr_rd_res *res = &qp->resp.res[it->res];
+	uint32_t mtu = mtu_bytes(qp->ctx.path_mtu);
+	struct xr_mr *mr = NULL;
+	struct xr_pkt p;
+	struct xr_frame *f;
+	uint32_t n = 1, idx = 0, off = 0, len = 0;
+
+	if (res->kind == RES_READ) {
+		n = res->stream_len ? (uint32_t)(((uint64_t)res->stream_len + mtu - 1) / mtu) : 1;
+		idx = (res->next_psn - res->stream_psn) & XR_PSN_MASK;
+		off = idx * mtu;
+		len = res->stream_len - off < mtu ? res->stream_len - off : mtu;
+		if (len && xr_dma_check_rkey(e, res->rkey, qp->ctx.pd, qp->qpn, res->stream_va + off, len,
+					XR_ACCESS_REMOTE_READ, &mr) != XR_DMA_OK) {
+			response_refused(e, qp, it, res);
+			return true;
+		}
+	}
+	f = xr_tx_begin(e, tx, qp, &p);
 	if (!f)
 		return false;
 	p.aeth.syndrome = XR_AETH_ACK_UNLIMITED;
@@ -386,37 +547,30 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_rd_re
 		p.psn = res->first_psn;
 		p.atomic_orig = res->atomic_orig;
 		xr_pkt_build_hdrs(&p, f->data, sizeof(f->data));
-		res->sending = false;
-	} else {
-		uint32_t n = res->stream_len ? (res->stream_len + mtu - 1) / mtu : 1;
-		uint32_t idx = (res->next_psn - res->stream_psn) & XR_PSN_MASK;
-		uint32_t off = idx * mtu, len = res->stream_len - off < mtu ? res->stream_len - off : mtu;
-		struct xr_mr *mr = NULL;
-		if (n == 1)
-			p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_ONLY;
-		else if (idx == 0)
-			p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_FIRST;
-		else if (idx == n - 1)
-			p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_LAST;
-		else
-			p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
-		p.psn = res->next_psn;
-		p.payload_len = len;
-		if (len && xr_dma_check_rkey(e, res->rkey, qp->ctx.pd, qp->qpn, res->stream_va + off, len,
-					XR_ACCESS_REMOTE_READ, &mr) != XR_DMA_OK) {
-			/* Invalidated after the request was accepted: stop answering. */
-			xr_link_frame_free(e->link, f);
-			res->sending = false;
-			return true;
-		}
-		xr_pkt_build_hdrs(&p, f->data, sizeof(f->data));
-		if (len)
-			xr_dma_read(mr, res->stream_va + off, f->data + p.payload_off, len);
-		res->next_psn = psn_add(res->next_psn, 1);
-		if (idx + 1 >= n)
-			res->sending = false;
+		xr_tx_commit(e, tx, f, &p);
+		res->queued = false;
+		q_pop(&qp->resp);
+		return true;
 	}
+	if (n == 1)
+		p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_ONLY;
+	else if (idx == 0)
+		p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_FIRST;
+	else if (idx == n - 1)
+		p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_LAST;
+	else
+		p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+	p.psn = res->next_psn;
+	p.payload_len = len;
+	xr_pkt_build_hdrs(&p, f->data, sizeof(f->data));
+	if (len)
+		xr_dma_read(mr, res->stream_va + off, f->data + p.payload_off, len);
 	xr_tx_commit(e, tx, f, &p);
+	res->next_psn = psn_add(res->next_psn, 1);
+	if (idx + 1 >= n) {
+		res->queued = false;
+		q_pop(&qp->resp);
+	}
 	return true;
 }
 
@@ -424,22 +578,45 @@ void xr_resp_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx)
 {
 	struct xr_resp *rs = &qp->resp;
 
-	if (rs->ack_due && !send_ack(e, qp, tx))
-		return;
-	while (rs->res_sending >= 0) {
-		struct xr_rd_res *res = &rs->res[rs->res_sending];
-		if (res->sending && !send_response(e, qp, res, tx))
+	while (rs->q_len) {
+		struct xr_resp_item *it = q_at(rs, 0);
+		if (qp->ctx.state == XR_QPS_ERR && !it->fatal) {
+			/* In ERR only the NAK that put it there leaves. */
+			if (it->kind == XR_ITEM_RES)
+				rs->res[it->res].queued = false;
+			q_pop(rs);
+			continue;
+		}
+		if (it->kind == XR_ITEM_ACK) {
+			if (!send_ack(e, qp, it, tx))
+				return;
+			q_pop(rs);
+		} else if (!send_response(e, qp, it, tx)) {
 			return;
-		if (!res->sending) {
-			/* Next resource waiting to answer, oldest first. */
-			rs->res_sending = -1;
-			for (uint32_t k = 1; k <= rs->nres; k++) {
-				uint32_t i = (uint32_t)(res - rs->res + k) & (rs->nres - 1);
-				if (rs->res[i].sending) {
-					rs->res_sending = (int)i;
-					break;
-				}
-			}
 		}
 	}
+}
+
+bool xr_resp_has_work(const struct xr_qp *qp)
+{
+	return qp->resp.q_len != 0;
+}
+
+/* Drops what is owed except fatal NAKs, which still leave (xr_qp_flush). */
+void xr_resp_flush(struct xr_qp *qp)
+{
+	struct xr_resp *rs = &qp->resp;
+	struct xr_resp_item keep[XR_RESP_QUEUE];
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < rs->q_len; i++) {
+		struct xr_resp_item *it = q_at(rs, i);
+		if (it->fatal)
+			keep[n++] = *it;
+		else if (it->kind == XR_ITEM_RES)
+			rs->res[it->res].queued = false;
+	}
+	rs->q_head = 0;
+	rs->q_len = (uint8_t)n;
+	memcpy(rs->q, keep, n * sizeof(keep[0]));
 }

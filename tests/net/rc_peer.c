@@ -381,6 +381,7 @@ int main(int argc, char **argv)
 			return 1;
 	}
 	d.addr = addr;
+	d.retry7_forever = true;   /* impaired links: never give up, as rxe */
 	d.progress = XR_PROGRESS_THREAD;
 	ctx = xr_open_device(link, &d);
 	if (!ctx) {

@@ -54,6 +54,7 @@ struct h_opts {
 	const struct xr_fault_cfg *fault;   /* on both directions, NULL for none */
 	int access;                         /* MR and QP access; 0 = all */
 	bool ipv6;
+	bool retry7_forever;                /* retry_cnt 7 = infinite, as rxe */
 };
 
 static inline int h_connect(struct xr_qp *q, struct xr_qp *peer, struct xr_context *peer_ctx,
@@ -96,7 +97,7 @@ static inline int h_connect(struct xr_qp *q, struct xr_qp *peer, struct xr_conte
 
 static inline int h_end_open(struct end *e, struct xr_link *l, const char *addr, const struct h_opts *o)
 {
-	struct xr_device_opts d = { .addr = addr, .progress = o->mode };
+	struct xr_device_opts d = { .addr = addr, .progress = o->mode, .retry7_forever = o->retry7_forever };
 	struct xr_qp_init_attr ia;
 	int access = o->access ? o->access : 0xF;
 

@@ -146,7 +146,9 @@ static void run(double rate)
 				   .corrupt = rate / 2, .delay = rate / 4, .delay_us = 200 };
 	struct h_opts o = { .mode = MODE, .mtu = XR_MTU_1024, .buf_len = BUF_LEN, .nqp = NQP,
 			    .sq_depth = SQ_DEPTH, .rq_depth = RQ_DEPTH, .cq_depth = 4096, .timeout = 7,
-			    .retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 1, .fault = &fc };
+			    .retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 1, .fault = &fc,
+			    /* loss must never fail a transfer, however long it lasts */
+			    .retry7_forever = true };
 	struct qp_state st[NQP];
 	struct pair p;
 	uint32_t total_done = 0, posted = 0;

@@ -168,7 +168,7 @@ static void test_slverr_decerr(void **state)
 	/* Bad values: bits outside a register's fields, unknown commands. */
 	assert_int_equal(xr_regio_write(R, XR_REG_MAC_HIGH, 0x10000), XR_AXI_SLVERR);
 	assert_int_equal(xr_regio_write(R, XR_REG_UDP_PORT, 0x10000), XR_AXI_SLVERR);
-	assert_int_equal(xr_regio_write(R, XR_REG_CTRL, 0x8), XR_AXI_SLVERR);
+	assert_int_equal(xr_regio_write(R, XR_REG_CTRL, 0x10), XR_AXI_SLVERR);
 	assert_int_equal(xr_regio_write(R, XR_REG_QP_SEL, 0x1000000), XR_AXI_SLVERR);
 	assert_int_equal(xr_regio_write(R, XR_REG_QP_CMD, 7), XR_AXI_SLVERR);
 	assert_int_equal(rd(XR_REG_QP_CMD_STATUS), XR_CMD_ST_BAD_CMD);
