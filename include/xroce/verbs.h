@@ -143,6 +143,18 @@ int xr_cq_event_fd(struct xr_cq *cq);
 int xr_get_cq_event(struct xr_cq *cq, int timeout_ms);
 const char *xr_wc_status_str(enum xr_wc_status status);
 
+/* Asynchronous events (ibv_get_async_event), read from the engine's
+ * event log: a CQ that overran (its QP went to ERR), an SQ drained in SQD. */
+enum xr_async_event_type { XR_EVENT_CQ_ERR = 0, XR_EVENT_SQ_DRAINED = 6 };
+struct xr_async_event {
+	enum xr_async_event_type type;
+	uint32_t cqn;                 /* CQ_ERR: the CQ's number */
+	uint32_t qp_num;              /* the QP concerned */
+};
+/* The next event not yet returned: 0, ETIMEDOUT after timeout_ms (0: do
+ * not wait; -1: forever), or EIO. */
+int xr_get_async_event(struct xr_context *ctx, struct xr_async_event *ev, int timeout_ms);
+
 struct xr_qp_cap {
 	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data;
 };

@@ -212,6 +212,10 @@ void xr_pkt_finish(struct xr_pkt *p, uint8_t *buf);
 
 enum xr_parse_flag {
 	XR_PARSE_NO_ICRC = 1u << 0,   /* skip the ICRC check (caller verified it) */
+	/* Leave the path-MTU length rules (FIRST/MIDDLE exactly one MTU, LAST
+	 * at least one byte) to the transport, which answers them with a NAK
+	 * (C9-92); only lengths no MTU allows are rejected here. */
+	XR_PARSE_TRANSPORT_LENGTHS = 1u << 1,
 };
 
 /*

@@ -300,10 +300,13 @@ static unsigned rx_ring_step(struct raw_link *r, struct xr_frame **out, unsigned
 			break;
 		{
 			uint8_t *d = (uint8_t *)h + h->tp_mac;
-			size_t len = h->tp_snaplen;
+			/* A frame longer than any RoCE frame (or than the ring's
+			 * slot) goes up cut short, as the recvmmsg path does: its
+			 * IP length then disagrees and the parser counts it
+			 * (rx_drop_bad_ip_len) instead of it vanishing here. */
+			size_t len = h->tp_snaplen < XR_MAX_FRAME ? h->tp_snaplen : XR_MAX_FRAME;
 			bool tagged = h->tp_status & TP_STATUS_VLAN_VALID;
-			if (h->tp_len == h->tp_snaplen && len <= XR_MAX_FRAME &&
-			    rx_classify(r, d, &len, tagged, h->tp_vlan_tci & 0xFFF)) {
+			if (rx_classify(r, d, &len, tagged, h->tp_vlan_tci & 0xFFF)) {
 				struct xr_frame *fr = pool_get(&r->pool);
 				if (fr) {
 					memcpy(fr->data, d, len);

@@ -121,10 +121,15 @@ static void made_progress(struct xr_qp *qp, uint32_t next)
 		r->rnr_left = qp->ctx.rnr_retry;
 }
 
-/* Everything up to psn is acknowledged: SEND/WRITE WQEs complete. */
+static uint32_t tail_expected_psn(struct xr_qp *qp);
+
+/* Everything up to psn is acknowledged: SEND/WRITE WQEs complete. A READ
+ * or atomic still waiting for its response holds the acknowledged PSN
+ * back: an ACK beyond it says its response was lost, not that it is done. */
 static void ack_upto(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 {
 	struct xr_req *r = &qp->req;
+	uint32_t next = psn_add(psn, 1);
 
 	while (r->tail != r->head) {
 		struct xr_swqe_meta *m = meta_at(qp, r->tail);
@@ -134,8 +139,20 @@ static void ack_upto(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 			break;   /* not even fully sent yet (a stray ACK) */
 		complete_tail(e, qp, XR_WC_SUCCESS, 0);
 	}
-	if (psn_cmp(psn_add(psn, 1), r->una_psn) > 0)
-		made_progress(qp, psn_add(psn, 1));
+	/* Not past the first READ/atomic still waiting, wherever it is: a
+	 * WRITE being resent may stand before it, and after a rewind it may
+	 * lie beyond head (started before, to be started again). */
+	for (uint16_t i = r->tail; i != r->started_end; i++) {
+		struct xr_swqe_meta *m = meta_at(qp, i);
+		if (is_rd_atomic(m->opcode)) {
+			uint32_t wait = psn_add(m->first_psn, m->read_done / mtu_bytes(qp->ctx.path_mtu));
+			if (psn_cmp(next, wait) > 0)
+				next = wait;
+			break;
+		}
+	}
+	if (psn_cmp(next, r->una_psn) > 0)
+		made_progress(qp, next);
 }
 
 /* Timer bookkeeping after progress: stop when nothing is outstanding. */
@@ -194,7 +211,13 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 	 * NAK at una is in the window.) */
 	if (!in_window(e, qp, psn, true))
 		return;
-	if (psn_cmp(psn, psn_add(r->una_psn, XR_PSN_MASK)) < 0) {
+	if (psn_cmp(psn, psn_add(r->una_psn, XR_PSN_MASK)) < 0 ||
+	    (type != XR_AETH_ACK && (r->tail == r->head ||
+				     psn_cmp(psn, meta_at(qp, r->tail)->first_psn) < 0))) {
+		/* Stale; and a NAK must name a PSN of a WQE still outstanding
+		 * (a READ is NAKed at its request PSN even after some of its
+		 * responses, B18): anything older, or a NAK with nothing
+		 * outstanding, is forged or from an earlier life. */
 		xr_count(e, XR_CNT_DUP_RESPONSE, 1);
 		return;
 	}
@@ -219,6 +242,10 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 			r->rnr_left--;
 		}
 		r->rnr_due_ns = xr_engine_now(e) + 1000ull * rnr_timer_us[syn & XR_AETH_VALUE_MASK];
+		/* The packets behind the RNR'd one draw a PSN-sequence NAK for
+		 * the same PSN (A18): the same news, not another retry. */
+		r->retried = true;
+		r->retried_psn = psn;
 		/* The peer is alive: no ACK timeout while waiting out its RNR
 		 * timer; the timer restarts when the retry is sent. */
 		r->timer_due_ns = 0;
@@ -231,6 +258,10 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 		switch (syn) {
 		case XR_AETH_NAK_PSN_SEQ:
 			xr_count(e, XR_CNT_RX_NAK_SEQ, 1);
+			/* One retry per gap: while it is under way, more NAKs for
+			 * the same PSN are the same news (B14). */
+			if (already_retrying(r, psn))
+				break;
 			if (!retry_from(e, qp, psn))
 				return;
 			break;

@@ -144,7 +144,7 @@ static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx)
 		xr_count(e, XR_CNT_DROP_ICRC_UNVERIFIABLE, 1);
 		return;
 	}
-	err = xr_pkt_parse(f->data, f->len, 0, 0, &p);
+	err = xr_pkt_parse(f->data, f->len, 0, XR_PARSE_TRANSPORT_LENGTHS, &p);
 	if (err != XR_PARSE_OK) {
 		xr_count(e, xr_counter_of_parse_err(err), 1);
 		return;

@@ -60,6 +60,7 @@ struct xr_req {
 struct xr_rd_res {
 	uint8_t  kind;               /* 0 free, 1 READ, 2 atomic */
 	bool     queued;             /* its responses wait in the response queue */
+	bool     replay;             /* ...for a duplicate request (already answered once) */
 	uint32_t first_psn, last_psn;
 	uint64_t va;
 	uint32_t rkey, len;
@@ -73,7 +74,7 @@ struct xr_rd_res {
 
 /* What the responder owes the requester, in PSN order: ACKs and NAKs wait
  * behind the READ responses and atomic ACKs of earlier requests. */
-enum xr_resp_item_kind { XR_ITEM_ACK, XR_ITEM_RES };
+enum xr_resp_item_kind { XR_ITEM_ACK, XR_ITEM_RES, XR_ITEM_CANCELLED };
 struct xr_resp_item {
 	uint8_t  kind;               /* enum xr_resp_item_kind */
 	uint8_t  syndrome;           /* ACK: the AETH syndrome */
@@ -94,6 +95,8 @@ struct xr_resp {
 	uint64_t write_va;
 	uint32_t write_rkey, write_left, write_total;
 	bool     nak_seq_sent;       /* one PSN-sequence NAK per gap */
+	bool     acked_any;          /* ack_psn is valid */
+	uint32_t ack_psn;            /* newest SEND/WRITE packet executed */
 	struct xr_resp_item q[XR_RESP_QUEUE];
 	uint8_t  q_head, q_len;
 	struct xr_rd_res *res;       /* res_cap entries allocated, nres (a power of 2) in use */

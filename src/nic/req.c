@@ -337,6 +337,7 @@ void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx)
 		if (now < r->rnr_due_ns)
 			return;
 		r->rnr_due_ns = 0;
+		xr_req_arm_timer(qp, now);   /* stopped during the wait (comp.c) */
 	}
 	if (r->retx_pending) {
 		r->retx_pending = false;

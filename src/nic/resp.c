@@ -66,7 +66,7 @@ static void queue_ack(struct xr_engine *e, struct xr_qp *qp, uint8_t syndrome, u
 	it->msn = qp->ctx.msn;
 }
 
-static bool queue_res(struct xr_qp *qp, struct xr_rd_res *res)
+static bool queue_res(struct xr_qp *qp, struct xr_rd_res *res, bool replay)
 {
 	struct xr_resp_item *it = q_push(&qp->resp);
 
@@ -76,7 +76,35 @@ static bool queue_res(struct xr_qp *qp, struct xr_rd_res *res)
 	it->res = (uint8_t)(res - qp->resp.res);
 	it->fatal = false;
 	res->queued = true;
+	res->replay = replay;
 	return true;
+}
+
+/* A replay still queued for a slot a new request needs: the requester has
+ * its answer already (it would not have sent the new request otherwise). */
+static void cancel_replay(struct xr_qp *qp, struct xr_rd_res *res)
+{
+	struct xr_resp *rs = &qp->resp;
+	uint8_t idx = (uint8_t)(res - rs->res);
+
+	for (unsigned i = 0; i < rs->q_len; i++) {
+		struct xr_resp_item *it = q_at(rs, i);
+		if (it->kind == XR_ITEM_RES && it->res == idx)
+			it->kind = XR_ITEM_CANCELLED;
+	}
+	res->queued = false;
+}
+
+/* The slot a new READ/atomic takes is busy with responses never sent:
+ * more outstanding than max_dest_rd_atomic allows. */
+static bool resources_exhausted(const struct xr_resp *rs)
+{
+	const struct xr_rd_res *res;
+
+	if (!rs->nres)
+		return true;
+	res = &rs->res[rs->res_next & (rs->nres - 1)];
+	return res->queued && !res->replay;
 }
 
 /* A fatal NAK: the receive WQE the message holds fails with wc_status
@@ -152,11 +180,11 @@ static struct xr_rd_res *new_resource(struct xr_qp *qp)
 	struct xr_resp *rs = &qp->resp;
 	struct xr_rd_res *res;
 
-	if (!rs->nres)
+	if (resources_exhausted(rs))
 		return NULL;
 	res = &rs->res[rs->res_next & (rs->nres - 1)];
 	if (res->queued)
-		return NULL;
+		cancel_replay(qp, res);
 	rs->res_next++;
 	memset(res, 0, sizeof(*res));
 	return res;
@@ -192,7 +220,7 @@ static void duplicate_rd_atomic(struct xr_engine *e, struct xr_qp *qp, const str
 			res->stream_len = p->reth.len;
 			res->next_psn = p->psn;
 		}
-		if (!queue_res(qp, res))
+		if (!queue_res(qp, res, true))
 			xr_count(e, XR_CNT_DROP_DUP_NO_RES, 1);
 		return;
 	}
@@ -342,7 +370,7 @@ static void rx_read(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *
 	res->stream_va = res->va;
 	res->stream_len = res->len;
 	res->next_psn = p->psn;
-	queue_res(qp, res);
+	queue_res(qp, res, false);
 	*npsn = (uint32_t)n;
 }
 
@@ -380,7 +408,7 @@ static void rx_atomic(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt
 	res->first_psn = res->last_psn = p->psn;
 	res->atomic_orig = orig;
 	res->msn = qp->ctx.msn;
-	queue_res(qp, res);
+	queue_res(qp, res, false);
 }
 
 /* The checks of a new request in rxe's order (A48); true when it may run. */
@@ -407,7 +435,7 @@ static bool request_ok(struct xr_engine *e, struct xr_qp *qp, const struct xr_pk
 		rnr_nak(e, qp, p->psn);
 		return false;
 	}
-	if ((f & (XR_OPF_READ | XR_OPF_ATOMIC)) && (!rs->nres || rs->res[rs->res_next & (rs->nres - 1)].queued)) {
+	if ((f & (XR_OPF_READ | XR_OPF_ATOMIC)) && resources_exhausted(rs)) {
 		/* max_dest_rd_atomic 0, or more outstanding than it allows */
 		xr_count(e, XR_CNT_RD_ATOMIC_EXCEEDED, 1);
 		nak(e, qp, XR_AETH_NAK_INV_REQ, p->psn, XR_WC_REM_INV_REQ_ERR);
@@ -444,8 +472,9 @@ void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, s
 		xr_count(e, XR_CNT_DUP_REQUEST, 1);
 		if (f & (XR_OPF_READ | XR_OPF_ATOMIC))
 			duplicate_rd_atomic(e, qp, p);
-		else
-			queue_ack(e, qp, XR_AETH_ACK_UNLIMITED, psn_add(epsn, XR_PSN_MASK), false);
+		else   /* the newest SEND/WRITE executed (a READ's PSN would read as an implied NAK) */
+			queue_ack(e, qp, XR_AETH_ACK_UNLIMITED,
+				  rs->acked_any ? rs->ack_psn : psn_add(epsn, XR_PSN_MASK), false);
 		return;
 	}
 	rs->nak_seq_sent = false;
@@ -463,8 +492,12 @@ void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, s
 	if (qp->ctx.state == XR_QPS_ERR)
 		return;
 	qp->ctx.rq_psn = psn_add(psn, npsn);
-	if (p->ackreq && (f & (XR_OPF_SEND | XR_OPF_WRITE)))
-		queue_ack(e, qp, XR_AETH_ACK_UNLIMITED, psn, false);
+	if (f & (XR_OPF_SEND | XR_OPF_WRITE)) {
+		rs->ack_psn = psn;
+		rs->acked_any = true;
+		if (p->ackreq)
+			queue_ack(e, qp, XR_AETH_ACK_UNLIMITED, psn, false);
+	}
 }
 
 /* ---- responses out ---- */
@@ -552,14 +585,21 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 		q_pop(&qp->resp);
 		return true;
 	}
-	if (n == 1)
-		p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_ONLY;
-	else if (idx == 0)
-		p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_FIRST;
-	else if (idx == n - 1)
-		p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_LAST;
-	else
-		p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+	{
+		/* The opcode follows the packet's place in the original READ: a
+		 * replay from its middle goes on with MIDDLE and ends with LAST. */
+		uint32_t at = (res->next_psn - res->first_psn) & XR_PSN_MASK;
+		uint32_t total = ((res->last_psn - res->first_psn) & XR_PSN_MASK) + 1;
+		bool last = idx + 1 >= n;
+		if (total == 1)
+			p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_ONLY;
+		else if (at == 0)
+			p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_FIRST;
+		else if (last)
+			p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_LAST;
+		else
+			p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+	}
 	p.psn = res->next_psn;
 	p.payload_len = len;
 	xr_pkt_build_hdrs(&p, f->data, sizeof(f->data));
@@ -574,20 +614,29 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 	return true;
 }
 
+static bool fatal_pending(struct xr_resp *rs)
+{
+	for (unsigned i = 0; i < rs->q_len; i++)
+		if (q_at(rs, i)->fatal)
+			return true;
+	return false;
+}
+
 void xr_resp_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx)
 {
 	struct xr_resp *rs = &qp->resp;
 
 	while (rs->q_len) {
 		struct xr_resp_item *it = q_at(rs, 0);
-		if (qp->ctx.state == XR_QPS_ERR && !it->fatal) {
-			/* In ERR only the NAK that put it there leaves. */
-			if (it->kind == XR_ITEM_RES)
-				rs->res[it->res].queued = false;
-			q_pop(rs);
-			continue;
+		if (qp->ctx.state == XR_QPS_ERR && !fatal_pending(rs)) {
+			/* In ERR the responses owed before the fatal NAK still
+			 * leave, then the NAK; nothing after it. */
+			xr_resp_flush(qp);
+			return;
 		}
-		if (it->kind == XR_ITEM_ACK) {
+		if (it->kind == XR_ITEM_CANCELLED) {
+			q_pop(rs);
+		} else if (it->kind == XR_ITEM_ACK) {
 			if (!send_ack(e, qp, it, tx))
 				return;
 			q_pop(rs);
@@ -602,21 +651,18 @@ bool xr_resp_has_work(const struct xr_qp *qp)
 	return qp->resp.q_len != 0;
 }
 
-/* Drops what is owed except fatal NAKs, which still leave (xr_qp_flush). */
+/* Drops what is owed after the last fatal NAK (everything, without one):
+ * the fatal NAK and what its requester is owed before it still leave. */
 void xr_resp_flush(struct xr_qp *qp)
 {
 	struct xr_resp *rs = &qp->resp;
-	struct xr_resp_item keep[XR_RESP_QUEUE];
-	unsigned n = 0;
+	unsigned keep = 0;
 
-	for (unsigned i = 0; i < rs->q_len; i++) {
-		struct xr_resp_item *it = q_at(rs, i);
-		if (it->fatal)
-			keep[n++] = *it;
-		else if (it->kind == XR_ITEM_RES)
-			rs->res[it->res].queued = false;
-	}
-	rs->q_head = 0;
-	rs->q_len = (uint8_t)n;
-	memcpy(rs->q, keep, n * sizeof(keep[0]));
+	for (unsigned i = 0; i < rs->q_len; i++)
+		if (q_at(rs, i)->fatal)
+			keep = i + 1;
+	for (unsigned i = keep; i < rs->q_len; i++)
+		if (q_at(rs, i)->kind == XR_ITEM_RES)
+			rs->res[q_at(rs, i)->res].queued = false;
+	rs->q_len = (uint8_t)keep;
 }

@@ -78,10 +78,12 @@ static bool is_valid_mtu(uint32_t n)
 }
 
 static enum xr_parse_err check_payload(const struct xr_opcode_info *op,
-				       uint32_t payload, uint32_t mtu)
+				       uint32_t payload, uint32_t mtu, unsigned flags)
 {
 	uint32_t max = mtu ? mtu : XR_MAX_MTU;
 
+	if ((flags & XR_PARSE_TRANSPORT_LENGTHS) && op->payload != XR_PAY_NONE)
+		return payload <= max ? XR_PARSE_OK : XR_PARSE_BAD_PAYLOAD_LEN;
 	switch (op->payload) {
 	case XR_PAY_NONE:
 		return payload ? XR_PARSE_BAD_PAYLOAD_LEN : XR_PARSE_OK;
@@ -148,7 +150,7 @@ static enum xr_parse_err parse_transport(const uint8_t *ip, size_t ip_total,
 	if ((body & 3) || p->pad > body || (op->payload == XR_PAY_NONE && p->pad))
 		return XR_PARSE_BAD_PAD;
 	p->payload_len = (uint32_t)(body - p->pad);
-	err = check_payload(op, p->payload_len, mtu);
+	err = check_payload(op, p->payload_len, mtu, flags);
 	if (err)
 		return err;
 

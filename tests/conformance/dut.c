@@ -871,6 +871,31 @@ static void act_time(struct run *r, const char *t)
 	settle(r);
 }
 
+/* async CQ_ERR|SQ_DRAINED|none: the next asynchronous event. */
+static void act_async(struct run *r, char **tok, int ntok)
+{
+	struct xr_async_event ev;
+	int rc, want;
+
+	if (ntok != 2 || (strcmp(tok[1], "CQ_ERR") && strcmp(tok[1], "SQ_DRAINED") && strcmp(tok[1], "none"))) {
+		fail(r, "async CQ_ERR|SQ_DRAINED|none");
+		return;
+	}
+	settle(r);
+	rc = xr_get_async_event(r->dev, &ev, 0);
+	if (!strcmp(tok[1], "none")) {
+		if (rc == 0)
+			fail(r, "expected no asynchronous event, got type %d (qp 0x%x)", ev.type, ev.qp_num);
+		return;
+	}
+	want = !strcmp(tok[1], "CQ_ERR") ? XR_EVENT_CQ_ERR : XR_EVENT_SQ_DRAINED;
+	if (rc)
+		fail(r, "expected asynchronous event %s, there is none", tok[1]);
+	else if ((int)ev.type != want || ev.qp_num != xr_qp_num(r->qp))
+		fail(r, "asynchronous event is type %d for QP 0x%x, expected %s for QP 0x%x", ev.type, ev.qp_num,
+		     tok[1], xr_qp_num(r->qp));
+}
+
 bool dut_action(struct run *r, char **tok, int ntok)
 {
 	const char *c = tok[0];
@@ -890,6 +915,7 @@ bool dut_action(struct run *r, char **tok, int ntok)
 	else if (!strcmp(c, "bind_mw")) act_bind_mw(r, tok, ntok);
 	else if (!strcmp(c, "dealloc_mw")) act_dealloc_mw(r, tok, ntok);
 	else if (!strcmp(c, "drain")) { settle(r); drain_held(r); }
+	else if (!strcmp(c, "async")) act_async(r, tok, ntok);
 	else if (c[0] == '+') act_time(r, c);
 	else fail(r, "unknown command '%s'", c);
 	return r->failures == before;

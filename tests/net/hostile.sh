@@ -67,7 +67,7 @@ links=${HOSTILE_LINKS:-"udp raw"}
 #   stray_response   responses at a QP with nothing outstanding are dropped uncounted (issue 15, 2.13)
 #   ghost_nak        a spoofed fatal NAK at PSN sq_psn-1 moves an idle-requester QP to ERR (2.8)
 #   ghost_to_client  out-of-window responses complete or fail the client's WQEs (2.8)
-xfail=${HOSTILE_XFAIL-"jumbo stray_response ghost_nak ghost_to_client"}
+xfail=${HOSTILE_XFAIL-""}
 
 [ "$(id -u)" -eq 0 ] || { echo "FAIL: needs root (ip netns, veth, AF_PACKET)"; exit 1; }
 [ -x "$perf" ] || { echo "FAIL: xroce-perf not found: $perf"; exit 1; }

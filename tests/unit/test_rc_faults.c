@@ -165,9 +165,14 @@ static void run(double rate)
 		words[1] = 0;
 		post_recvs(&p, q, &st[q]);
 	}
-	deadline = h_now_ms() + 120000;
+	deadline = h_now_ms() + (getenv("XROCE_STALL_MS") ? strtoull(getenv("XROCE_STALL_MS"), NULL, 0) : 120000);
 	while (total_done < MESSAGES) {
 		int n;
+		if (h_now_ms() > deadline) {
+			h_dump(&p);
+			for (uint32_t q = 0; q < NQP; q++)
+				printf("QP %u: next %u done %u recv %u\n", q, st[q].next_seq, st[q].done_seq, st[q].recv_seq);
+		}
 		if (h_now_ms() > deadline)
 			fail_msg("stalled at %u of %u messages (seed 0x%llx, rate %.2f)", total_done, MESSAGES,
 				 (unsigned long long)seed, rate);
