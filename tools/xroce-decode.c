@@ -16,13 +16,15 @@ static const char *prog = "xroce-decode";
 static void usage(FILE *out)
 {
 	fprintf(out,
-"Usage: xroce-decode [--mtu N] FILE.pcap\n"
+"Usage: xroce-decode [--mtu N] [--engine] FILE.pcap\n"
 "Parses each frame with xroce's RoCE v2 parser and prints, per frame:\n"
 "  INDEX ok OPCODE NAME qpn=.. psn=.. ackreq=.. se=.. pad=.. payload=LEN icrc=0x..\n"
 "          [reth=VA,RKEY,LEN] [aeth=SYN,MSN] [atomic=VA,RKEY,SWAP,CMP] [orig=..]\n"
 "          [imm=..] [ieth=..] [deth=QKEY,SRCQP] ip=4|6 src=.. dst=.. sport=..\n"
 "  INDEX reject REASON\n"
-"  --mtu N   check payload lengths against this path MTU (default: any valid MTU)\n");
+"  --mtu N   check payload lengths against this path MTU (default: any valid MTU)\n"
+"  --engine  parse as the engine's receive path does: path-MTU length rules are\n"
+"            left to the responder, which answers them with a NAK\n");
 }
 
 static void print_pkt(size_t idx, const struct xr_pkt *p)
@@ -56,7 +58,8 @@ static void print_pkt(size_t idx, const struct xr_pkt *p)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "mtu", required_argument, 0, 'm' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "mtu", required_argument, 0, 'm' }, { "engine", no_argument, 0, 'e' },
+		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	char errbuf[PCAP_ERRBUF_SIZE];
 	uint64_t mtu = 0;
@@ -65,13 +68,15 @@ int main(int argc, char **argv)
 	size_t idx = 0, bad = 0;
 	pcap_t *pc;
 	int c, r;
+	unsigned flags = 0;
 
-	while ((c = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "m:eh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
 			if (!cli_u64(prog, "mtu", optarg, XR_MAX_MTU, &mtu))
 				return 2;
 			break;
+		case 'e': flags |= XR_PARSE_TRANSPORT_LENGTHS; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -92,7 +97,7 @@ int main(int argc, char **argv)
 	}
 	while ((r = pcap_next_ex(pc, &hdr, &data)) == 1) {
 		struct xr_pkt p;
-		enum xr_parse_err e = xr_pkt_parse(data, hdr->caplen, (uint32_t)mtu, 0, &p);
+		enum xr_parse_err e = xr_pkt_parse(data, hdr->caplen, (uint32_t)mtu, flags, &p);
 		if (e == XR_PARSE_OK) {
 			print_pkt(idx, &p);
 		} else {

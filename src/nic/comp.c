@@ -385,9 +385,16 @@ static void rx_atomic_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr
 
 void xr_comp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 {
+	const struct xr_req *r = &qp->req;
+
 	if (!qp->req.meta || (qp->ctx.state != XR_QPS_RTS && qp->ctx.state != XR_QPS_SQD &&
 			      qp->ctx.state != XR_QPS_SQE)) {
 		/* A response to a QP that has sent nothing (RTR): no requester yet. */
+		xr_count(e, XR_CNT_DROP_RESP_UNEXPECTED, 1);
+		return;
+	}
+	if (r->tail == r->head && r->una_psn == r->sent_end && !r->cur_active) {
+		/* Nothing outstanding: nothing this could answer. */
 		xr_count(e, XR_CNT_DROP_RESP_UNEXPECTED, 1);
 		return;
 	}

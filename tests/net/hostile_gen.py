@@ -383,7 +383,9 @@ class Target:
 def engine_view(link, frame):
     """The frame the engine will parse, or None if it never reaches it."""
     if link == "raw":
-        return frame if len(frame) <= MAX_FRAME else None
+        # longer frames go up cut to the frame buffer (the parser then
+        # counts their IP length as wrong), as on the recvmmsg path
+        return frame[:MAX_FRAME]
     # UDP link: the datagram behind rebuilt headers, cut to the frame buffer
     ip = frame[14:]
     ihl = (ip[0] & 15) * 4
@@ -405,7 +407,7 @@ def classify(a, frames, decode):
             for v in views:
                 if v is not None:
                     fp.write(struct.pack("<IIII", 0, 0, len(v), len(v)) + v)
-        out = subprocess.run([decode, pcap], capture_output=True, text=True).stdout.splitlines()
+        out = subprocess.run([decode, "--engine", pcap], capture_output=True, text=True).stdout.splitlines()
     verdicts = iter(out)
     for f, v in zip(frames, views):
         if v is None:
