@@ -326,6 +326,28 @@ struct refusal {
 	uint8_t nak;              /* counter of the NAK the responder sent */
 };
 
+/* post_recv sums its SGE lengths without wrapping (issue 15, defect 12):
+ * two SGEs of 2^31 bytes each total 2^32, which a 32-bit sum reads as 0. */
+static void test_post_recv_length_overflow(void **state)
+{
+	struct pair p;
+	struct h_opts o = base_opts(XR_MTU_1024);
+	struct xr_sge sg[2];
+	struct xr_recv_wr r = { .wr_id = 1, .sg_list = sg, .num_sge = 2 }, *bad = NULL;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &o), 0);
+	sg[0] = (struct xr_sge){ (uintptr_t)h_data(&p.a), 0x80000000u, p.a.mr->lkey };
+	sg[1] = (struct xr_sge){ (uintptr_t)h_data(&p.a), 0x80000000u, p.a.mr->lkey };
+	assert_int_equal(xr_post_recv(p.a.qp[0], &r, &bad), EINVAL);
+	assert_ptr_equal(bad, &r);
+	/* One SGE of 2^31 + 1 bytes is over the 2^31 message limit too. */
+	r.num_sge = 1;
+	sg[0].length = 0x80000001u;
+	assert_int_equal(xr_post_recv(p.a.qp[0], &r, &bad), EINVAL);
+	h_close(&p);
+}
+
 static void test_refusals(void **state)
 {
 	static const struct refusal cases[] = {
@@ -871,7 +893,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		BOTH(test_send), BOTH(test_send_imm), BOTH(test_send_inv), BOTH(test_write),
 		BOTH(test_write_imm), BOTH(test_read), BOTH(test_atomics),
-		BOTH(test_inline_unsignaled_local_inv), BOTH(test_refusals),
+		BOTH(test_inline_unsignaled_local_inv), BOTH(test_refusals), BOTH(test_post_recv_length_overflow),
 		cmocka_unit_test(test_opcode_sequence_and_state), BOTH(test_modify_qp_rules),
 		BOTH(test_rnr_recovers_and_exhausts), BOTH(test_retry_exhaustion_dead_link),
 		BOTH(test_cq_events), BOTH(test_scale_10000_qps),
