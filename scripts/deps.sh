@@ -18,7 +18,7 @@ PKGS=(
 # `deps.sh interop`: also the peer VM of tests/interop (qemu, the kernel's
 # rxe comes from linux-image-amd64 fetched at image build, rdma-core, perftest).
 if [ "${1:-}" = interop ]; then
-  PKGS+=(qemu-system-x86 busybox-static cpio kmod xz-utils perftest ibverbs-utils ibverbs-providers rdma-core ethtool)
+  PKGS+=(qemu-system-x86 busybox-static cpio kmod xz-utils perftest ibverbs-utils ibverbs-providers rdma-core ethtool libibverbs-dev)
 fi
 
 missing=()

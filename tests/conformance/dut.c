@@ -119,6 +119,8 @@ static bool add_region(struct run *r, const char *name, size_t len, int access, 
 
 bool dut_open(struct run *r)
 {
+	r->dut_ip = 0x0A000001;
+	r->peer_ip = 0x0A000002;
 	memset(&r->o, 0, sizeof(r->o));
 	/* The checklist's default fixture (transport-rules.md). */
 	r->o.mtu = XR_MTU_1024;
@@ -920,3 +922,46 @@ bool dut_action(struct run *r, char **tok, int ntok)
 	else fail(r, "unknown command '%s'", c);
 	return r->failures == before;
 }
+
+/* ---- the local device's interface ---- */
+
+static uint32_t local_epsn(struct run *r)
+{
+	struct xr_qp_attr a;
+	struct xr_qp_init_attr ia;
+
+	if (xr_query_qp(r->qp, &a, XR_QP_RQ_PSN, &ia))
+		return 0;
+	return a.rq_psn;
+}
+
+static uint32_t local_qpn(struct run *r)
+{
+	return xr_qp_num(r->qp);
+}
+
+static uint64_t local_va(struct run *r, const struct region *g)
+{
+	(void)r;
+	return (uint64_t)(uintptr_t)g->mem;
+}
+
+static void local_await(struct run *r, bool want_packet)
+{
+	(void)want_packet;
+	settle_local(r);
+}
+
+const struct dut_ops dut_local = {
+	.name = "xroce",
+	.open = dut_open,
+	.close = dut_close,
+	.connect = dut_connect,
+	.action = dut_action,
+	.epsn = local_epsn,
+	.qpn = local_qpn,
+	.va = local_va,
+	.settle = settle_local,
+	.await = local_await,
+	.guards_ok = local_guards_ok,
+};

@@ -84,7 +84,7 @@ void drain_held(struct run *r)
 	r->nheld = r->held_head = 0;
 }
 
-static void collect(struct run *r)
+void collect(struct run *r)
 {
 	struct xr_frame *f[32];
 	int n;
@@ -94,7 +94,7 @@ static void collect(struct run *r)
 			if (r->held_head && r->held_head == r->nheld)
 				r->nheld = r->held_head = 0;
 			if (r->nheld == MAX_HELD) {
-				fail(r, "xroce sent more than %d packets without the script reading them", MAX_HELD);
+				fail(r, "%s sent more than %d packets without the script reading them", r->ops->name, MAX_HELD);
 			} else {
 				memcpy(r->held[r->nheld].data, f[i]->data, f[i]->len);
 				r->held[r->nheld++].len = f[i]->len;
@@ -105,6 +105,11 @@ static void collect(struct run *r)
 }
 
 void settle(struct run *r)
+{
+	r->ops->settle(r);
+}
+
+void settle_local(struct run *r)
 {
 	int quiet = 0;
 
@@ -157,11 +162,12 @@ void peer_inject(struct run *r, char **tok, int ntok)
 	}
 	xr_pkt_init(&p, (uint8_t)op);
 	memcpy(p.smac, (uint8_t[6]){ 0x02, 0, 0, 0, 0, 0x02 }, 6);
-	memcpy(p.dmac, r->dut_link->mac, 6);
-	xr_gid_from_ipv4(&p.sgid, 0x0A000002);
-	xr_gid_from_ipv4(&p.dgid, 0x0A000001);
-	p.sport = xr_rxe_udp_sport(r->peer_qpn, xr_qp_num(r->qp));
-	p.dqpn = xr_qp_num(r->qp);
+	if (r->dut_link)
+		memcpy(p.dmac, r->dut_link->mac, 6);
+	xr_gid_from_ipv4(&p.sgid, r->peer_ip);
+	xr_gid_from_ipv4(&p.dgid, r->dut_ip);
+	p.sport = xr_rxe_udp_sport(r->peer_qpn, r->ops->qpn(r));
+	p.dqpn = r->ops->qpn(r);
 	p.psn = qp_epsn(r);
 	p.op = xr_opcode_info((uint8_t)op);
 	p.aeth.syndrome = XR_AETH_ACK_UNLIMITED;
@@ -319,12 +325,12 @@ void peer_expect(struct run *r, char **tok, int ntok)
 	char got[256], why[160] = "";
 	int op;
 
-	settle(r);
+	r->ops->await(r, !(ntok >= 1 && !strcmp(tok[0], "none")));
 	if (ntok >= 1 && !strcmp(tok[0], "none")) {
 		if (held_count(r)) {
 			h = &r->held[r->held_head];
 			held_describe(h->data, h->len, got, sizeof(got));
-			fail(r, "expected nothing, xroce sent: %s", got);
+			fail(r, "expected nothing, %s sent: %s", r->ops->name, got);
 		}
 		return;
 	}
@@ -333,14 +339,14 @@ void peer_expect(struct run *r, char **tok, int ntok)
 		return;
 	}
 	if (!held_count(r)) {
-		fail(r, "expected %s, xroce sent nothing", tok[0]);
+		fail(r, "expected %s, %s sent nothing", tok[0], r->ops->name);
 		return;
 	}
 	h = &r->held[r->held_head++];
 	held_describe(h->data, h->len, got, sizeof(got));
 	err = xr_pkt_parse(h->data, h->len, 0, 0, &p);
 	if (err != XR_PARSE_OK) {
-		fail(r, "expected %s, xroce sent a frame the parser refuses: %s", tok[0], got);
+		fail(r, "expected %s, %s sent a frame the parser refuses: %s", tok[0], r->ops->name, got);
 		return;
 	}
 	if (!strcasecmp(tok[0], "any"))
@@ -349,8 +355,9 @@ void peer_expect(struct run *r, char **tok, int ntok)
 		fail(r, "expected %s, got: %s", tok[0], got);
 		return;
 	}
-	if (p.dqpn != r->peer_qpn || xr_gid_to_ipv4(&p.dgid) != 0x0A000002 || p.pkey != XR_DEFAULT_PKEY) {
-		fail(r, "packet not addressed to the peer QP 0x%x at 10.0.0.2: %s", r->peer_qpn, got);
+	if (p.dqpn != r->peer_qpn || xr_gid_to_ipv4(&p.dgid) != r->peer_ip || p.pkey != XR_DEFAULT_PKEY) {
+		fail(r, "packet not addressed to the peer QP 0x%x at %u.%u.%u.%u: %s", r->peer_qpn, r->peer_ip >> 24,
+		     (r->peer_ip >> 16) & 0xFF, (r->peer_ip >> 8) & 0xFF, r->peer_ip & 0xFF, got);
 		return;
 	}
 	for (int i = 1; i < ntok; i++) {

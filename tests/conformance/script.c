@@ -19,6 +19,7 @@
 #include "script.h"
 
 static bool verbose;
+static bool remote_mode;   /* --rxe: the device is Linux rxe behind the agent */
 static int stop_state = XR_QPS_RTS;  /* `qp state=INIT|RTR`: where the setup leaves the QP */
 
 void fail(struct run *r, const char *fmt, ...)
@@ -55,12 +56,7 @@ bool split_kv(char *tok, char **key, char **val)
 
 uint32_t qp_epsn(struct run *r)
 {
-	struct xr_qp_attr a;
-	struct xr_qp_init_attr ia;
-
-	if (xr_query_qp(r->qp, &a, XR_QP_RQ_PSN, &ia))
-		return 0;
-	return a.rq_psn;
+	return r->ops->epsn(r);
 }
 
 static bool symbol(struct run *r, const char *s, uint64_t *v)
@@ -76,14 +72,14 @@ static bool symbol(struct run *r, const char *s, uint64_t *v)
 	if (!strcmp(s, "rq_psn")) { *v = r->o.rq_psn; return true; }
 	if (!strcmp(s, "sq_psn")) { *v = r->o.sq_psn; return true; }
 	if (!strcmp(s, "mtu")) { *v = 128u << r->o.mtu; return true; }
-	if (!strcmp(s, "qpn")) { *v = xr_qp_num(r->qp); return true; }
+	if (!strcmp(s, "qpn")) { *v = r->ops->qpn(r); return true; }
 	if (!strcmp(s, "peer_qpn")) { *v = r->peer_qpn; return true; }
 	snprintf(name, sizeof(name), "%.*s", dot ? (int)(dot - s) : (int)strlen(s), s);
 	reg = region_by_name(r, name);
 	if (!reg)
 		return false;
 	if (!dot || !strcmp(dot, ".va"))
-		*v = (uint64_t)(uintptr_t)reg->mem;
+		*v = r->ops->va(r, reg);
 	else if (!strcmp(dot, ".rkey"))
 		*v = reg->rkey;
 	else if (!strcmp(dot, ".lkey"))
@@ -258,7 +254,7 @@ static bool connect_fixture(struct run *r)
 {
 	struct xr_qp_attr a;
 
-	if (!dut_connect(r))
+	if (!r->ops->connect(r))
 		return false;
 	if (stop_state == XR_QPS_RTS)
 		return true;
@@ -342,6 +338,20 @@ static void qp_setup_line(struct run *r, char **tok, int *ntok)
 		}
 }
 
+/* Every region's guard bytes, on the local device. */
+bool local_guards_ok(struct run *r, const char **bad)
+{
+	for (int i = 0; i < r->nreg; i++) {
+		struct region *g = &r->reg[i];
+		for (size_t k = 0; k < GUARD_LEN; k++)
+			if (g->alloc[k] != GUARD_VAL || g->mem[g->len + k] != GUARD_VAL) {
+				*bad = g->name;
+				return false;
+			}
+	}
+	return true;
+}
+
 /* ---- the line loop ---- */
 
 static int tokenize(char *line, char **tok, int max)
@@ -365,7 +375,75 @@ static bool setup_line(struct run *r, char **tok, int ntok)
 		fail(r, "'%s' must come before the first action", tok[0]);
 		return false;
 	}
-	return dut_action(r, tok, ntok);
+	return r->ops->action(r, tok, ntok);
+}
+
+/* rxe mode: can the agent serve every line of this script, in real time?
+ * Returns 0 if so, else the first line it cannot serve (and why). */
+static int eligible(FILE *f, char *why, size_t n)
+{
+	char line[1024];
+	int no = 0;
+
+	while (fgets(line, sizeof(line), f)) {
+		char *tok[48], *hash = strchr(line, '#');
+		int ntok;
+		no++;
+		if (hash)
+			*hash = '\0';
+		ntok = tokenize(line, tok, 48);
+		if (!ntok)
+			continue;
+		if (tok[0][0] == '+') {
+			snprintf(why, n, "'%s': timers (rxe's clock is real)", tok[0]);
+			return no;
+		}
+		if (!strcmp(tok[0], "<") || !strcmp(tok[0], ">")) {
+			static const char *const responses[] = { "ACK", "AACK", "RESP_FIRST", "RESP_MIDDLE",
+								  "RESP_LAST", "RESP_ONLY" };
+			for (size_t k = 0; !strcmp(tok[0], "<") && ntok > 1 && k < 6; k++)
+				if (!strcasecmp(tok[1], responses[k])) {
+					snprintf(why, n, "injects a response (%s): requester side", tok[1]);
+					return no;
+				}
+			for (int i = 1; i < ntok; i++)
+				if (!strncmp(tok[i], "sip=", 4)) {
+					snprintf(why, n, "'%s': the UDP link sends from the host's address only", tok[i]);
+					return no;
+				}
+			continue;
+		}
+		if (!strcmp(tok[0], "qp")) {
+			for (int i = 1; i < ntok; i++)
+				if (!strncmp(tok[i], "state=", 6)) {
+					snprintf(why, n, "'qp %s': the agent brings the QP to RTS only", tok[i]);
+					return no;
+				}
+			continue;
+		}
+		if (!strcmp(tok[0], "mr")) {
+			for (int i = 2; i < ntok; i++)
+				if (!strncmp(tok[i], "access=", 7) && (strstr(tok[i], "MW") || strstr(tok[i], "ZB"))) {
+					snprintf(why, n, "'mr %s': memory windows / zero-based: not in the agent", tok[i]);
+					return no;
+				}
+			continue;
+		}
+		if (!strcmp(tok[0], "modify_qp")) {
+			if (ntok != 2 || (strcmp(tok[1], "state=ERR") && strcmp(tok[1], "state=RESET"))) {
+				snprintf(why, n, "modify_qp other than state=ERR|RESET");
+				return no;
+			}
+			continue;
+		}
+		if (!strcmp(tok[0], "post_recv") || !strcmp(tok[0], "cqe") || !strcmp(tok[0], "state") ||
+		    !strcmp(tok[0], "mem") || !strcmp(tok[0], "dereg_mr") || !strcmp(tok[0], "drain") ||
+		    !strcmp(tok[0], "counter"))
+			continue;
+		snprintf(why, n, "'%s': requester side or not served by the agent", tok[0]);
+		return no;
+	}
+	return 0;
 }
 
 static int run_script(const char *path)
@@ -373,18 +451,30 @@ static int run_script(const char *path)
 	struct run r;
 	char line[1024];
 	FILE *f = fopen(path, "r");
-	int lines = 0;
+	int lines = 0, skipped_counters = 0;
 
 	if (!f) {
 		fprintf(stderr, "%s: %s\n", path, strerror(errno));
 		return 1;
 	}
+	if (remote_mode) {
+		char why[256];
+		int at = eligible(f, why, sizeof(why));
+		if (at) {
+			fclose(f);
+			printf("n/a  %s: line %d: %s\n", path, at, why);
+			return -1;
+		}
+		rewind(f);
+	}
 	memset(&r, 0, sizeof(r));
 	r.file = path;
+	r.ops = remote_mode ? &dut_rxe : &dut_local;
 	stop_state = XR_QPS_RTS;
-	if (!dut_open(&r)) {
+	if (!r.ops->open(&r)) {
 		fclose(f);
-		dut_close(&r);
+		r.ops->close(&r);
+		printf("FAIL %s\n", path);
 		return 1;
 	}
 	while (fgets(line, sizeof(line), f)) {
@@ -410,8 +500,10 @@ static int run_script(const char *path)
 				peer_inject(&r, tok + 1, ntok - 1);
 			else if (!strcmp(tok[0], ">"))
 				peer_expect(&r, tok + 1, ntok - 1);
-			else if (!ext_action(&r, tok, ntok))
-				dut_action(&r, tok, ntok);
+			else if (remote_mode && !strcmp(tok[0], "counter"))
+				skipped_counters++;   /* xroce's engine counters: rxe has none of them */
+			else if (remote_mode || !ext_action(&r, tok, ntok))
+				r.ops->action(&r, tok, ntok);
 		}
 		if (r.failures)
 			break;   /* later lines depend on this one */
@@ -421,42 +513,55 @@ static int run_script(const char *path)
 		r.line = lines;
 		if (!r.connected)
 			connect_fixture(&r);
-		settle(&r);
+		r.ops->await(&r, false);   /* local: settle; rxe: a guard time */
 		if (held_count(&r)) {
 			char d[256];
 			held_describe(r.held[r.held_head].data, r.held[r.held_head].len, d, sizeof(d));
-			fail(&r, "end of script, but xroce sent %u more packet(s); first: %s", held_count(&r), d);
+			fail(&r, "end of script, but %s sent %u more packet(s); first: %s", r.ops->name, held_count(&r), d);
 		}
-		for (int i = 0; i < r.nreg; i++) {
-			struct region *g = &r.reg[i];
-			for (size_t k = 0; k < GUARD_LEN; k++)
-				if (g->alloc[k] != GUARD_VAL || g->mem[g->len + k] != GUARD_VAL) {
-					fail(&r, "guard bytes of region %s overwritten", g->name);
-					break;
-				}
-		}
+		const char *bad = NULL;
+		if (!r.ops->guards_ok(&r, &bad))
+			fail(&r, "guard bytes of region %s overwritten", bad ? bad : "?");
 	}
-	dut_close(&r);
-	printf("%s %s\n", r.failures ? "FAIL" : "ok  ", path);
+	r.ops->close(&r);
+	if (skipped_counters)
+		printf("%s %s (%d counter line(s) skipped: xroce's counters)\n", r.failures ? "FAIL" : "ok  ", path,
+		       skipped_counters);
+	else
+		printf("%s %s\n", r.failures ? "FAIL" : "ok  ", path);
 	return r.failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
-	int bad = 0, n = 0;
+	int bad = 0, n = 0, na = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-v")) {
 			verbose = true;
 			continue;
 		}
-		bad += run_script(argv[i]);
+		if (!strcmp(argv[i], "--rxe") && i + 2 < argc) {   /* --rxe AGENT_IP:PORT HOST_IP */
+			remote_mode = true;
+			rxe_agent = argv[++i];
+			rxe_host = argv[++i];
+			continue;
+		}
+		int rc = run_script(argv[i]);
+		if (rc < 0) {
+			na++;
+			continue;
+		}
+		bad += rc;
 		n++;
 	}
-	if (!n) {
-		fprintf(stderr, "usage: %s [-v] SCRIPT...\n", argv[0]);
+	if (!n && !na) {
+		fprintf(stderr, "usage: %s [-v] [--rxe AGENT_IP:PORT HOST_IP] SCRIPT...\n", argv[0]);
 		return 2;
 	}
-	printf("%d of %d scripts passed\n", n - bad, n);
+	if (remote_mode)
+		printf("%d of %d scripts passed on %s; %d not applicable\n", n - bad, n, dut_rxe.name, na);
+	else
+		printf("%d of %d scripts passed\n", n - bad, n);
 	return bad ? 1 : 0;
 }

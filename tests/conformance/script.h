@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The packet-script runner's shared state: one real xroce device and RC QP
- * on one end of an in-memory link, the script playing the peer on the
- * other end, and a clock the script moves by hand.
+ * The packet-script runner's shared state: one device under test and RC QP
+ * on one end of a link, the script playing the peer on the other end. The
+ * device is an interface (struct dut_ops) with two implementations: a local
+ * xroce device on an in-memory link with a clock the script moves by hand
+ * (dut.c), and Linux rxe in the interop VM driven through a verbs agent
+ * over TCP, reached over xroce's UDP link in real time (dut_rxe.c).
  */
 #ifndef XR_CONF_SCRIPT_H
 #define XR_CONF_SCRIPT_H
@@ -29,6 +32,7 @@ struct region {
 	struct xr_mr *mr;            /* NULL once deregistered */
 	struct xr_mw *mw;            /* a memory window (alloc_mw; mem is a dummy) */
 	uint32_t lkey, rkey;         /* kept after deregistration, for stale-key tests */
+	uint64_t rva;                /* remote device: the region's address there */
 };
 
 struct qp_opts {
@@ -44,6 +48,26 @@ struct held {                    /* a frame xroce sent, parsed, not yet matched 
 	uint8_t data[XR_MAX_FRAME];
 	uint16_t len;
 };
+
+struct run;
+
+/* The device under test. */
+struct dut_ops {
+	const char *name;
+	bool (*open)(struct run *r);           /* the fixture's PDs and default regions */
+	void (*close)(struct run *r);
+	bool (*connect)(struct run *r);        /* CQs and QP, brought to RTS */
+	bool (*action)(struct run *r, char **tok, int ntok);   /* setup, verbs and expectations */
+	uint32_t (*epsn)(struct run *r);       /* the responder's expected PSN now */
+	uint32_t (*qpn)(struct run *r);
+	uint64_t (*va)(struct run *r, const struct region *g);
+	void (*settle)(struct run *r);         /* let the device act; collect what it sent */
+	void (*await)(struct run *r, bool want_packet);   /* before a `>` line */
+	bool (*guards_ok)(struct run *r, const char **bad);   /* every region's guard bytes */
+};
+extern const struct dut_ops dut_local, dut_rxe;
+/* dut_rxe.c: where the agent is; the host's address (the peer's UDP link). */
+extern const char *rxe_agent, *rxe_host;
 
 struct run {
 	const char *file;
@@ -68,6 +92,11 @@ struct run {
 
 	struct held *held;
 	unsigned nheld, held_head;
+
+	const struct dut_ops *ops;
+	uint32_t dut_ip, peer_ip;    /* IPv4, host order: N's and P's addresses */
+	bool remote;                 /* the device is rxe (dut_rxe.c) */
+	void *priv;                  /* the backend's own state */
 };
 
 /* script.c: values, byte patterns, diagnostics. */
@@ -78,6 +107,7 @@ bool eval(struct run *r, const char *expr, uint64_t *out);
 /* Fills buf with a byte spec: hex:0102.., fill:0xAB, pat:N (byte i = N+i), zero. */
 bool bytes_fill(struct run *r, const char *spec, uint8_t *buf, size_t len);
 uint32_t qp_epsn(struct run *r);
+bool local_guards_ok(struct run *r, const char **bad);
 /* Splits "key=value" into its parts (in place); false without '='. */
 bool split_kv(char *tok, char **key, char **val);
 
@@ -86,11 +116,14 @@ void peer_inject(struct run *r, char **tok, int ntok);
 void peer_expect(struct run *r, char **tok, int ntok);
 /* Runs the engine until it is idle and collects what it sent. */
 void settle(struct run *r);
+void settle_local(struct run *r);
+/* Moves what the peer's link received into the held queue. */
+void collect(struct run *r);
 void drain_held(struct run *r);
 unsigned held_count(const struct run *r);
 void held_describe(const uint8_t *data, uint16_t len, char *buf, size_t n);
 
-/* verbs.c (the script's side of the device): setup and actions. */
+/* dut.c (the local xroce device): setup and actions. */
 bool dut_open(struct run *r);
 void dut_close(struct run *r);
 bool dut_connect(struct run *r);

@@ -17,7 +17,12 @@ kpkg=$(kernel_pkg)
 # Package lists may be missing or stale on a fresh machine: refresh once.
 [ -n "$kpkg" ] || { apt-get update >/dev/null 2>&1; kpkg=$(kernel_pkg); }
 [ -n "$kpkg" ] || { echo "FAIL: cannot tell which kernel linux-image-amd64 means (apt-get update failed?)"; exit 1; }
-key=$( { echo "$kpkg"; dpkg-query -W perftest rdma-core ibverbs-providers busybox-static; cat "$here"/guest-init.sh "$here"/build_image.sh; } | sha256sum | cut -c1-16)
+# conf_agent (the packet scripts' device side on rxe, tests/conformance/) is built here, on the
+# host, against libibverbs-dev: the image carries rdma-core's libraries already.
+dpkg-query -W -f='${Status}' libibverbs-dev 2>/dev/null | grep -q "install ok installed" ||
+  { echo "FAIL: package libibverbs-dev is missing (scripts/deps.sh interop installs it)"; exit 1; }
+key=$( { echo "$kpkg"; dpkg-query -W perftest rdma-core ibverbs-providers busybox-static libibverbs-dev;
+         cat "$here"/guest-init.sh "$here"/build_image.sh "$here"/conf_agent.c; } | sha256sum | cut -c1-16)
 if [ -f "$CACHE/$key/initrd.gz" ] && [ -f "$CACHE/$key/vmlinuz" ]; then
   echo "$CACHE/$key"; exit 0
 fi
@@ -29,6 +34,9 @@ trap 'rm -rf "$work"' EXIT
 dpkg -x "$work"/linux-image-*.deb "$work/k"
 kver=$(ls "$work/k/lib/modules")
 R=$work/root
+mkdir -p "$R/usr/bin"
+cc -O2 -Wall -Wextra -Werror "$here/conf_agent.c" -libverbs -o "$R/usr/bin/conf_agent" ||
+  { echo "FAIL: cannot build conf_agent"; exit 1; }
 mkdir -p "$R"/{bin,sbin,etc,proc,sys,dev,tmp,run,lib,lib64,usr/lib,usr/bin}
 cp /bin/busybox "$R/bin/busybox"
 for a in sh mount cat echo ls sleep mkdir ps kill insmod modprobe sed grep awk seq wc head tail \
@@ -52,7 +60,7 @@ for b in $bins; do cp -L "$b" "$R/usr/bin/"; done
 mkdir -p "$R/usr/lib/x86_64-linux-gnu/libibverbs" "$R/etc/libibverbs.d"
 cp "$prov" "$R/usr/lib/x86_64-linux-gnu/libibverbs/"
 cp /etc/libibverbs.d/rxe.driver "$R/etc/libibverbs.d/"
-for f in $bins $prov; do ldd "$f" 2>/dev/null | awk '/=>/{print $3} /ld-linux/{print $1}'; done | sort -u |
+for f in $bins $prov "$R/usr/bin/conf_agent"; do ldd "$f" 2>/dev/null | awk '/=>/{print $3} /ld-linux/{print $1}'; done | sort -u |
   while read -r l; do [ -f "$l" ] && mkdir -p "$R$(dirname "$l")" && cp -L "$l" "$R$l"; done
 cp -L /lib64/ld-linux-x86-64.so.2 "$R/lib64/"
 echo "127.0.0.1 localhost" > "$R/etc/hosts"

@@ -1,0 +1,699 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The device under test as Linux rxe: the fixture's regions, CQs and RC QP
+ * live in the interop VM, made and driven by tests/interop/conf_agent.c
+ * over TCP (one line per command); the peer talks to rxe through xroce's
+ * UDP link bound to the host's address. Time is real: `>` waits for a
+ * packet (up to RXE_WAIT_MS), `> none`, `cqe ... none` and the end of a
+ * script wait a guard time (RXE_GUARD_MS) in which nothing may come.
+ * Only lines the agent can serve reach here (script.c: eligible()).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "script.h"
+#include "xroce/link.h"
+
+#define PEER_QPN     0x000123
+#define RXE_WAIT_MS  3000   /* a packet or completion rxe must produce */
+#define RXE_GUARD_MS 200    /* "nothing (more)": nothing within this */
+#define RXE_QUIET_MS 30     /* after an injection: rxe is done when quiet this long */
+
+const char *rxe_agent, *rxe_host;
+
+static FILE *ain, *aout;     /* the agent's connection, kept across scripts */
+
+static const char *const status_names[] = {
+	"SUCCESS", "LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_EEC_OP_ERR", "LOC_PROT_ERR", "WR_FLUSH_ERR",
+	"MW_BIND_ERR", "BAD_RESP_ERR", "LOC_ACCESS_ERR", "REM_INV_REQ_ERR", "REM_ACCESS_ERR",
+	"REM_OP_ERR", "RETRY_EXC_ERR", "RNR_RETRY_EXC_ERR", "LOC_RDD_VIOL_ERR", "REM_INV_RD_REQ_ERR",
+	"REM_ABORT_ERR", "INV_EECN_ERR", "INV_EEC_STATE_ERR", "FATAL_ERR", "RESP_TIMEOUT_ERR",
+	"GENERAL_ERR",
+};
+static const char *const state_names[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
+#define NSTATUS ((int)(sizeof(status_names) / sizeof(status_names[0])))
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&t, NULL);
+}
+
+/* ---- the agent ---- */
+
+static bool agent_connect(struct run *r)
+{
+	char host[64], *colon;
+	struct sockaddr_in sa;
+	int fd, one = 1;
+
+	if (ain)
+		return true;
+	snprintf(host, sizeof(host), "%s", rxe_agent);
+	colon = strchr(host, ':');
+	if (!colon) {
+		fail(r, "--rxe wants AGENT_IP:PORT");
+		return false;
+	}
+	*colon = '\0';
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)atoi(colon + 1));
+	if (!inet_aton(host, &sa.sin_addr)) {
+		fail(r, "bad agent address '%s'", host);
+		return false;
+	}
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		fail(r, "cannot reach the rxe agent at %s: %s", rxe_agent, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	ain = fdopen(fd, "r");
+	aout = fdopen(dup(fd), "w");
+	return ain && aout;
+}
+
+/* Sends one command, reads one answer line (without the newline) into buf. */
+static bool agent(struct run *r, char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static bool agent(struct run *r, char *buf, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	uint64_t t0 = now_ms();
+
+	va_start(ap, fmt);
+	vfprintf(aout, fmt, ap);
+	va_end(ap);
+	fputc('\n', aout);
+	fflush(aout);
+	if (!fgets(buf, (int)n, ain)) {
+		fail(r, "the rxe agent closed the connection");
+		return false;
+	}
+	buf[strcspn(buf, "\r\n")] = '\0';
+	if (getenv("XR_RXE_TRACE"))
+		fprintf(stderr, "  agent: %.40s -> %.60s (%llu ms)\n", fmt, buf, (unsigned long long)(now_ms() - t0));
+	return true;
+}
+
+/* An "err N ..." answer's N; 0 for "ok...". */
+static int agent_err(const char *ans)
+{
+	return !strncmp(ans, "err ", 4) ? atoi(ans + 4) : 0;
+}
+
+/* ---- regions ---- */
+
+static bool parse_access(struct run *r, const char *s, int *out)
+{
+	char buf[64], *save = NULL;
+	int a = 0;
+	uint64_t v;
+
+	if (!strcmp(s, "none")) {
+		*out = 0;
+		return true;
+	}
+	if (s[0] >= '0' && s[0] <= '9') {
+		if (!eval(r, s, &v))
+			return false;
+		*out = (int)v;
+		return true;
+	}
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(t, "LW")) a |= XR_ACCESS_LOCAL_WRITE;
+		else if (!strcmp(t, "RW")) a |= XR_ACCESS_REMOTE_WRITE;
+		else if (!strcmp(t, "RR")) a |= XR_ACCESS_REMOTE_READ;
+		else if (!strcmp(t, "RA")) a |= XR_ACCESS_REMOTE_ATOMIC;
+		else {
+			fail(r, "access '%s' is not served on rxe (LW, RW, RR, RA, none)", t);
+			return false;
+		}
+	}
+	*out = a;
+	return true;
+}
+
+/* XR_ACCESS_* have ibv_access_flags' values (regmap.h). */
+static bool add_region(struct run *r, const char *name, size_t len, int access, bool other_pd)
+{
+	char ans[128];
+	unsigned long long va;
+	unsigned lkey, rkey;
+	struct region *g;
+
+	if (r->nreg == MAX_REGIONS || region_by_name(r, name) || strlen(name) >= sizeof(g->name)) {
+		fail(r, "cannot add region '%s'", name);
+		return false;
+	}
+	g = &r->reg[r->nreg++];
+	memset(g, 0, sizeof(*g));
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	g->len = len;
+	g->access = access;
+	g->other_pd = other_pd;
+	if (!agent(r, ans, sizeof(ans), "mr %s %zu %d %d", name, len, access, other_pd ? 1 : 0))
+		return false;
+	if (sscanf(ans, "ok %llx %x %x", &va, &lkey, &rkey) != 3) {
+		fail(r, "reg_mr of region '%s' failed on rxe: %s", name, ans);
+		return false;
+	}
+	g->rva = va;
+	g->lkey = lkey;
+	g->rkey = rkey;
+	return true;
+}
+
+static struct region *region_at(struct run *r, uint64_t addr, uint64_t len)
+{
+	for (int i = 0; i < r->nreg; i++)
+		if (addr >= r->reg[i].rva && addr + len <= r->reg[i].rva + r->reg[i].len)
+			return &r->reg[i];
+	return NULL;
+}
+
+/* ---- the interface ---- */
+
+static bool rxe_open(struct run *r)
+{
+	char ans[128];
+	struct in_addr a;
+	char host[64];
+
+	memset(&r->o, 0, sizeof(r->o));
+	r->o.mtu = XR_MTU_1024;   /* the fixture (tests/conformance/README.md) */
+	r->o.rq_psn = 100;
+	r->o.sq_psn = 500;
+	r->o.timeout = 14;
+	r->o.retry_cnt = 3;
+	r->o.rnr_retry = 3;
+	r->o.min_rnr_timer = 12;
+	r->o.max_rd_atomic = r->o.max_dest_rd_atomic = 4;
+	r->o.access = XR_ACCESS_LOCAL_WRITE | XR_ACCESS_REMOTE_WRITE | XR_ACCESS_REMOTE_READ |
+		      XR_ACCESS_REMOTE_ATOMIC;
+	r->o.sq_depth = r->o.rq_depth = 64;
+	r->o.scq_depth = r->o.rcq_depth = 256;
+	r->peer_qpn = PEER_QPN;
+	r->next_wr_id = 1;
+	r->remote = true;
+	snprintf(host, sizeof(host), "%s", rxe_agent);
+	host[strcspn(host, ":")] = '\0';
+	if (!inet_aton(host, &a) || !inet_aton(rxe_host, (struct in_addr[]){ { 0 } })) {
+		fail(r, "bad addresses: agent %s, host %s", rxe_agent, rxe_host);
+		return false;
+	}
+	r->dut_ip = ntohl(a.s_addr);
+	inet_aton(rxe_host, &a);
+	r->peer_ip = ntohl(a.s_addr);
+	r->held = calloc(MAX_HELD, sizeof(*r->held));
+	r->peer_link = xr_link_udp(rxe_host);
+	if (!r->held || !r->peer_link) {
+		fail(r, "cannot open the UDP link on %s: %s", rxe_host, strerror(errno));
+		return false;
+	}
+	if (!agent_connect(r) || !agent(r, ans, sizeof(ans), "open"))
+		return false;
+	if (strcmp(ans, "ok")) {
+		fail(r, "the agent cannot open the device: %s", ans);
+		return false;
+	}
+	return add_region(r, "mr", 65536, r->o.access, false) &&
+	       add_region(r, "lbuf", 65536, XR_ACCESS_LOCAL_WRITE, false) &&
+	       add_region(r, "rbuf", 262144, XR_ACCESS_LOCAL_WRITE, false);
+}
+
+static void rxe_close(struct run *r)
+{
+	char ans[64];
+
+	if (ain)
+		agent(r, ans, sizeof(ans), "close");
+	if (r->peer_link)
+		xr_link_close(r->peer_link);
+	free(r->held);
+}
+
+static bool rxe_connect(struct run *r)
+{
+	char ans[160];
+	char peer[32];
+	unsigned qpn;
+	struct region *lbuf = region_by_name(r, "lbuf");
+
+	snprintf(peer, sizeof(peer), "%u.%u.%u.%u", r->peer_ip >> 24, (r->peer_ip >> 16) & 0xFF,
+		 (r->peer_ip >> 8) & 0xFF, r->peer_ip & 0xFF);
+	if (!agent(r, ans, sizeof(ans),
+		   "qp %s 0x%x mtu=%d rq_psn=%u sq_psn=%u timeout=%u retry_cnt=%u rnr_retry=%u min_rnr_timer=%u "
+		   "max_rd_atomic=%u max_dest_rd_atomic=%u access=%d sq_depth=%u rq_depth=%u scq_depth=%u "
+		   "rcq_depth=%u sig_all=%d",
+		   peer, r->peer_qpn, (int)r->o.mtu, r->o.rq_psn, r->o.sq_psn, r->o.timeout, r->o.retry_cnt,
+		   r->o.rnr_retry, r->o.min_rnr_timer, r->o.max_rd_atomic, r->o.max_dest_rd_atomic, r->o.access,
+		   r->o.sq_depth, r->o.rq_depth, r->o.scq_depth, r->o.rcq_depth, r->o.sig_all ? 1 : 0))
+		return false;
+	if (sscanf(ans, "ok %u", &qpn) != 1) {
+		fail(r, "cannot create and connect the QP on rxe: %s", ans);
+		return false;
+	}
+	r->priv = (void *)(uintptr_t)qpn;
+	if (lbuf)   /* lbuf starts with a known pattern (byte i = 0x40+i), as on the local device */
+		agent(r, ans, sizeof(ans), "pattern lbuf 64");
+	r->connected = true;
+	return true;
+}
+
+static uint32_t rxe_qpn(struct run *r)
+{
+	return (uint32_t)(uintptr_t)r->priv;
+}
+
+static bool query(struct run *r, int *state, uint32_t *rq_psn)
+{
+	char ans[128];
+
+	if (!agent(r, ans, sizeof(ans), "query") || sscanf(ans, "ok %d %u", state, rq_psn) != 2) {
+		if (!r->failures)
+			fail(r, "query_qp on rxe failed: %s", ans);
+		return false;
+	}
+	return true;
+}
+
+static uint32_t rxe_epsn(struct run *r)
+{
+	int s;
+	uint32_t psn = 0;
+
+	query(r, &s, &psn);
+	return psn;
+}
+
+static uint64_t rxe_va(struct run *r, const struct region *g)
+{
+	(void)r;
+	return g->rva;
+}
+
+/* Collects until the link has been quiet for quiet_ms (at most max_ms in all). */
+static void collect_for(struct run *r, unsigned quiet_ms, unsigned max_ms)
+{
+	uint64_t start = now_ms(), last = start;
+
+	for (;;) {
+		unsigned before = r->nheld;
+		uint64_t t;
+		collect(r);
+		t = now_ms();
+		if (r->nheld != before)
+			last = t;
+		if (t - last >= quiet_ms || t - start >= max_ms)
+			return;
+		sleep_ms(1);
+	}
+}
+
+static void rxe_settle(struct run *r)
+{
+	collect_for(r, RXE_QUIET_MS, 1000);
+}
+
+static void rxe_await(struct run *r, bool want_packet)
+{
+	if (!want_packet) {
+		collect_for(r, RXE_GUARD_MS, RXE_GUARD_MS);
+		return;
+	}
+	for (uint64_t end = now_ms() + RXE_WAIT_MS; !held_count(r) && now_ms() < end; sleep_ms(1))
+		collect(r);
+}
+
+static bool rxe_guards_ok(struct run *r, const char **bad)
+{
+	static char name[64];
+	char ans[64];
+
+	if (!agent(r, ans, sizeof(ans), "guards"))
+		return true;   /* already failed */
+	if (!strcmp(ans, "ok"))
+		return true;
+	snprintf(name, sizeof(name), "%s", !strncmp(ans, "bad ", 4) ? ans + 4 : ans);
+	*bad = name;
+	return false;
+}
+
+/* ---- actions ---- */
+
+static int expected_rc(char **tok, int *ntok)
+{
+	static const struct { const char *n; int v; } codes[] = {
+		{ "EINVAL", EINVAL }, { "ENOMEM", ENOMEM }, { "EBUSY", EBUSY }, { "ok", 0 },
+	};
+	if (*ntok >= 2 && !strcmp(tok[*ntok - 2], "=>")) {
+		for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+			if (!strcmp(tok[*ntok - 1], codes[i].n)) {
+				*ntok -= 2;
+				return codes[i].v;
+			}
+		return -2;
+	}
+	return 0;
+}
+
+static void check_rc(struct run *r, const char *what, const char *ans, int want)
+{
+	int rc = agent_err(ans);
+
+	if (want == -2)
+		fail(r, "unknown return code after =>");
+	else if (rc != want)
+		fail(r, "%s returned %d (%s) on rxe, expected %d (%s)", what, rc, rc ? strerror(rc) : "ok", want, ans);
+}
+
+static void act_mr(struct run *r, char **tok, int ntok)
+{
+	uint64_t len = 65536;
+	int access = r->o.access | XR_ACCESS_LOCAL_WRITE;
+	bool other_pd = false;
+
+	if (ntok < 2) {
+		fail(r, "mr NAME [len=N] [access=..] [pd=other]");
+		return;
+	}
+	for (int i = 2; i < ntok; i++) {
+		char *k, *v;
+		if (!split_kv(tok[i], &k, &v)) {
+			fail(r, "'%s' is not key=value", tok[i]);
+			return;
+		}
+		if (!strcmp(k, "len")) {
+			if (!eval(r, v, &len))
+				return;
+		} else if (!strcmp(k, "access")) {
+			if (!parse_access(r, v, &access))
+				return;
+		} else if (!strcmp(k, "pd")) {
+			other_pd = !strcmp(v, "other");
+		} else {
+			fail(r, "unknown mr option '%s'", k);
+			return;
+		}
+	}
+	add_region(r, tok[1], (size_t)len, access, other_pd);
+}
+
+static void act_post_recv(struct run *r, char **tok, int ntok)
+{
+	struct region *dst = region_by_name(r, "rbuf");
+	uint64_t len = 4096, v, off = (uint64_t)-1, id = r->next_wr_id++;
+	int want = expected_rc(tok, &ntok);
+	char ans[128];
+
+	for (int i = 1; i < ntok; i++) {
+		char *k, *val;
+		if (!split_kv(tok[i], &k, &val)) {
+			fail(r, "'%s' is not key=value", tok[i]);
+			return;
+		}
+		if (!strcmp(k, "sge")) {
+			dst = region_by_name(r, val);
+			if (!dst) {
+				fail(r, "no region '%s'", val);
+				return;
+			}
+			continue;
+		}
+		if (!eval(r, val, &v))
+			return;
+		if (!strcmp(k, "len")) len = v;
+		else if (!strcmp(k, "id")) id = v;
+		else if (!strcmp(k, "off")) off = v;
+		else {
+			fail(r, "unknown post_recv option '%s'", k);
+			return;
+		}
+	}
+	if (off == (uint64_t)-1) {
+		off = r->rbuf_next;
+		r->rbuf_next += (len + 63) & ~63ull;
+	}
+	if (off + len > dst->len) {
+		fail(r, "receive buffer beyond region %s", dst->name);
+		return;
+	}
+	if (agent(r, ans, sizeof(ans), "post_recv %s %llu %llu %llu", dst->name, (unsigned long long)off,
+		  (unsigned long long)len, (unsigned long long)id))
+		check_rc(r, "post_recv", ans, want);
+	rxe_settle(r);
+}
+
+static void act_modify(struct run *r, char **tok, int ntok)
+{
+	int want = expected_rc(tok, &ntok), s = -1;
+	char ans[128];
+
+	for (int i = 0; i < 7; i++)
+		if (ntok == 2 && !strncmp(tok[1], "state=", 6) && !strcasecmp(tok[1] + 6, state_names[i]))
+			s = i;
+	if (s < 0) {
+		fail(r, "modify_qp state=S only on rxe");
+		return;
+	}
+	if (agent(r, ans, sizeof(ans), "modify %d", s))
+		check_rc(r, "modify_qp", ans, want);
+	rxe_settle(r);
+}
+
+static void act_cqe(struct run *r, char **tok, int ntok)
+{
+	char ans[256], opname[32], flags[32];
+	unsigned long long wr_id;
+	int status;
+	unsigned byte_len, imm, src_qp;
+	bool none = ntok >= 3 && !strcmp(tok[2], "none");
+
+	if (ntok < 2 || (strcmp(tok[1], "send") && strcmp(tok[1], "recv"))) {
+		fail(r, "cqe send|recv [none | status= opcode= len= id= imm= flags=]");
+		return;
+	}
+	if (none)
+		sleep_ms(RXE_GUARD_MS);
+	for (uint64_t end = now_ms() + RXE_WAIT_MS;; sleep_ms(5)) {
+		if (!agent(r, ans, sizeof(ans), "poll %s", tok[1]))
+			return;
+		if (strcmp(ans, "none") || none || now_ms() >= end)
+			break;
+	}
+	if (none) {
+		if (strcmp(ans, "none"))
+			fail(r, "expected no %s completion, got %s", tok[1], ans);
+		return;
+	}
+	if (!strcmp(ans, "none")) {
+		fail(r, "expected a %s completion, there is none", tok[1]);
+		return;
+	}
+	if (sscanf(ans, "wc %llu %d %31s %u %x %31s %u", &wr_id, &status, opname, &byte_len, &imm, flags, &src_qp) != 7) {
+		fail(r, "bad answer from the agent: %s", ans);
+		return;
+	}
+	for (int i = 2; i < ntok; i++) {
+		char *k, *v;
+		uint64_t want = 0, got;
+		if (!split_kv(tok[i], &k, &v)) {
+			fail(r, "'%s' is not key=value", tok[i]);
+			return;
+		}
+		if (!strcmp(k, "status")) {
+			char alt[128], *save = NULL;
+			bool hit = false;
+			snprintf(alt, sizeof(alt), "%s", v);
+			for (char *a = strtok_r(alt, "|", &save); a; a = strtok_r(NULL, "|", &save))
+				hit |= !strcasecmp(a, status >= 0 && status < NSTATUS ? status_names[status] : "?");
+			if (!hit) {
+				fail(r, "completion status is %s, expected %s (wr_id %llu)",
+				     status >= 0 && status < NSTATUS ? status_names[status] : "?", v, wr_id);
+				return;
+			}
+			continue;
+		}
+		if (!strcmp(k, "opcode")) {
+			if (strcasecmp(v, opname)) {
+				fail(r, "completion opcode is %s, expected %s", opname, v);
+				return;
+			}
+			continue;
+		}
+		if (!strcmp(k, "flags")) {
+			bool wi = strstr(v, "WITH_IMM"), wv = strstr(v, "WITH_INV");
+			if (wi != (strstr(flags, "IMM") != NULL) || wv != (strstr(flags, "INV") != NULL)) {
+				fail(r, "completion flags are %s, expected %s", flags, v);
+				return;
+			}
+			continue;
+		}
+		if (!eval(r, v, &want))
+			return;
+		if (!strcmp(k, "len")) got = byte_len;
+		else if (!strcmp(k, "id")) got = wr_id;
+		else if (!strcmp(k, "imm")) got = imm;
+		else if (!strcmp(k, "src_qp")) got = src_qp;
+		else {
+			fail(r, "unknown completion field '%s'", k);
+			return;
+		}
+		if (got != want) {
+			fail(r, "completion %s is 0x%llx, expected 0x%llx", k, (unsigned long long)got,
+			     (unsigned long long)want);
+			return;
+		}
+	}
+}
+
+static void act_state(struct run *r, char **tok, int ntok)
+{
+	int want = -1, s = -1;
+	uint32_t psn;
+
+	for (int i = 0; ntok == 2 && i < 7; i++)
+		if (!strcasecmp(tok[1], state_names[i]))
+			want = i;
+	if (want < 0) {
+		fail(r, "state RESET|INIT|RTR|RTS|SQD|SQE|ERR");
+		return;
+	}
+	for (uint64_t end = now_ms() + 1000; query(r, &s, &psn) && s != want && now_ms() < end; sleep_ms(10))
+		;
+	if (s != want && !r->failures)
+		fail(r, "QP state is %s, expected %s", s >= 0 && s < 7 ? state_names[s] : "?", tok[1]);
+}
+
+static void act_mem(struct run *r, char **tok, int ntok)
+{
+	uint64_t addr, len;
+	char *k, *v, *hex, *ans;
+	uint8_t *want;
+	struct region *g;
+	size_t cap;
+
+	if (ntok != 5 || !split_kv(tok[2], &k, &v) || strcmp(k, "len") || !eval(r, tok[1], &addr) ||
+	    !eval(r, v, &len)) {
+		if (!r->failures)
+			fail(r, "mem ADDR len=N ==|:= SPEC");
+		return;
+	}
+	g = region_at(r, addr, len);
+	if (!g) {
+		fail(r, "address range is in no region");
+		return;
+	}
+	want = malloc(len ? len : 1);
+	cap = len * 2 + 64;
+	hex = malloc(cap);
+	ans = malloc(cap);
+	if (!want || !hex || !ans || !bytes_fill(r, tok[4], want, (size_t)len))
+		goto out;
+	if (!strcmp(tok[3], ":=")) {
+		for (uint64_t j = 0; j < len; j++)
+			snprintf(hex + 2 * j, 3, "%02x", want[j]);
+		hex[2 * len] = '\0';
+		if (agent(r, ans, cap, "write %s %llu %s", g->name, (unsigned long long)(addr - g->rva), hex) &&
+		    strcmp(ans, "ok"))
+			fail(r, "write to region %s on rxe failed: %s", g->name, ans);
+		goto out;
+	}
+	/* Writes land asynchronously: wait (up to 1 s) for the expected bytes. */
+	for (uint64_t end = now_ms() + 1000;; sleep_ms(10)) {
+		bool same = true;
+		if (!agent(r, ans, cap, "read %s %llu %llu", g->name, (unsigned long long)(addr - g->rva),
+			   (unsigned long long)len))
+			goto out;
+		if (strncmp(ans, "ok ", 3) || strlen(ans + 3) != 2 * len) {
+			fail(r, "read of region %s on rxe failed: %s", g->name, ans);
+			goto out;
+		}
+		for (uint64_t j = 0; j < len && same; j++) {
+			unsigned b;
+			sscanf(ans + 3 + 2 * j, "%2x", &b);
+			if (b != want[j]) {
+				same = false;
+				if (now_ms() >= end)
+					fail(r, "%s+%llu is 0x%02x, expected 0x%02x", g->name,
+					     (unsigned long long)(addr - g->rva + j), b, want[j]);
+			}
+		}
+		if (same || now_ms() >= end)
+			break;
+	}
+out:
+	free(want);
+	free(hex);
+	free(ans);
+}
+
+static void act_dereg(struct run *r, char **tok, int ntok)
+{
+	int want = expected_rc(tok, &ntok);
+	struct region *g = ntok == 2 ? region_by_name(r, tok[1]) : NULL;
+	char ans[128];
+
+	if (!g) {
+		fail(r, "dereg_mr NAME [=> EBUSY] (a registered region)");
+		return;
+	}
+	if (agent(r, ans, sizeof(ans), "dereg %s", g->name))
+		check_rc(r, "dereg_mr", ans, want);
+	rxe_settle(r);
+}
+
+static bool rxe_action(struct run *r, char **tok, int ntok)
+{
+	const char *c = tok[0];
+	int before = r->failures;
+
+	if (!strcmp(c, "qp")) dut_action(r, tok, ntok);   /* only parses the options into r->o */
+	else if (!strcmp(c, "mr")) act_mr(r, tok, ntok);
+	else if (!strcmp(c, "post_recv")) act_post_recv(r, tok, ntok);
+	else if (!strcmp(c, "modify_qp")) act_modify(r, tok, ntok);
+	else if (!strcmp(c, "cqe")) act_cqe(r, tok, ntok);
+	else if (!strcmp(c, "state")) act_state(r, tok, ntok);
+	else if (!strcmp(c, "mem")) act_mem(r, tok, ntok);
+	else if (!strcmp(c, "dereg_mr")) act_dereg(r, tok, ntok);
+	else if (!strcmp(c, "drain")) { rxe_await(r, false); drain_held(r); }
+	else fail(r, "'%s' is not served on rxe", c);
+	return r->failures == before;
+}
+
+const struct dut_ops dut_rxe = {
+	.name = "rxe",
+	.open = rxe_open,
+	.close = rxe_close,
+	.connect = rxe_connect,
+	.action = rxe_action,
+	.epsn = rxe_epsn,
+	.qpn = rxe_qpn,
+	.va = rxe_va,
+	.settle = rxe_settle,
+	.await = rxe_await,
+	.guards_ok = rxe_guards_ok,
+};
