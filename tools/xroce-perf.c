@@ -42,6 +42,7 @@ struct cfg {
 	bool lat, pingpong, all, bidir, gbits, infinite, json, verify, counters;
 	uint64_t size, iters;
 	unsigned duration, qps, tx_depth, rx_depth, inline_size, qp_timeout;
+	bool retry7_forever;
 	int mtu;                  /* bytes requested with -m, 0 = from the link */
 	int port, gid_index;
 	const char *server, *device, *json_file, *pcap;
@@ -162,7 +163,8 @@ static int mtu_from_link(uint32_t link_mtu)
 static int open_side(struct side *s)
 {
 	const struct cfg *c = s->c;
-	struct xr_device_opts d = { .addr = c->link.addr, .progress = c->progress };
+	struct xr_device_opts d = { .addr = c->link.addr, .progress = c->progress,
+				    .retry7_forever = c->retry7_forever };
 	struct xr_qp_init_attr ia;
 	uint64_t max_size = c->all ? (1u << 23) : c->size;
 
@@ -1247,6 +1249,8 @@ static void usage(FILE *o)
 "      --strict-icrc        udp: drop frames whose ICRC matched only with an IPv4 ID\n"
 "                           recovered from it (16 of 32 bits checked)\n"
 "      --raw-ip-id          udp, IPv4: read the real IPv4 ID (raw socket, CAP_NET_RAW)\n"
+"      --retry7-forever     retry_cnt 7 (what perftest asks for) retries without end,\n"
+"                           as rxe reads it (default: seven retries, as the IBTA)\n"
 "      --verify             check every payload end to end\n"
 "      --counters           print the engine's counters after the run\n"
 "      --pcap=FILE          record the first --pcap-frames (100) frames of the link\n"
@@ -1278,7 +1282,7 @@ static bool parse_test(struct cfg *c, const char *t)
 }
 
 enum { O_GBITS = 256, O_INF, O_JSON, O_JSONF, O_LINK, O_BIND, O_IFNAME, O_VLAN, O_PCP, O_VERIFY, O_COUNTERS,
-       O_PCAP, O_PCAPN, O_PROGRESS, O_STRICT_ICRC, O_RAW_IP_ID };
+       O_PCAP, O_PCAPN, O_PROGRESS, O_STRICT_ICRC, O_RAW_IP_ID, O_RETRY7 };
 
 int main(int argc, char **argv)
 {
@@ -1299,6 +1303,7 @@ int main(int argc, char **argv)
 		{ "counters", no_argument, 0, O_COUNTERS }, { "pcap", required_argument, 0, O_PCAP },
 		{ "pcap-frames", required_argument, 0, O_PCAPN }, { "progress", required_argument, 0, O_PROGRESS },
 		{ "strict-icrc", no_argument, 0, O_STRICT_ICRC }, { "raw-ip-id", no_argument, 0, O_RAW_IP_ID },
+		{ "retry7-forever", no_argument, 0, O_RETRY7 },
 		{ 0, 0, 0, 0 },
 	};
 	struct cfg c = { .qps = 1, .rx_depth = 512, .port = PERFTEST_PORT, .device = "xroce0", .gid_index = 0,
@@ -1352,6 +1357,7 @@ int main(int argc, char **argv)
 		case O_PCAPN: NUM("pcap-frames", UINT32_MAX, c.pcap_frames); break;
 		case O_STRICT_ICRC: c.link.strict_icrc = true; break;
 		case O_RAW_IP_ID: c.link.udp_raw_ip_id = true; break;
+		case O_RETRY7: c.retry7_forever = true; break;
 		case O_PROGRESS:
 			if (!strcmp(optarg, "inline")) c.progress = XR_PROGRESS_INLINE;
 			else if (!strcmp(optarg, "thread")) c.progress = XR_PROGRESS_THREAD;

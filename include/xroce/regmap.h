@@ -232,6 +232,7 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	X(DROP_RESP_WINDOW,   "rx_drop_resp_out_of_window", "Dropped: ACK, NAK or response whose PSN lies beyond anything sent.") \
 	X(DUP_RESPONSE,       "duplicate_response",     "Duplicate or stale responses ignored (PSN already acknowledged or not the one expected).") \
 	X(DROP_DUP_NO_RES,    "rx_drop_dup_no_resource", "Duplicate READ/atomic dropped: no saved responder resource matches it.") \
+	X(DROP_RESP_BUSY,     "rx_drop_resp_busy",      "Request dropped unexecuted (the requester retries it): the QP's response queue is full behind a link that does not take frames.") \
 	X(RD_ATOMIC_EXCEEDED, "rd_atomic_res_exceeded", "READ/atomic requests refused with NAK invalid request: more outstanding than max_dest_rd_atomic.") \
 	X(INV_REFUSED,        "inv_refused",            "SEND_WITH_INV or LOCAL_INV refused: the key names no invalidatable MR or MW.") \
 	X(ICRC_ID_RECOVERED,  "rx_icrc_id_recovered",   "UDP link: frames accepted with the IPv4 ID recovered from the ICRC (only 16 of the 32 ICRC bits checked).") \

@@ -71,7 +71,7 @@ static void fail_at(struct xr_engine *e, struct xr_qp *qp, uint32_t psn, uint8_t
 {
 	struct xr_req *r = &qp->req;
 
-	for (uint16_t i = r->tail; i != r->head; i++) {
+	for (uint16_t i = r->tail; i != r->started_end; i++) {   /* also beyond a rewound head */
 		struct xr_swqe_meta *m = meta_at(qp, i);
 		if (m->started && psn_cmp(psn, m->first_psn) >= 0 && psn_cmp(psn, m->last_psn) <= 0) {
 			if (i == r->tail) {

@@ -298,8 +298,13 @@ int xr_engine_progress(struct xr_engine *e)
 
 void xr_dp_quiesce(struct xr_engine *e)
 {
-	uint64_t s = atomic_load(&e->dp_epoch);
+	uint64_t s;
 
+	/* The caller's store (a key made invalid) must be visible before the
+	 * epoch is read, or a pass starting now could still see the key valid
+	 * while we see no pass running (store-buffer reordering). */
+	atomic_thread_fence(memory_order_seq_cst);
+	s = atomic_load(&e->dp_epoch);
 	if (!(s & 1) || pass_owner == e)
 		return;
 	/* A pass is running and may hold a key checked before the caller's

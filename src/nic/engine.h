@@ -83,6 +83,7 @@ struct xr_resp_item {
 	uint32_t psn, msn;
 };
 #define XR_RESP_QUEUE 48
+#define XR_MAX_DEST_RD_ATOMIC 16   /* responder resources per QP (the verbs' limit) */
 
 enum xr_resp_msg { XR_RESP_IDLE, XR_RESP_IN_SEND, XR_RESP_IN_WRITE };
 

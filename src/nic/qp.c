@@ -153,6 +153,9 @@ static enum xr_cmd_status validate(struct xr_engine *e, const struct xr_qp_ctx *
 		return XR_CMD_ST_BAD_CQ;
 	if (c->sq_log_size > 15 || c->rq_log_size > 15)   /* 16-bit doorbell indexes */
 		return XR_CMD_ST_BAD_RANGE;
+	/* Responder resources: as many as the response queue can always hold. */
+	if (c->max_dest_rd_atomic > XR_MAX_DEST_RD_ATOMIC || c->max_rd_atomic > XR_MAX_DEST_RD_ATOMIC)
+		return XR_CMD_ST_BAD_RANGE;
 	return XR_CMD_ST_OK;
 }
 

@@ -168,8 +168,8 @@ static bool start_wqe(struct xr_engine *e, struct xr_qp *qp)
 				xr_complete(e, qp, qp->ctx.sq_cqn, &wc, false);
 			}
 			r->head++;
-			r->tail = r->head;
-			note_started(r);
+			/* Runs alone (tail == head): nothing beyond it was started. */
+			r->tail = r->started_end = r->head;
 			qp->ctx.sq_ci = r->tail;
 			if (wc.status != XR_WC_SUCCESS)
 				xr_qp_to_error(e, qp, wc.status);

@@ -23,11 +23,19 @@ static struct xr_resp_item *q_at(struct xr_resp *rs, unsigned i)
 	return &rs->q[(rs->q_head + i) % XR_RESP_QUEUE];
 }
 
-static struct xr_resp_item *q_push(struct xr_resp *rs)
+/* The last slot is kept for a fatal NAK: it always leaves. */
+static struct xr_resp_item *q_push(struct xr_resp *rs, bool fatal)
 {
-	if (rs->q_len == XR_RESP_QUEUE)
+	if (rs->q_len >= XR_RESP_QUEUE - (fatal ? 0 : 1))
 		return NULL;
 	return q_at(rs, rs->q_len++);
+}
+
+/* Room for what one more request may queue (a response stream and an ACK)
+ * besides the fatal NAK's slot. */
+static bool q_has_room(const struct xr_resp *rs)
+{
+	return rs->q_len + 3 <= XR_RESP_QUEUE;
 }
 
 static void q_pop(struct xr_resp *rs)
@@ -45,18 +53,24 @@ static void queue_ack(struct xr_engine *e, struct xr_qp *qp, uint8_t syndrome, u
 	bool ack = (syndrome & XR_AETH_TYPE_MASK) == XR_AETH_ACK;
 	struct xr_resp_item *it;
 
-	if (ack && rs->q_len) {
+	if (rs->q_len) {
 		it = q_at(rs, rs->q_len - 1u);
-		if (it->kind == XR_ITEM_ACK && (it->syndrome & XR_AETH_TYPE_MASK) == XR_AETH_ACK) {
+		/* A cumulative ACK replaces one waiting; a repeated RNR NAK for the
+		 * same PSN is the same NAK. */
+		if (it->kind == XR_ITEM_ACK &&
+		    ((ack && (it->syndrome & XR_AETH_TYPE_MASK) == XR_AETH_ACK) ||
+		     (it->syndrome == syndrome && it->psn == psn && !fatal))) {
 			it->psn = psn;
 			it->msn = qp->ctx.msn;
 			return;
 		}
 	}
-	it = q_push(rs);
+	it = q_push(rs, fatal);
 	if (!it) {
-		/* Cannot happen with the limits on what is queued; never silent. */
-		xr_count(e, XR_CNT_DROP_DUP_NO_RES, 1);
+		/* Requests are not executed without room (q_has_room), so only a
+		 * duplicate's ACK or a sequence NAK can land here: the requester's
+		 * timer recovers either. Never silent. */
+		xr_count(e, XR_CNT_DROP_RESP_BUSY, 1);
 		return;
 	}
 	it->kind = XR_ITEM_ACK;
@@ -68,7 +82,7 @@ static void queue_ack(struct xr_engine *e, struct xr_qp *qp, uint8_t syndrome, u
 
 static bool queue_res(struct xr_qp *qp, struct xr_rd_res *res, bool replay)
 {
-	struct xr_resp_item *it = q_push(&qp->resp);
+	struct xr_resp_item *it = q_push(&qp->resp, false);
 
 	if (!it)
 		return false;
@@ -220,8 +234,8 @@ static void duplicate_rd_atomic(struct xr_engine *e, struct xr_qp *qp, const str
 			res->stream_len = p->reth.len;
 			res->next_psn = p->psn;
 		}
-		if (!queue_res(qp, res, true))
-			xr_count(e, XR_CNT_DROP_DUP_NO_RES, 1);
+		if (!q_has_room(rs) || !queue_res(qp, res, true))
+			xr_count(e, XR_CNT_DROP_RESP_BUSY, 1);
 		return;
 	}
 	/* No matching resource: dropped silently, as rxe does. */
@@ -462,7 +476,7 @@ void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, s
 		return;
 	if (cmp > 0) {
 		xr_count(e, XR_CNT_OUT_OF_SEQ, 1);
-		if (!rs->nak_seq_sent) {
+		if (!rs->nak_seq_sent && q_has_room(rs)) {
 			rs->nak_seq_sent = true;
 			nak(e, qp, XR_AETH_NAK_PSN_SEQ, epsn, 0);
 		}
@@ -475,6 +489,11 @@ void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, s
 		else   /* the newest SEND/WRITE executed (a READ's PSN would read as an implied NAK) */
 			queue_ack(e, qp, XR_AETH_ACK_UNLIMITED,
 				  rs->acked_any ? rs->ack_psn : psn_add(epsn, XR_PSN_MASK), false);
+		return;
+	}
+	if (!q_has_room(rs)) {
+		/* Not executed, ePSN unchanged: the requester sends it again. */
+		xr_count(e, XR_CNT_DROP_RESP_BUSY, 1);
 		return;
 	}
 	rs->nak_seq_sent = false;
@@ -586,15 +605,14 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 		return true;
 	}
 	{
-		/* The opcode follows the packet's place in the original READ: a
-		 * replay from its middle goes on with MIDDLE and ends with LAST. */
-		uint32_t at = (res->next_psn - res->first_psn) & XR_PSN_MASK;
-		uint32_t total = ((res->last_psn - res->first_psn) & XR_PSN_MASK) + 1;
-		bool last = idx + 1 >= n;
-		if (total == 1)
-			p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_ONLY;
-		else if (at == 0)
-			p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_FIRST;
+		/* A stream starting at the READ's first PSN (the original, or a
+		 * replay of it) is ONLY or FIRST..LAST; a replay from the middle
+		 * goes on with MIDDLE and ends with LAST, as rxe answers it. */
+		bool first = idx == 0, last = idx + 1 >= n, at_start = res->stream_psn == res->first_psn;
+		if (first && last)
+			p.opcode = at_start ? XR_OP_RC_RDMA_READ_RESPONSE_ONLY : XR_OP_RC_RDMA_READ_RESPONSE_LAST;
+		else if (first)
+			p.opcode = at_start ? XR_OP_RC_RDMA_READ_RESPONSE_FIRST : XR_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
 		else if (last)
 			p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_LAST;
 		else
