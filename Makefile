@@ -40,6 +40,7 @@ test-fuzz: deps
 test-interop interop: build
 	@scripts/deps.sh interop
 	/usr/bin/python3 tests/interop/run_interop.py $(CURDIR)/build/bin $(CURDIR)/docs/interop.md
+	/usr/bin/python3 tests/interop/run_conformance_rxe.py $(CURDIR)/build/bin $(CURDIR)/docs/conformance-rxe.md
 
 docs: build
 	build/bin/xroce-regs doc > docs/registers.md
