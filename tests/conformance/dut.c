@@ -917,6 +917,15 @@ bool dut_action(struct run *r, char **tok, int ntok)
 	else if (!strcmp(c, "bind_mw")) act_bind_mw(r, tok, ntok);
 	else if (!strcmp(c, "dealloc_mw")) act_dealloc_mw(r, tok, ntok);
 	else if (!strcmp(c, "drain")) { settle(r); drain_held(r); }
+	else if (!strcmp(c, "hold")) { settle(r); r->hold = true; }
+	else if (!strcmp(c, "release")) {
+		/* Read (and forget) everything until N is quiet again. */
+		r->hold = false;
+		r->discard = true;
+		settle(r);
+		r->discard = false;
+		drain_held(r);
+	}
 	else if (!strcmp(c, "async")) act_async(r, tok, ntok);
 	else if (c[0] == '+') act_time(r, c);
 	else fail(r, "unknown command '%s'", c);

@@ -89,8 +89,14 @@ void collect(struct run *r)
 	struct xr_frame *f[32];
 	int n;
 
+	if (r->hold)
+		return;
 	while ((n = xr_link_recv(r->peer_link, f, 32)) > 0) {
 		for (int i = 0; i < n; i++) {
+			if (r->discard) {
+				xr_link_frame_free(r->peer_link, f[i]);
+				continue;
+			}
 			if (r->held_head && r->held_head == r->nheld)
 				r->nheld = r->held_head = 0;
 			if (r->nheld == MAX_HELD) {

@@ -92,6 +92,8 @@ struct run {
 
 	struct held *held;
 	unsigned nheld, held_head;
+	bool hold;                   /* the peer stops reading: the link fills */
+	bool discard;                /* frames read are dropped (release) */
 
 	const struct dut_ops *ops;
 	uint32_t dut_ip, peer_ip;    /* IPv4, host order: N's and P's addresses */
