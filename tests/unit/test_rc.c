@@ -329,6 +329,51 @@ struct refusal {
 	uint8_t nak;              /* counter of the NAK the responder sent */
 };
 
+/* Responses leave in PSN order (issue 15, defect 2): 200 READ + WRITE pairs
+ * posted back to back on a lossless link complete without one
+ * retransmission. Before, the WRITE's ACK overtook the READ's response, the
+ * requester read it as a lost response and retried every READ. */
+static void test_read_write_pairs_in_order(void **state)
+{
+	struct pair p;
+	struct h_opts o = base_opts(XR_MTU_1024);
+	struct xr_sge rs, ws;
+	struct xr_wc wc;
+	unsigned done = 0, posted = 0;
+	uint64_t until;
+
+	(void)state;
+	o.sq_depth = 512;
+	assert_int_equal(h_open(&p, &o), 0);
+	rs = (struct xr_sge){ (uintptr_t)h_data(&p.a), 8, p.a.mr->lkey };
+	ws = (struct xr_sge){ (uintptr_t)h_data(&p.a) + 64, 8, p.a.mr->lkey };
+	for (unsigned i = 0; i < 200; i++) {
+		struct xr_send_wr r = { .wr_id = 2 * i, .sg_list = &rs, .num_sge = 1, .opcode = XR_WR_RDMA_READ,
+					.send_flags = XR_SEND_SIGNALED };
+		struct xr_send_wr w = { .wr_id = 2 * i + 1, .sg_list = &ws, .num_sge = 1,
+					.opcode = XR_WR_RDMA_WRITE, .send_flags = XR_SEND_SIGNALED };
+		r.wr.rdma.remote_addr = w.wr.rdma.remote_addr = (uintptr_t)h_data(&p.b) + 4096;
+		r.wr.rdma.rkey = w.wr.rdma.rkey = p.b.mr->rkey;
+		assert_int_equal(xr_post_send(p.a.qp[0], &r, NULL), 0);
+		assert_int_equal(xr_post_send(p.a.qp[0], &w, NULL), 0);
+		posted += 2;
+	}
+	until = h_now_ms() + 20000;
+	while (done < posted && h_now_ms() < until) {
+		h_progress(&p);
+		while (xr_poll_cq(p.a.cq, 1, &wc) == 1) {
+			assert_int_equal(wc.status, XR_WC_SUCCESS);
+			assert_int_equal(wc.wr_id, done);
+			done++;
+		}
+	}
+	assert_int_equal(done, posted);
+	if (cnt(&p.a, XR_CNT_RETRANSMITS))
+		fail_msg("%llu retransmissions on a lossless link (ACKs overtaking READ responses?)",
+			 (unsigned long long)cnt(&p.a, XR_CNT_RETRANSMITS));
+	h_close(&p);
+}
+
 /* post_recv sums its SGE lengths without wrapping (issue 15, defect 12):
  * two SGEs of 2^31 bytes each total 2^32, which a 32-bit sum reads as 0. */
 static void test_post_recv_length_overflow(void **state)
@@ -897,6 +942,7 @@ int main(void)
 		BOTH(test_send), BOTH(test_send_imm), BOTH(test_send_inv), BOTH(test_write),
 		BOTH(test_write_imm), BOTH(test_read), BOTH(test_atomics),
 		BOTH(test_inline_unsignaled_local_inv), BOTH(test_refusals), BOTH(test_post_recv_length_overflow),
+		BOTH(test_read_write_pairs_in_order),
 		cmocka_unit_test(test_opcode_sequence_and_state), BOTH(test_modify_qp_rules),
 		BOTH(test_rnr_recovers_and_exhausts), BOTH(test_retry_exhaustion_dead_link),
 		BOTH(test_cq_events), BOTH(test_scale_10000_qps),
