@@ -285,6 +285,19 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 	rearm(e, qp);
 }
 
+/* A response of the wrong kind for the oldest WQE: for a PSN of that WQE
+ * (a READ response to a SEND, an atomic ACK to a READ...) the responder is
+ * broken: BAD_RESP_ERR (B12); for another PSN it is a stale duplicate. */
+static void wrong_kind(struct xr_engine *e, struct xr_qp *qp, const struct xr_swqe_meta *m, uint32_t psn)
+{
+	if (psn_cmp(psn, m->first_psn) >= 0 && psn_cmp(psn, m->last_psn) <= 0) {
+		xr_count(e, XR_CNT_DROP_RESP_UNEXPECTED, 1);
+		fail_tail(e, qp, XR_WC_BAD_RESP_ERR);
+	} else {
+		xr_count(e, XR_CNT_DUP_RESPONSE, 1);
+	}
+}
+
 static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 {
 	struct xr_req *r = &qp->req;
@@ -303,13 +316,7 @@ static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct
 	}
 	m = meta_at(qp, r->tail);
 	if (m->opcode != XR_WR_RDMA_READ) {
-		if (psn_cmp(p->psn, m->first_psn) >= 0 && psn_cmp(p->psn, m->last_psn) <= 0) {
-			/* A READ response for a SEND/WRITE/atomic (B12). */
-			xr_count(e, XR_CNT_DROP_RESP_UNEXPECTED, 1);
-			fail_tail(e, qp, XR_WC_BAD_RESP_ERR);
-		} else {
-			xr_count(e, XR_CNT_DUP_RESPONSE, 1);
-		}
+		wrong_kind(e, qp, m, p->psn);
 		return;
 	}
 	if (psn_cmp(p->psn, m->first_psn) < 0 || psn_cmp(p->psn, m->last_psn) > 0) {
@@ -360,12 +367,7 @@ static void rx_atomic_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr
 	}
 	m = meta_at(qp, r->tail);
 	if (!is_rd_atomic(m->opcode) || m->opcode == XR_WR_RDMA_READ) {
-		if (psn_cmp(p->psn, m->first_psn) >= 0 && psn_cmp(p->psn, m->last_psn) <= 0) {
-			xr_count(e, XR_CNT_DROP_RESP_UNEXPECTED, 1);
-			fail_tail(e, qp, XR_WC_BAD_RESP_ERR);
-		} else {
-			xr_count(e, XR_CNT_DUP_RESPONSE, 1);
-		}
+		wrong_kind(e, qp, m, p->psn);
 		return;
 	}
 	if (m->first_psn != p->psn) {

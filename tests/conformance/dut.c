@@ -51,40 +51,6 @@ static int name_index(const char *const *names, size_t n, const char *s)
 	return -1;
 }
 
-/* "LW,RW,RR,RA" or "none" or a number. */
-static bool parse_access(struct run *r, const char *s, int *out)
-{
-	uint64_t v;
-	int a = 0;
-	char buf[64], *save = NULL;
-
-	if (!strcmp(s, "none")) {
-		*out = 0;
-		return true;
-	}
-	if (s[0] >= '0' && s[0] <= '9') {
-		if (!eval(r, s, &v))
-			return false;
-		*out = (int)v;
-		return true;
-	}
-	snprintf(buf, sizeof(buf), "%s", s);
-	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		if (!strcmp(t, "LW")) a |= XR_ACCESS_LOCAL_WRITE;
-		else if (!strcmp(t, "RW")) a |= XR_ACCESS_REMOTE_WRITE;
-		else if (!strcmp(t, "RR")) a |= XR_ACCESS_REMOTE_READ;
-		else if (!strcmp(t, "RA")) a |= XR_ACCESS_REMOTE_ATOMIC;
-		else if (!strcmp(t, "MW")) a |= XR_ACCESS_MW_BIND;
-		else if (!strcmp(t, "ZB")) a |= XR_ACCESS_ZERO_BASED;
-		else {
-			fail(r, "unknown access '%s' (LW, RW, RR, RA, MW, ZB, none)", t);
-			return false;
-		}
-	}
-	*out = a;
-	return true;
-}
-
 static bool add_region(struct run *r, const char *name, size_t len, int access, bool other_pd)
 {
 	struct region *g;
@@ -254,23 +220,6 @@ bool dut_connect(struct run *r)
 
 /* ---- actions ---- */
 
-/* Optional trailing "=> ERRNAME": the return code the action must give. */
-static int expected_rc(char **tok, int *ntok)
-{
-	static const struct { const char *n; int v; } codes[] = {
-		{ "EINVAL", EINVAL }, { "ENOMEM", ENOMEM }, { "EBUSY", EBUSY }, { "ok", 0 },
-	};
-	if (*ntok >= 2 && !strcmp(tok[*ntok - 2], "=>")) {
-		for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
-			if (!strcmp(tok[*ntok - 1], codes[i].n)) {
-				*ntok -= 2;
-				return codes[i].v;
-			}
-		return -2;
-	}
-	return 0;
-}
-
 static void check_rc(struct run *r, const char *what, int rc, int want)
 {
 	if (want == -2)
@@ -324,34 +273,7 @@ static void act_qp(struct run *r, char **tok, int ntok)
 
 static void act_mr(struct run *r, char **tok, int ntok)
 {
-	uint64_t len = 65536;
-	int access = r->o.access | XR_ACCESS_LOCAL_WRITE;
-	bool other_pd = false;
-
-	if (ntok < 2) {
-		fail(r, "mr NAME [len=N] [access=..] [pd=other]");
-		return;
-	}
-	for (int i = 2; i < ntok; i++) {
-		char *k, *v;
-		if (!split_kv(tok[i], &k, &v)) {
-			fail(r, "'%s' is not key=value", tok[i]);
-			return;
-		}
-		if (!strcmp(k, "len")) {
-			if (!eval(r, v, &len))
-				return;
-		} else if (!strcmp(k, "access")) {
-			if (!parse_access(r, v, &access))
-				return;
-		} else if (!strcmp(k, "pd")) {
-			other_pd = !strcmp(v, "other");
-		} else {
-			fail(r, "unknown mr option '%s'", k);
-			return;
-		}
-	}
-	add_region(r, tok[1], (size_t)len, access, other_pd);
+	mr_line(r, tok, ntok, add_region);
 }
 
 static void act_post_send(struct run *r, char **tok, int ntok)

@@ -125,37 +125,6 @@ static int agent_err(const char *ans)
 
 /* ---- regions ---- */
 
-static bool parse_access(struct run *r, const char *s, int *out)
-{
-	char buf[64], *save = NULL;
-	int a = 0;
-	uint64_t v;
-
-	if (!strcmp(s, "none")) {
-		*out = 0;
-		return true;
-	}
-	if (s[0] >= '0' && s[0] <= '9') {
-		if (!eval(r, s, &v))
-			return false;
-		*out = (int)v;
-		return true;
-	}
-	snprintf(buf, sizeof(buf), "%s", s);
-	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		if (!strcmp(t, "LW")) a |= XR_ACCESS_LOCAL_WRITE;
-		else if (!strcmp(t, "RW")) a |= XR_ACCESS_REMOTE_WRITE;
-		else if (!strcmp(t, "RR")) a |= XR_ACCESS_REMOTE_READ;
-		else if (!strcmp(t, "RA")) a |= XR_ACCESS_REMOTE_ATOMIC;
-		else {
-			fail(r, "access '%s' is not served on rxe (LW, RW, RR, RA, none)", t);
-			return false;
-		}
-	}
-	*out = a;
-	return true;
-}
-
 /* XR_ACCESS_* have ibv_access_flags' values (regmap.h). */
 static bool add_region(struct run *r, const char *name, size_t len, int access, bool other_pd)
 {
@@ -364,22 +333,6 @@ static bool rxe_guards_ok(struct run *r, const char **bad)
 
 /* ---- actions ---- */
 
-static int expected_rc(char **tok, int *ntok)
-{
-	static const struct { const char *n; int v; } codes[] = {
-		{ "EINVAL", EINVAL }, { "ENOMEM", ENOMEM }, { "EBUSY", EBUSY }, { "ok", 0 },
-	};
-	if (*ntok >= 2 && !strcmp(tok[*ntok - 2], "=>")) {
-		for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
-			if (!strcmp(tok[*ntok - 1], codes[i].n)) {
-				*ntok -= 2;
-				return codes[i].v;
-			}
-		return -2;
-	}
-	return 0;
-}
-
 static void check_rc(struct run *r, const char *what, const char *ans, int want)
 {
 	int rc = agent_err(ans);
@@ -392,34 +345,7 @@ static void check_rc(struct run *r, const char *what, const char *ans, int want)
 
 static void act_mr(struct run *r, char **tok, int ntok)
 {
-	uint64_t len = 65536;
-	int access = r->o.access | XR_ACCESS_LOCAL_WRITE;
-	bool other_pd = false;
-
-	if (ntok < 2) {
-		fail(r, "mr NAME [len=N] [access=..] [pd=other]");
-		return;
-	}
-	for (int i = 2; i < ntok; i++) {
-		char *k, *v;
-		if (!split_kv(tok[i], &k, &v)) {
-			fail(r, "'%s' is not key=value", tok[i]);
-			return;
-		}
-		if (!strcmp(k, "len")) {
-			if (!eval(r, v, &len))
-				return;
-		} else if (!strcmp(k, "access")) {
-			if (!parse_access(r, v, &access))
-				return;
-		} else if (!strcmp(k, "pd")) {
-			other_pd = !strcmp(v, "other");
-		} else {
-			fail(r, "unknown mr option '%s'", k);
-			return;
-		}
-	}
-	add_region(r, tok[1], (size_t)len, access, other_pd);
+	mr_line(r, tok, ntok, add_region);
 }
 
 static void act_post_recv(struct run *r, char **tok, int ntok)

@@ -110,6 +110,14 @@ bool eval(struct run *r, const char *expr, uint64_t *out);
 bool bytes_fill(struct run *r, const char *spec, uint8_t *buf, size_t len);
 uint32_t qp_epsn(struct run *r);
 bool local_guards_ok(struct run *r, const char **bad);
+/* Optional trailing "=> ERRNAME": the return code an action must give
+ * (0 without one, -2 for an unknown name); drops it from the tokens. */
+int expected_rc(char **tok, int *ntok);
+/* Access flags: "LW,RW,RR,RA,MW,ZB", "none" or a number. */
+bool parse_access(struct run *r, const char *s, int *out);
+/* A `mr NAME [len=N] [access=..] [pd=other]` line; add() registers it. */
+void mr_line(struct run *r, char **tok, int ntok,
+	     bool (*add)(struct run *r, const char *name, size_t len, int access, bool other_pd));
 /* Splits "key=value" into its parts (in place); false without '='. */
 bool split_kv(char *tok, char **key, char **val);
 
