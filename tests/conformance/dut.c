@@ -12,29 +12,12 @@
 
 #include "script.h"
 
-#define PEER_QPN 0x000123
 #define T0_NS    1000000000ull
 
 static uint64_t script_clock(void *ctx)
 {
 	return ((struct run *)ctx)->now_ns;
 }
-
-static const char *const status_names[] = {
-	"SUCCESS", "LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_EEC_OP_ERR", "LOC_PROT_ERR", "WR_FLUSH_ERR",
-	"MW_BIND_ERR", "BAD_RESP_ERR", "LOC_ACCESS_ERR", "REM_INV_REQ_ERR", "REM_ACCESS_ERR",
-	"REM_OP_ERR", "RETRY_EXC_ERR", "RNR_RETRY_EXC_ERR", "LOC_RDD_VIOL_ERR", "REM_INV_RD_REQ_ERR",
-	"REM_ABORT_ERR", "INV_EECN_ERR", "INV_EEC_STATE_ERR", "FATAL_ERR", "RESP_TIMEOUT_ERR",
-	"GENERAL_ERR",
-};
-static const char *const state_names[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
-
-static const struct { const char *name; int v; } wc_opcodes[] = {
-	{ "SEND", XR_WC_SEND }, { "RDMA_WRITE", XR_WC_RDMA_WRITE }, { "RDMA_READ", XR_WC_RDMA_READ },
-	{ "COMP_SWAP", XR_WC_COMP_SWAP }, { "FETCH_ADD", XR_WC_FETCH_ADD }, { "BIND_MW", XR_WC_BIND_MW },
-	{ "LOCAL_INV", XR_WC_LOCAL_INV }, { "RECV", XR_WC_RECV },
-	{ "RECV_RDMA_WITH_IMM", XR_WC_RECV_RDMA_WITH_IMM },
-};
 
 static const struct { const char *name; int v; } wr_opcodes[] = {
 	{ "write", XR_WR_RDMA_WRITE }, { "write_imm", XR_WR_RDMA_WRITE_WITH_IMM }, { "send", XR_WR_SEND },
@@ -43,28 +26,13 @@ static const struct { const char *name; int v; } wr_opcodes[] = {
 	{ "local_inv", XR_WR_LOCAL_INV },
 };
 
-static int name_index(const char *const *names, size_t n, const char *s)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!strcasecmp(names[i], s))
-			return (int)i;
-	return -1;
-}
-
 static bool add_region(struct run *r, const char *name, size_t len, int access, bool other_pd)
 {
 	struct region *g;
 
-	if (r->nreg == MAX_REGIONS || region_by_name(r, name) || strlen(name) >= sizeof(g->name)) {
-		fail(r, "cannot add region '%s'", name);
+	g = new_region(r, name, len, access, other_pd);
+	if (!g)
 		return false;
-	}
-	g = &r->reg[r->nreg++];
-	memset(g, 0, sizeof(*g));
-	snprintf(g->name, sizeof(g->name), "%s", name);
-	g->len = len;
-	g->access = access;
-	g->other_pd = other_pd;
 	g->alloc = malloc(len + 2 * GUARD_LEN);
 	if (!g->alloc) {
 		fail(r, "out of memory");
@@ -87,23 +55,8 @@ bool dut_open(struct run *r)
 {
 	r->dut_ip = 0x0A000001;
 	r->peer_ip = 0x0A000002;
-	memset(&r->o, 0, sizeof(r->o));
-	/* The checklist's default fixture (transport-rules.md). */
-	r->o.mtu = XR_MTU_1024;
-	r->o.rq_psn = 100;
-	r->o.sq_psn = 500;
-	r->o.timeout = 14;
-	r->o.retry_cnt = 3;
-	r->o.rnr_retry = 3;
-	r->o.min_rnr_timer = 12;
-	r->o.max_rd_atomic = r->o.max_dest_rd_atomic = 4;
-	r->o.access = XR_ACCESS_LOCAL_WRITE | XR_ACCESS_REMOTE_WRITE | XR_ACCESS_REMOTE_READ |
-		      XR_ACCESS_REMOTE_ATOMIC;
-	r->o.sq_depth = r->o.rq_depth = 64;
-	r->o.scq_depth = r->o.rcq_depth = 256;
-	r->peer_qpn = PEER_QPN;
+	fixture_defaults(r);
 	r->now_ns = T0_NS;
-	r->next_wr_id = 1;
 	r->held = calloc(MAX_HELD, sizeof(*r->held));
 	if (!r->held || xr_link_mem_pair(&r->dut_link, &r->peer_link, 0)) {
 		fail(r, "cannot make the in-memory link");
@@ -123,10 +76,7 @@ bool dut_open(struct run *r)
 		fail(r, "cannot allocate PDs");
 		return false;
 	}
-	/* The checklist's 64 KiB MR, and local buffers for sends and receives. */
-	return add_region(r, "mr", 65536, r->o.access, false) &&
-	       add_region(r, "lbuf", 65536, XR_ACCESS_LOCAL_WRITE, false) &&
-	       add_region(r, "rbuf", 262144, XR_ACCESS_LOCAL_WRITE, false);
+	return default_regions(r, add_region);
 }
 
 void dut_close(struct run *r)
@@ -228,49 +178,6 @@ static void check_rc(struct run *r, const char *what, int rc, int want)
 		fail(r, "%s returned %d (%s), expected %d", what, rc, rc ? strerror(rc) : "ok", want);
 }
 
-static void act_qp(struct run *r, char **tok, int ntok)
-{
-	for (int i = 1; i < ntok; i++) {
-		char *k, *v;
-		uint64_t x = 0;
-		if (!split_kv(tok[i], &k, &v)) {
-			fail(r, "'%s' is not key=value", tok[i]);
-			return;
-		}
-		if (!strcmp(k, "access")) {
-			parse_access(r, v, &r->o.access);
-			continue;
-		}
-		if (!eval(r, v, &x))
-			return;
-		if (!strcmp(k, "mtu")) {
-			int m = 0;
-			for (int s = 1; s <= 5; s++)
-				if ((128u << s) == x)
-					m = s;
-			if (!m)
-				fail(r, "mtu must be 256..4096");
-			r->o.mtu = (enum xr_mtu)m;
-		}
-		else if (!strcmp(k, "rq_psn")) r->o.rq_psn = (uint32_t)x;
-		else if (!strcmp(k, "sq_psn")) r->o.sq_psn = (uint32_t)x;
-		else if (!strcmp(k, "timeout")) r->o.timeout = (uint8_t)x;
-		else if (!strcmp(k, "retry_cnt")) r->o.retry_cnt = (uint8_t)x;
-		else if (!strcmp(k, "rnr_retry")) r->o.rnr_retry = (uint8_t)x;
-		else if (!strcmp(k, "min_rnr_timer")) r->o.min_rnr_timer = (uint8_t)x;
-		else if (!strcmp(k, "max_rd_atomic")) r->o.max_rd_atomic = (uint8_t)x;
-		else if (!strcmp(k, "max_dest_rd_atomic")) r->o.max_dest_rd_atomic = (uint8_t)x;
-		else if (!strcmp(k, "sq_depth")) r->o.sq_depth = (unsigned)x;
-		else if (!strcmp(k, "rq_depth")) r->o.rq_depth = (unsigned)x;
-		else if (!strcmp(k, "scq_depth")) r->o.scq_depth = (unsigned)x;
-		else if (!strcmp(k, "rcq_depth")) r->o.rcq_depth = (unsigned)x;
-		else if (!strcmp(k, "sig_all")) r->o.sig_all = x != 0;
-		else
-			fail(r, "unknown qp option '%s'", k);
-	}
-	/* The default MR follows the QP's access unless declared otherwise. */
-}
-
 static void act_mr(struct run *r, char **tok, int ntok)
 {
 	mr_line(r, tok, ntok, add_region);
@@ -312,10 +219,8 @@ static void act_post_send(struct run *r, char **tok, int ntok)
 		if (!strcmp(tok[i], "solicited")) { wr.send_flags |= XR_SEND_SOLICITED; continue; }
 		if (!strcmp(tok[i], "inline")) { wr.send_flags |= XR_SEND_INLINE; continue; }
 		if (!strcmp(tok[i], "unsignaled")) { wr.send_flags &= ~(unsigned)XR_SEND_SIGNALED; continue; }
-		if (!split_kv(tok[i], &k, &val)) {
-			fail(r, "'%s' is not key=value", tok[i]);
+		if (!kv(r, tok[i], &k, &val))
 			return;
-		}
 		if (!strcmp(k, "sge")) {
 			src = region_by_name(r, val);
 			if (!src) {
@@ -364,111 +269,44 @@ static void act_post_recv(struct run *r, char **tok, int ntok)
 {
 	struct xr_recv_wr wr, *bad = NULL;
 	struct xr_sge sge;
-	struct region *dst = region_by_name(r, "rbuf");
-	uint64_t len = 4096, v, off = (uint64_t)-1;
-	int want = expected_rc(tok, &ntok);
+	struct recv_args a;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = r->next_wr_id++;
-	for (int i = 1; i < ntok; i++) {
-		char *k, *val;
-		if (!split_kv(tok[i], &k, &val)) {
-			fail(r, "'%s' is not key=value", tok[i]);
-			return;
-		}
-		if (!strcmp(k, "sge")) {
-			dst = region_by_name(r, val);
-			if (!dst) {
-				fail(r, "no region '%s'", val);
-				return;
-			}
-			continue;
-		}
-		if (!eval(r, val, &v))
-			return;
-		if (!strcmp(k, "len")) len = v;
-		else if (!strcmp(k, "id")) wr.wr_id = v;
-		else if (!strcmp(k, "off")) off = v;
-		else {
-			fail(r, "unknown post_recv option '%s'", k);
-			return;
-		}
-	}
-	if (off == (uint64_t)-1) {
-		off = r->rbuf_next;
-		r->rbuf_next += (len + 63) & ~63ull;
-	}
-	if (off + len > dst->len) {
-		fail(r, "receive buffer beyond region %s", dst->name);
+	if (!parse_recv(r, tok, ntok, &a))
 		return;
-	}
-	sge.addr = (uint64_t)(uintptr_t)dst->mem + off;
-	sge.length = (uint32_t)len;
-	sge.lkey = dst->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = a.id;
+	sge.addr = (uint64_t)(uintptr_t)a.region->mem + a.off;
+	sge.length = (uint32_t)a.len;
+	sge.lkey = a.region->lkey;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
-	check_rc(r, "post_recv", xr_post_recv(r->qp, &wr, &bad), want);
+	check_rc(r, "post_recv", xr_post_recv(r->qp, &wr, &bad), a.want_rc);
 	settle(r);
 }
 
 static void act_modify(struct run *r, char **tok, int ntok)
 {
-	struct xr_qp_attr a;
-	int mask = 0, want = expected_rc(tok, &ntok);
+	struct modify_args m;
 
-	memset(&a, 0, sizeof(a));
-	for (int i = 1; i < ntok; i++) {
-		char *k, *v;
-		uint64_t x;
-		if (!split_kv(tok[i], &k, &v)) {
-			fail(r, "'%s' is not key=value", tok[i]);
-			return;
-		}
-		if (!strcmp(k, "state")) {
-			int s = name_index(state_names, 7, v);
-			if (s < 0) {
-				fail(r, "unknown state '%s'", v);
-				return;
-			}
-			a.qp_state = (enum xr_qp_state)s;
-			mask |= XR_QP_STATE;
-			continue;
-		}
-		if (!eval(r, v, &x))
-			return;
-		if (!strcmp(k, "timeout")) { a.timeout = (uint8_t)x; mask |= XR_QP_TIMEOUT; }
-		else if (!strcmp(k, "retry_cnt")) { a.retry_cnt = (uint8_t)x; mask |= XR_QP_RETRY_CNT; }
-		else if (!strcmp(k, "rnr_retry")) { a.rnr_retry = (uint8_t)x; mask |= XR_QP_RNR_RETRY; }
-		else if (!strcmp(k, "min_rnr_timer")) { a.min_rnr_timer = (uint8_t)x; mask |= XR_QP_MIN_RNR_TIMER; }
-		else if (!strcmp(k, "sq_psn")) { a.sq_psn = (uint32_t)x; mask |= XR_QP_SQ_PSN; }
-		else if (!strcmp(k, "rq_psn")) { a.rq_psn = (uint32_t)x; mask |= XR_QP_RQ_PSN; }
-		else if (!strcmp(k, "max_rd_atomic")) { a.max_rd_atomic = (uint8_t)x; mask |= XR_QP_MAX_QP_RD_ATOMIC; }
-		else if (!strcmp(k, "max_dest_rd_atomic")) {
-			a.max_dest_rd_atomic = (uint8_t)x;
-			mask |= XR_QP_MAX_DEST_RD_ATOMIC;
-		} else {
-			fail(r, "unknown modify_qp attribute '%s'", k);
-			return;
-		}
-	}
-	check_rc(r, "modify_qp", xr_modify_qp(r->qp, &a, mask), want);
+	if (!parse_modify(r, tok, ntok, &m))
+		return;
+	check_rc(r, "modify_qp", xr_modify_qp(r->qp, &m.a, m.mask), m.want_rc);
 	settle(r);
 }
 
 static void act_cqe(struct run *r, char **tok, int ntok)
 {
 	struct xr_wc wc;
-	struct xr_cq *cq;
+	struct cqe_args c;
+	struct cqe_got g;
+	char op[16], flags[16];
 	int n;
 
-	if (ntok < 2 || (strcmp(tok[1], "send") && strcmp(tok[1], "recv"))) {
-		fail(r, "cqe send|recv [none | status= opcode= len= id= imm= flags=]");
+	if (!parse_cqe(r, tok, ntok, &c))
 		return;
-	}
-	cq = !strcmp(tok[1], "send") ? r->scq : r->rcq;
 	settle(r);
-	n = xr_poll_cq(cq, 1, &wc);
-	if (ntok >= 3 && !strcmp(tok[2], "none")) {
+	n = xr_poll_cq(c.send ? r->scq : r->rcq, 1, &wc);
+	if (c.none) {
 		if (n > 0)
 			fail(r, "expected no %s completion, got wr_id %llu status %s", tok[1],
 			     (unsigned long long)wc.wr_id, xr_wc_status_str(wc.status));
@@ -478,86 +316,26 @@ static void act_cqe(struct run *r, char **tok, int ntok)
 		fail(r, "expected a %s completion, there is none", tok[1]);
 		return;
 	}
-	for (int i = 2; i < ntok; i++) {
-		char *k, *v;
-		uint64_t want = 0, got;
-		if (!split_kv(tok[i], &k, &v)) {
-			fail(r, "'%s' is not key=value", tok[i]);
-			return;
-		}
-		if (!strcmp(k, "status")) {   /* status=A|B: either reading of the spec */
-			char alt[128], *save = NULL;
-			bool hit = false;
-			snprintf(alt, sizeof(alt), "%s", v);
-			for (char *a = strtok_r(alt, "|", &save); a; a = strtok_r(NULL, "|", &save)) {
-				int s = name_index(status_names, sizeof(status_names) / sizeof(status_names[0]), a);
-				if (s < 0) {
-					fail(r, "unknown status '%s'", a);
-					return;
-				}
-				hit |= (int)wc.status == s;
-			}
-			if (!hit) {
-				fail(r, "completion status is %s, expected %s (wr_id %llu)",
-				     (unsigned)wc.status < sizeof(status_names) / sizeof(status_names[0]) ?
-				     status_names[wc.status] : "?", v, (unsigned long long)wc.wr_id);
-				return;
-			}
-			continue;
-		}
-		if (!strcmp(k, "opcode")) {
-			int o = -1;
-			for (size_t j = 0; j < sizeof(wc_opcodes) / sizeof(wc_opcodes[0]); j++)
-				if (!strcasecmp(v, wc_opcodes[j].name))
-					o = wc_opcodes[j].v;
-			if (o < 0 || (int)wc.opcode != o) {
-				fail(r, "completion opcode is %d, expected %s", wc.opcode, v);
-				return;
-			}
-			continue;
-		}
-		if (!strcmp(k, "flags")) {
-			unsigned f = 0;
-			if (strstr(v, "WITH_IMM")) f |= XR_WC_WITH_IMM;
-			if (strstr(v, "WITH_INV")) f |= XR_WC_WITH_INV;
-			if ((wc.wc_flags & (XR_WC_WITH_IMM | XR_WC_WITH_INV)) != f) {
-				fail(r, "completion flags are 0x%x, expected %s", wc.wc_flags, v);
-				return;
-			}
-			continue;
-		}
-		if (!eval(r, v, &want))
-			return;
-		if (!strcmp(k, "len")) got = wc.byte_len;
-		else if (!strcmp(k, "id")) got = wc.wr_id;
-		else if (!strcmp(k, "imm")) got = wc.imm_data;
-		else if (!strcmp(k, "src_qp")) got = wc.src_qp;
-		else {
-			fail(r, "unknown completion field '%s'", k);
-			return;
-		}
-		if (got != want) {
-			fail(r, "completion %s is 0x%llx, expected 0x%llx", k, (unsigned long long)got,
-			     (unsigned long long)want);
-			return;
-		}
-	}
+	snprintf(op, sizeof(op), "%d", wc.opcode);
+	snprintf(flags, sizeof(flags), "0x%x", wc.wc_flags);
+	g = (struct cqe_got){ .wr_id = wc.wr_id, .byte_len = wc.byte_len, .imm = wc.imm_data,
+			      .src_qp = wc.src_qp, .status = (int)wc.status,
+			      .opname = wc_opcode_name((int)wc.opcode), .opcode_text = op, .flags_text = flags,
+			      .with_imm = wc.wc_flags & XR_WC_WITH_IMM, .with_inv = wc.wc_flags & XR_WC_WITH_INV };
+	cqe_check(r, tok, ntok, &g);
 }
 
 static void act_state(struct run *r, char **tok, int ntok)
 {
 	struct xr_qp_attr a;
 	struct xr_qp_init_attr ia;
-	int s;
+	int s = parse_state(r, tok, ntok);
 
-	if (ntok != 2 || (s = name_index(state_names, 7, tok[1])) < 0) {
-		fail(r, "state RESET|INIT|RTR|RTS|SQD|SQE|ERR");
+	if (s < 0)
 		return;
-	}
 	settle(r);
 	if (xr_query_qp(r->qp, &a, XR_QP_STATE, &ia) || (int)a.qp_state != s)
-		fail(r, "QP state is %s, expected %s",
-		     (unsigned)a.qp_state < 7 ? state_names[a.qp_state] : "?", tok[1]);
+		fail(r, "QP state is %s, expected %s", state_name((int)a.qp_state), tok[1]);
 }
 
 static void act_counter(struct run *r, char **tok, int ntok)
@@ -589,50 +367,42 @@ static void act_counter(struct run *r, char **tok, int ntok)
 /* mem ADDR len=N == SPEC, or mem ADDR len=N := SPEC to set it. */
 static void act_mem(struct run *r, char **tok, int ntok)
 {
-	uint64_t addr, len;
-	char *k, *v;
-	uint8_t *want;
+	struct mem_args m;
+	struct region *g;
+	uint8_t *p, *want;
 
-	if (ntok != 5 || !split_kv(tok[2], &k, &v) || strcmp(k, "len") || !eval(r, tok[1], &addr) ||
-	    !eval(r, v, &len)) {
-		if (!r->failures)
-			fail(r, "mem ADDR len=N ==|:= SPEC");
+	if (!parse_mem(r, tok, ntok, &m))
+		return;
+	g = region_at(r, m.addr, m.len);
+	if (!g) {
+		fail(r, "address range is in no region");
 		return;
 	}
-	for (int i = 0; i < r->nreg; i++) {
-		struct region *g = &r->reg[i];
-		uint8_t *p = (uint8_t *)(uintptr_t)addr;
-		if (p < g->mem || p + len > g->mem + g->len)
-			continue;
-		settle(r);
-		if (!strcmp(tok[3], ":=")) {
-			bytes_fill(r, tok[4], p, (size_t)len);
-			return;
-		}
-		want = malloc(len ? len : 1);
-		if (want && bytes_fill(r, tok[4], want, (size_t)len)) {
-			for (uint64_t j = 0; j < len; j++)
-				if (p[j] != want[j]) {
-					fail(r, "%s+%llu is 0x%02x, expected 0x%02x", g->name,
-					     (unsigned long long)(p + j - g->mem), p[j], want[j]);
-					break;
-				}
-		}
-		free(want);
+	p = (uint8_t *)(uintptr_t)m.addr;
+	settle(r);
+	if (m.set) {
+		bytes_fill(r, m.spec, p, (size_t)m.len);
 		return;
 	}
-	fail(r, "address range is in no region");
+	want = malloc(m.len ? m.len : 1);
+	if (want && bytes_fill(r, m.spec, want, (size_t)m.len)) {
+		for (uint64_t j = 0; j < m.len; j++)
+			if (p[j] != want[j]) {
+				fail(r, "%s+%llu is 0x%02x, expected 0x%02x", g->name,
+				     (unsigned long long)(p + j - g->mem), p[j], want[j]);
+				break;
+			}
+	}
+	free(want);
 }
 
 static void act_dereg(struct run *r, char **tok, int ntok)
 {
-	int want = expected_rc(tok, &ntok), rc;
-	struct region *g = ntok == 2 ? region_by_name(r, tok[1]) : NULL;
+	int want, rc;
+	struct region *g = parse_dereg(r, tok, ntok, &want);
 
-	if (!g || !g->mr) {
-		fail(r, "dereg_mr NAME [=> EBUSY] (a registered region)");
+	if (!g)
 		return;
-	}
 	rc = xr_dereg_mr(g->mr);
 	check_rc(r, "dereg_mr", rc, want);
 	if (!rc)
@@ -645,35 +415,15 @@ static void act_dereg(struct run *r, char **tok, int ntok)
 /* alloc_mw NAME [type=1|2] [pd=other]: NAME.rkey is the window's key. */
 static void act_alloc_mw(struct run *r, char **tok, int ntok)
 {
-	uint64_t type = 2;
-	bool other_pd = false;
+	struct mw_args m;
 	struct region *g;
 
-	if (ntok < 2 || r->nreg == MAX_REGIONS || region_by_name(r, tok[1]) ||
-	    strlen(tok[1]) >= sizeof(g->name)) {
-		fail(r, "alloc_mw NAME [type=1|2] [pd=other] (a new name)");
+	if (!parse_alloc_mw(r, tok, ntok, &m))
 		return;
-	}
-	for (int i = 2; i < ntok; i++) {
-		char *k, *v;
-		if (!split_kv(tok[i], &k, &v)) {
-			fail(r, "'%s' is not key=value", tok[i]);
-			return;
-		}
-		if (!strcmp(k, "type")) {
-			if (!eval(r, v, &type))
-				return;
-		} else if (!strcmp(k, "pd")) {
-			other_pd = !strcmp(v, "other");
-		} else {
-			fail(r, "unknown alloc_mw option '%s'", k);
-			return;
-		}
-	}
 	g = &r->reg[r->nreg];
 	memset(g, 0, sizeof(*g));
-	snprintf(g->name, sizeof(g->name), "%s", tok[1]);
-	g->other_pd = other_pd;
+	snprintf(g->name, sizeof(g->name), "%s", m.name);
+	g->other_pd = m.other_pd;
 	/* No memory of its own: only guard bytes, so the end-of-script check holds. */
 	g->alloc = malloc(2 * GUARD_LEN);
 	if (!g->alloc) {
@@ -683,7 +433,7 @@ static void act_alloc_mw(struct run *r, char **tok, int ntok)
 	memset(g->alloc, GUARD_VAL, 2 * GUARD_LEN);
 	g->mem = g->alloc + GUARD_LEN;
 	r->nreg++;
-	g->mw = xr_alloc_mw(other_pd ? r->pd2 : r->pd, (enum xr_mw_type)type);
+	g->mw = xr_alloc_mw(m.other_pd ? r->pd2 : r->pd, (enum xr_mw_type)m.type);
 	if (!g->mw) {
 		fail(r, "alloc_mw of '%s' failed: %s", g->name, strerror(errno));
 		return;
@@ -711,10 +461,8 @@ static void act_bind_mw(struct run *r, char **tok, int ntok)
 		char *k, *val;
 		if (!strcmp(tok[i], "fence")) { flags |= XR_SEND_FENCE; continue; }
 		if (!strcmp(tok[i], "unsignaled")) { flags &= ~(unsigned)XR_SEND_SIGNALED; continue; }
-		if (!split_kv(tok[i], &k, &val)) {
-			fail(r, "'%s' is not key=value", tok[i]);
+		if (!kv(r, tok[i], &k, &val))
 			return;
-		}
 		if (!strcmp(k, "mr")) {
 			no_mr = !strcmp(val, "none");
 			mr = no_mr ? NULL : region_by_name(r, val);
@@ -825,7 +573,7 @@ bool dut_action(struct run *r, char **tok, int ntok)
 	const char *c = tok[0];
 	int before = r->failures;
 
-	if (!strcmp(c, "qp")) act_qp(r, tok, ntok);
+	if (!strcmp(c, "qp")) qp_line(r, tok, ntok);
 	else if (!strcmp(c, "mr")) act_mr(r, tok, ntok);
 	else if (!strcmp(c, "post_send")) act_post_send(r, tok, ntok);
 	else if (!strcmp(c, "post_recv")) act_post_recv(r, tok, ntok);

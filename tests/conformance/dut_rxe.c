@@ -24,7 +24,6 @@
 #include "script.h"
 #include "xroce/link.h"
 
-#define PEER_QPN     0x000123
 #define RXE_WAIT_MS  3000   /* a packet or completion rxe must produce */
 #define RXE_GUARD_MS 200    /* "nothing (more)": nothing within this */
 #define RXE_QUIET_MS 30     /* after an injection: rxe is done when quiet this long */
@@ -32,16 +31,6 @@
 const char *rxe_agent, *rxe_host;
 
 static FILE *ain, *aout;     /* the agent's connection, kept across scripts */
-
-static const char *const status_names[] = {
-	"SUCCESS", "LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_EEC_OP_ERR", "LOC_PROT_ERR", "WR_FLUSH_ERR",
-	"MW_BIND_ERR", "BAD_RESP_ERR", "LOC_ACCESS_ERR", "REM_INV_REQ_ERR", "REM_ACCESS_ERR",
-	"REM_OP_ERR", "RETRY_EXC_ERR", "RNR_RETRY_EXC_ERR", "LOC_RDD_VIOL_ERR", "REM_INV_RD_REQ_ERR",
-	"REM_ABORT_ERR", "INV_EECN_ERR", "INV_EEC_STATE_ERR", "FATAL_ERR", "RESP_TIMEOUT_ERR",
-	"GENERAL_ERR",
-};
-static const char *const state_names[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
-#define NSTATUS ((int)(sizeof(status_names) / sizeof(status_names[0])))
 
 static uint64_t now_ms(void)
 {
@@ -133,16 +122,9 @@ static bool add_region(struct run *r, const char *name, size_t len, int access, 
 	unsigned lkey, rkey;
 	struct region *g;
 
-	if (r->nreg == MAX_REGIONS || region_by_name(r, name) || strlen(name) >= sizeof(g->name)) {
-		fail(r, "cannot add region '%s'", name);
+	g = new_region(r, name, len, access, other_pd);
+	if (!g)
 		return false;
-	}
-	g = &r->reg[r->nreg++];
-	memset(g, 0, sizeof(*g));
-	snprintf(g->name, sizeof(g->name), "%s", name);
-	g->len = len;
-	g->access = access;
-	g->other_pd = other_pd;
 	if (!agent(r, ans, sizeof(ans), "mr %s %zu %d %d", name, len, access, other_pd ? 1 : 0))
 		return false;
 	if (sscanf(ans, "ok %llx %x %x", &va, &lkey, &rkey) != 3) {
@@ -155,14 +137,6 @@ static bool add_region(struct run *r, const char *name, size_t len, int access, 
 	return true;
 }
 
-static struct region *region_at(struct run *r, uint64_t addr, uint64_t len)
-{
-	for (int i = 0; i < r->nreg; i++)
-		if (addr >= r->reg[i].rva && addr + len <= r->reg[i].rva + r->reg[i].len)
-			return &r->reg[i];
-	return NULL;
-}
-
 /* ---- the interface ---- */
 
 static bool rxe_open(struct run *r)
@@ -171,21 +145,7 @@ static bool rxe_open(struct run *r)
 	struct in_addr a;
 	char host[64];
 
-	memset(&r->o, 0, sizeof(r->o));
-	r->o.mtu = XR_MTU_1024;   /* the fixture (tests/conformance/README.md) */
-	r->o.rq_psn = 100;
-	r->o.sq_psn = 500;
-	r->o.timeout = 14;
-	r->o.retry_cnt = 3;
-	r->o.rnr_retry = 3;
-	r->o.min_rnr_timer = 12;
-	r->o.max_rd_atomic = r->o.max_dest_rd_atomic = 4;
-	r->o.access = XR_ACCESS_LOCAL_WRITE | XR_ACCESS_REMOTE_WRITE | XR_ACCESS_REMOTE_READ |
-		      XR_ACCESS_REMOTE_ATOMIC;
-	r->o.sq_depth = r->o.rq_depth = 64;
-	r->o.scq_depth = r->o.rcq_depth = 256;
-	r->peer_qpn = PEER_QPN;
-	r->next_wr_id = 1;
+	fixture_defaults(r);   /* the fixture (tests/conformance/README.md) */
 	r->remote = true;
 	snprintf(host, sizeof(host), "%s", rxe_agent);
 	host[strcspn(host, ":")] = '\0';
@@ -208,9 +168,7 @@ static bool rxe_open(struct run *r)
 		fail(r, "the agent cannot open the device: %s", ans);
 		return false;
 	}
-	return add_region(r, "mr", 65536, r->o.access, false) &&
-	       add_region(r, "lbuf", 65536, XR_ACCESS_LOCAL_WRITE, false) &&
-	       add_region(r, "rbuf", 262144, XR_ACCESS_LOCAL_WRITE, false);
+	return default_regions(r, add_region);
 }
 
 static void rxe_close(struct run *r)
@@ -350,46 +308,14 @@ static void act_mr(struct run *r, char **tok, int ntok)
 
 static void act_post_recv(struct run *r, char **tok, int ntok)
 {
-	struct region *dst = region_by_name(r, "rbuf");
-	uint64_t len = 4096, v, off = (uint64_t)-1, id = r->next_wr_id++;
-	int want = expected_rc(tok, &ntok);
+	struct recv_args a;
 	char ans[128];
 
-	for (int i = 1; i < ntok; i++) {
-		char *k, *val;
-		if (!split_kv(tok[i], &k, &val)) {
-			fail(r, "'%s' is not key=value", tok[i]);
-			return;
-		}
-		if (!strcmp(k, "sge")) {
-			dst = region_by_name(r, val);
-			if (!dst) {
-				fail(r, "no region '%s'", val);
-				return;
-			}
-			continue;
-		}
-		if (!eval(r, val, &v))
-			return;
-		if (!strcmp(k, "len")) len = v;
-		else if (!strcmp(k, "id")) id = v;
-		else if (!strcmp(k, "off")) off = v;
-		else {
-			fail(r, "unknown post_recv option '%s'", k);
-			return;
-		}
-	}
-	if (off == (uint64_t)-1) {
-		off = r->rbuf_next;
-		r->rbuf_next += (len + 63) & ~63ull;
-	}
-	if (off + len > dst->len) {
-		fail(r, "receive buffer beyond region %s", dst->name);
+	if (!parse_recv(r, tok, ntok, &a))
 		return;
-	}
-	if (agent(r, ans, sizeof(ans), "post_recv %s %llu %llu %llu", dst->name, (unsigned long long)off,
-		  (unsigned long long)len, (unsigned long long)id))
-		check_rc(r, "post_recv", ans, want);
+	if (agent(r, ans, sizeof(ans), "post_recv %s %llu %llu %llu", a.region->name, (unsigned long long)a.off,
+		  (unsigned long long)a.len, (unsigned long long)a.id))
+		check_rc(r, "post_recv", ans, a.want_rc);
 	rxe_settle(r);
 }
 
@@ -398,9 +324,8 @@ static void act_modify(struct run *r, char **tok, int ntok)
 	int want = expected_rc(tok, &ntok), s = -1;
 	char ans[128];
 
-	for (int i = 0; i < 7; i++)
-		if (ntok == 2 && !strncmp(tok[1], "state=", 6) && !strcasecmp(tok[1] + 6, state_names[i]))
-			s = i;
+	if (ntok == 2 && !strncmp(tok[1], "state=", 6))
+		s = state_by_name(tok[1] + 6);
 	if (s < 0) {
 		fail(r, "modify_qp state=S only on rxe");
 		return;
@@ -416,21 +341,19 @@ static void act_cqe(struct run *r, char **tok, int ntok)
 	unsigned long long wr_id;
 	int status;
 	unsigned byte_len, imm, src_qp;
-	bool none = ntok >= 3 && !strcmp(tok[2], "none");
+	struct cqe_args c;
 
-	if (ntok < 2 || (strcmp(tok[1], "send") && strcmp(tok[1], "recv"))) {
-		fail(r, "cqe send|recv [none | status= opcode= len= id= imm= flags=]");
+	if (!parse_cqe(r, tok, ntok, &c))
 		return;
-	}
-	if (none)
+	if (c.none)
 		sleep_ms(RXE_GUARD_MS);
 	for (uint64_t end = now_ms() + RXE_WAIT_MS;; sleep_ms(5)) {
 		if (!agent(r, ans, sizeof(ans), "poll %s", tok[1]))
 			return;
-		if (strcmp(ans, "none") || none || now_ms() >= end)
+		if (strcmp(ans, "none") || c.none || now_ms() >= end)
 			break;
 	}
-	if (none) {
+	if (c.none) {
 		if (strcmp(ans, "none"))
 			fail(r, "expected no %s completion, got %s", tok[1], ans);
 		return;
@@ -443,91 +366,39 @@ static void act_cqe(struct run *r, char **tok, int ntok)
 		fail(r, "bad answer from the agent: %s", ans);
 		return;
 	}
-	for (int i = 2; i < ntok; i++) {
-		char *k, *v;
-		uint64_t want = 0, got;
-		if (!split_kv(tok[i], &k, &v)) {
-			fail(r, "'%s' is not key=value", tok[i]);
-			return;
-		}
-		if (!strcmp(k, "status")) {
-			char alt[128], *save = NULL;
-			bool hit = false;
-			snprintf(alt, sizeof(alt), "%s", v);
-			for (char *a = strtok_r(alt, "|", &save); a; a = strtok_r(NULL, "|", &save))
-				hit |= !strcasecmp(a, status >= 0 && status < NSTATUS ? status_names[status] : "?");
-			if (!hit) {
-				fail(r, "completion status is %s, expected %s (wr_id %llu)",
-				     status >= 0 && status < NSTATUS ? status_names[status] : "?", v, wr_id);
-				return;
-			}
-			continue;
-		}
-		if (!strcmp(k, "opcode")) {
-			if (strcasecmp(v, opname)) {
-				fail(r, "completion opcode is %s, expected %s", opname, v);
-				return;
-			}
-			continue;
-		}
-		if (!strcmp(k, "flags")) {
-			bool wi = strstr(v, "WITH_IMM"), wv = strstr(v, "WITH_INV");
-			if (wi != (strstr(flags, "IMM") != NULL) || wv != (strstr(flags, "INV") != NULL)) {
-				fail(r, "completion flags are %s, expected %s", flags, v);
-				return;
-			}
-			continue;
-		}
-		if (!eval(r, v, &want))
-			return;
-		if (!strcmp(k, "len")) got = byte_len;
-		else if (!strcmp(k, "id")) got = wr_id;
-		else if (!strcmp(k, "imm")) got = imm;
-		else if (!strcmp(k, "src_qp")) got = src_qp;
-		else {
-			fail(r, "unknown completion field '%s'", k);
-			return;
-		}
-		if (got != want) {
-			fail(r, "completion %s is 0x%llx, expected 0x%llx", k, (unsigned long long)got,
-			     (unsigned long long)want);
-			return;
-		}
-	}
+	cqe_check(r, tok, ntok, &(struct cqe_got){
+		.wr_id = wr_id, .byte_len = byte_len, .imm = imm, .src_qp = src_qp, .status = status,
+		.opname = opname, .opcode_text = opname, .flags_text = flags,
+		.with_imm = strstr(flags, "IMM") != NULL, .with_inv = strstr(flags, "INV") != NULL,
+		.lax_status = true });
 }
 
 static void act_state(struct run *r, char **tok, int ntok)
 {
-	int want = -1, s = -1;
+	int want = parse_state(r, tok, ntok), s = -1;
 	uint32_t psn;
 
-	for (int i = 0; ntok == 2 && i < 7; i++)
-		if (!strcasecmp(tok[1], state_names[i]))
-			want = i;
-	if (want < 0) {
-		fail(r, "state RESET|INIT|RTR|RTS|SQD|SQE|ERR");
+	if (want < 0)
 		return;
-	}
 	for (uint64_t end = now_ms() + 1000; query(r, &s, &psn) && s != want && now_ms() < end; sleep_ms(10))
 		;
 	if (s != want && !r->failures)
-		fail(r, "QP state is %s, expected %s", s >= 0 && s < 7 ? state_names[s] : "?", tok[1]);
+		fail(r, "QP state is %s, expected %s", state_name(s), tok[1]);
 }
 
 static void act_mem(struct run *r, char **tok, int ntok)
 {
+	struct mem_args m;
 	uint64_t addr, len;
-	char *k, *v, *hex, *ans;
+	char *hex, *ans;
 	uint8_t *want;
 	struct region *g;
 	size_t cap;
 
-	if (ntok != 5 || !split_kv(tok[2], &k, &v) || strcmp(k, "len") || !eval(r, tok[1], &addr) ||
-	    !eval(r, v, &len)) {
-		if (!r->failures)
-			fail(r, "mem ADDR len=N ==|:= SPEC");
+	if (!parse_mem(r, tok, ntok, &m))
 		return;
-	}
+	addr = m.addr;
+	len = m.len;
 	g = region_at(r, addr, len);
 	if (!g) {
 		fail(r, "address range is in no region");
@@ -537,9 +408,9 @@ static void act_mem(struct run *r, char **tok, int ntok)
 	cap = len * 2 + 64;
 	hex = malloc(cap);
 	ans = malloc(cap);
-	if (!want || !hex || !ans || !bytes_fill(r, tok[4], want, (size_t)len))
+	if (!want || !hex || !ans || !bytes_fill(r, m.spec, want, (size_t)len))
 		goto out;
-	if (!strcmp(tok[3], ":=")) {
+	if (m.set) {
 		for (uint64_t j = 0; j < len; j++)
 			snprintf(hex + 2 * j, 3, "%02x", want[j]);
 		hex[2 * len] = '\0';
@@ -579,14 +450,12 @@ out:
 
 static void act_dereg(struct run *r, char **tok, int ntok)
 {
-	int want = expected_rc(tok, &ntok);
-	struct region *g = ntok == 2 ? region_by_name(r, tok[1]) : NULL;
+	int want;
+	struct region *g = parse_dereg(r, tok, ntok, &want);
 	char ans[128];
 
-	if (!g) {
-		fail(r, "dereg_mr NAME [=> EBUSY] (a registered region)");
+	if (!g)
 		return;
-	}
 	if (agent(r, ans, sizeof(ans), "dereg %s", g->name))
 		check_rc(r, "dereg_mr", ans, want);
 	rxe_settle(r);
@@ -597,7 +466,7 @@ static bool rxe_action(struct run *r, char **tok, int ntok)
 	const char *c = tok[0];
 	int before = r->failures;
 
-	if (!strcmp(c, "qp")) dut_action(r, tok, ntok);   /* only parses the options into r->o */
+	if (!strcmp(c, "qp")) qp_line(r, tok, ntok);   /* only the options, into r->o */
 	else if (!strcmp(c, "mr")) act_mr(r, tok, ntok);
 	else if (!strcmp(c, "post_recv")) act_post_recv(r, tok, ntok);
 	else if (!strcmp(c, "modify_qp")) act_modify(r, tok, ntok);

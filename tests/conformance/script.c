@@ -386,40 +386,6 @@ bool parse_access(struct run *r, const char *s, int *out)
 	return true;
 }
 
-/* mr NAME [len=N] [access=..] [pd=other]: the region goes to add(). */
-void mr_line(struct run *r, char **tok, int ntok,
-	     bool (*add)(struct run *r, const char *name, size_t len, int access, bool other_pd))
-{
-	uint64_t len = 65536;
-	int access = r->o.access | XR_ACCESS_LOCAL_WRITE;
-	bool other_pd = false;
-
-	if (ntok < 2) {
-		fail(r, "mr NAME [len=N] [access=..] [pd=other]");
-		return;
-	}
-	for (int i = 2; i < ntok; i++) {
-		char *k, *v;
-		if (!split_kv(tok[i], &k, &v)) {
-			fail(r, "'%s' is not key=value", tok[i]);
-			return;
-		}
-		if (!strcmp(k, "len")) {
-			if (!eval(r, v, &len))
-				return;
-		} else if (!strcmp(k, "access")) {
-			if (!parse_access(r, v, &access))
-				return;
-		} else if (!strcmp(k, "pd")) {
-			other_pd = !strcmp(v, "other");
-		} else {
-			fail(r, "unknown mr option '%s'", k);
-			return;
-		}
-	}
-	add(r, tok[1], (size_t)len, access, other_pd);
-}
-
 /* Optional trailing "=> ERRNAME": the return code the action must give. */
 int expected_rc(char **tok, int *ntok)
 {

@@ -115,11 +115,46 @@ bool local_guards_ok(struct run *r, const char **bad);
 int expected_rc(char **tok, int *ntok);
 /* Access flags: "LW,RW,RR,RA,MW,ZB", "none" or a number. */
 bool parse_access(struct run *r, const char *s, int *out);
-/* A `mr NAME [len=N] [access=..] [pd=other]` line; add() registers it. */
-void mr_line(struct run *r, char **tok, int ntok,
-	     bool (*add)(struct run *r, const char *name, size_t len, int access, bool other_pd));
 /* Splits "key=value" into its parts (in place); false without '='. */
 bool split_kv(char *tok, char **key, char **val);
+
+/* actions.c: the action lines both devices serve, parsed once; each parse_*
+ * reports a bad line through fail() and returns false (or NULL, or -1). */
+typedef bool (*add_region_fn)(struct run *r, const char *name, size_t len, int access, bool other_pd);
+struct recv_args { struct region *region; uint64_t len, off, id; int want_rc; };
+struct modify_args { struct xr_qp_attr a; int mask, want_rc; };
+struct mem_args { uint64_t addr, len; bool set; const char *spec; };   /* set: `:=` */
+struct mw_args { const char *name; uint64_t type; bool other_pd; };
+struct cqe_args { bool send, none; };
+struct cqe_got {                 /* a completion, as the device reports it */
+	uint64_t wr_id, byte_len, imm, src_qp;
+	int status;
+	const char *opname;          /* its name in a script; NULL if it has none */
+	const char *opcode_text, *flags_text;   /* for messages */
+	bool with_imm, with_inv;
+	bool lax_status;             /* unknown status names just do not match */
+};
+int state_by_name(const char *s);
+const char *state_name(int s);   /* "?" out of range */
+const char *wc_opcode_name(int op);
+/* split_kv(), or a failure "'TOK' is not key=value". */
+bool kv(struct run *r, char *tok, char **key, char **val);
+/* The fixture's QP options, peer QPN and first wr_id; its three regions. */
+void fixture_defaults(struct run *r);
+struct region *new_region(struct run *r, const char *name, size_t len, int access, bool other_pd);
+bool default_regions(struct run *r, add_region_fn add);
+void qp_line(struct run *r, char **tok, int ntok);
+/* A `mr NAME [len=N] [access=..] [pd=other]` line; add() registers it. */
+void mr_line(struct run *r, char **tok, int ntok, add_region_fn add);
+bool parse_alloc_mw(struct run *r, char **tok, int ntok, struct mw_args *m);
+bool parse_recv(struct run *r, char **tok, int ntok, struct recv_args *a);
+bool parse_modify(struct run *r, char **tok, int ntok, struct modify_args *m);
+struct region *parse_dereg(struct run *r, char **tok, int ntok, int *want_rc);
+int parse_state(struct run *r, char **tok, int ntok);
+bool parse_mem(struct run *r, char **tok, int ntok, struct mem_args *m);
+struct region *region_at(struct run *r, uint64_t addr, uint64_t len);
+bool parse_cqe(struct run *r, char **tok, int ntok, struct cqe_args *c);
+void cqe_check(struct run *r, char **tok, int ntok, const struct cqe_got *g);
 
 /* peer.c: what the peer sends and what it expects. */
 void peer_inject(struct run *r, char **tok, int ntok);
