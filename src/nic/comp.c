@@ -51,6 +51,8 @@ static void complete_tail(struct xr_engine *e, struct xr_qp *qp, uint8_t status,
 	}
 	if (is_rd_atomic(m->opcode) && r->rd_atomic_out)
 		r->rd_atomic_out--;
+	if (is_rd_atomic(m->opcode) && r->rd_atomic_started)
+		r->rd_atomic_started--;
 	memset(m, 0, sizeof(*m));
 	r->tail++;
 	qp->ctx.sq_ci = r->tail;
@@ -142,7 +144,7 @@ static void ack_upto(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 	/* Not past the first READ/atomic still waiting, wherever it is: a
 	 * WRITE being resent may stand before it, and after a rewind it may
 	 * lie beyond head (started before, to be started again). */
-	for (uint16_t i = r->tail; i != r->started_end; i++) {
+	for (uint16_t i = r->tail; r->rd_atomic_started && i != r->started_end; i++) {
 		struct xr_swqe_meta *m = meta_at(qp, i);
 		if (is_rd_atomic(m->opcode)) {
 			uint32_t wait = psn_add(m->first_psn, m->read_done / mtu_bytes(qp->ctx.path_mtu));

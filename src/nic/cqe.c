@@ -140,7 +140,7 @@ void xr_qp_flush(struct xr_engine *e, struct xr_qp *qp)
 	rq->tail = rq->head = rq->started_end = qp->sq_pi;
 	rq->cur_active = false;
 	rq->retx_pending = false;
-	rq->rd_atomic_out = 0;
+	rq->rd_atomic_out = rq->rd_atomic_started = 0;
 	rq->timer_due_ns = rq->rnr_due_ns = 0;
 	qp->ctx.sq_ci = rq->tail;
 

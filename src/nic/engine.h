@@ -44,6 +44,7 @@ struct xr_req {
 	uint16_t started_end;        /* one past the newest WQE ever started */
 	bool     drained_logged;     /* SQD: the SQ_DRAINED event is out */
 	uint32_t rd_atomic_out;      /* READ/atomic requests in flight */
+	uint32_t rd_atomic_started;  /* READ/atomic WQEs in [tail, started_end) */
 	uint32_t since_ackreq;       /* packets sent since the last AckReq */
 	uint64_t timer_due_ns;       /* local ACK timer (0: stopped) */
 	uint64_t rnr_due_ns;         /* RNR wait (0: none) */

@@ -184,6 +184,8 @@ static bool start_wqe(struct xr_engine *e, struct xr_qp *qp)
 		m->first_psn = qp->ctx.sq_psn;
 		m->last_psn = psn_add(m->first_psn, packets_of(w, mtu) - 1);
 		m->started = true;
+		if (is_rd_atomic(w->opcode))
+			r->rd_atomic_started++;
 		qp->ctx.sq_psn = psn_add(m->last_psn, 1);
 		xr_count(e, XR_CNT_SQ_WQES, 1);
 		if (w->opcode == XR_WR_SEND || w->opcode == XR_WR_SEND_WITH_IMM || w->opcode == XR_WR_SEND_WITH_INV)
