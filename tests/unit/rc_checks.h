@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* What the RC suites share: the mode under test, counters, payloads, the
+ * base options and completion checks (test_rc.c, test_rc_errors.c). */
+#ifndef XR_TEST_RC_CHECKS_H
+#define XR_TEST_RC_CHECKS_H
+
+#include "rc_harness.h"
+#include "test_util.h"
+
+static enum xr_progress_mode MODE;
+
+static inline uint64_t cnt(struct end *e, enum xr_counter c)
+{
+	uint64_t v = 0;
+	assert_int_equal(xr_regio_read_counter(xr_context_regs(e->ctx), c, &v), 0);
+	return v;
+}
+
+static inline void fill(uint8_t *p, size_t n, uint64_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(test_rand(&seed) >> 17);
+}
+
+static inline struct h_opts base_opts(enum xr_mtu mtu)
+{
+	/* Slow machines and sanitizers must not turn a late ACK into a failure:
+	 * these tests are about operations, not retry budgets (those set
+	 * retry_cnt themselves). */
+	struct h_opts o = { .mode = MODE, .mtu = mtu, .buf_len = 3u << 20, .timeout = 12, .retry_cnt = 7,
+			    .rnr_retry = 7, .min_rnr_timer = 1, .retry7_forever = true };
+	return o;
+}
+
+/* Three SGEs covering [off, off+len) of e's buffer, uneven. */
+static inline int split_sges(struct end *e, size_t off, uint32_t len, struct xr_sge *s)
+{
+	uint32_t a = len / 3, b = len / 2 - len / 3;
+
+	if (len < 3) {
+		s[0] = (struct xr_sge){ (uintptr_t)h_data(e) + off, len, e->mr->lkey };
+		return 1;
+	}
+	s[0] = (struct xr_sge){ (uintptr_t)h_data(e) + off, a, e->mr->lkey };
+	s[1] = (struct xr_sge){ (uintptr_t)h_data(e) + off + a, b, e->mr->lkey };
+	s[2] = (struct xr_sge){ (uintptr_t)h_data(e) + off + a + b, len - a - b, e->mr->lkey };
+	return 3;
+}
+
+static inline void expect_wc(struct pair *p, struct end *e, uint64_t wr_id, enum xr_wc_status st,
+		      enum xr_wc_opcode op, const char *what)
+{
+	struct xr_wc wc;
+	if (!h_wait(p, e, &wc, 5000))
+		fail_msg("%s: no completion", what);
+	if (wc.wr_id != wr_id || wc.status != st || (st == XR_WC_SUCCESS && wc.opcode != op))
+		fail_msg("%s: wc id %llu status %d (%s) opcode %d, expected id %llu status %d opcode %d", what,
+			 (unsigned long long)wc.wr_id, wc.status, xr_wc_status_str(wc.status), wc.opcode,
+			 (unsigned long long)wr_id, st, op);
+}
+
+static inline int set_thread(void **s) { (void)s; MODE = XR_PROGRESS_THREAD; return 0; }
+static inline int set_inline(void **s) { (void)s; MODE = XR_PROGRESS_INLINE; return 0; }
+
+/* Each test in both progress modes. */
+#define BOTH(t) cmocka_unit_test_setup(t, set_thread), cmocka_unit_test_setup(t, set_inline)
+
+#endif
