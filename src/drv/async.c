@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Asynchronous events: the device's event log read back as the events an
+ * application is told of (CQ errors, SQ drained).
+ */
+#include <time.h>
+#include <unistd.h>
+
+#include "drv.h"
+
+/* ---- asynchronous events ---- */
+
+/* Looks through the event log for the next event the application is told
+ * of; 1 found, 0 none yet, -EIO. Events overwritten before we read them
+ * are gone (the log is a ring), as a real NIC's event queue overflows. */
+static int next_async_event(struct xr_context *ctx, struct xr_async_event *ev)
+{
+	uint32_t count, cap;
+
+	if (xr_regio_read(ctx->regs, XR_REG_EVLOG_COUNT, &count) ||
+	    xr_regio_read(ctx->regs, XR_REG_EVLOG_CAP, &cap))
+		return -EIO;
+	if (count - ctx->ev_next > cap)
+		ctx->ev_next = count - cap;
+	for (; ctx->ev_next != count; ctx->ev_next++) {
+		uint32_t type, qpn, a0;
+		if (xr_regio_write(ctx->regs, XR_REG_EVLOG_SEL, ctx->ev_next) ||
+		    xr_regio_read(ctx->regs, XR_REG_EVLOG_TYPE, &type) ||
+		    xr_regio_read(ctx->regs, XR_REG_EVLOG_QPN, &qpn) ||
+		    xr_regio_read(ctx->regs, XR_REG_EVLOG_ARG0, &a0))
+			return -EIO;
+		if (!(type >> 31))
+			continue;
+		if ((type & 0xFF) == XR_EV_CQ_ERROR) {
+			*ev = (struct xr_async_event){ .type = XR_EVENT_CQ_ERR, .cqn = a0, .qp_num = qpn };
+		} else if ((type & 0xFF) == XR_EV_SQ_DRAINED) {
+			*ev = (struct xr_async_event){ .type = XR_EVENT_SQ_DRAINED, .qp_num = qpn };
+		} else {
+			continue;
+		}
+		ctx->ev_next++;
+		return 1;
+	}
+	return 0;
+}
+
+int xr_get_async_event(struct xr_context *ctx, struct xr_async_event *ev, int timeout_ms)
+{
+	struct timespec t0, now;
+	int rc;
+
+	if (!ctx || !ev)
+		return EINVAL;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		pthread_mutex_lock(&ctx->lock);
+		rc = next_async_event(ctx, ev);
+		pthread_mutex_unlock(&ctx->lock);
+		if (rc < 0)
+			return EIO;
+		if (rc)
+			return 0;
+		if (ctx->progress == XR_PROGRESS_INLINE)
+			xr_engine_progress(ctx->engine);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (timeout_ms >= 0 && (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms)
+			return ETIMEDOUT;
+		usleep(200);
+	}
+}

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Completion queues: create/destroy, polling CQEs into work completions,
+ * arming, the per-CQ event fd and waiting on it, status strings.
+ */
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "drv.h"
+
+/* ---- CQ ---- */
+
+struct xr_cq *xr_create_cq(struct xr_context *ctx, int cqe)
+{
+	struct xr_cq *cq;
+	struct xr_cq_ctx c;
+	uint32_t log = 1;
+	int rc;
+
+	if (!ctx || cqe < 1 || cqe > (1 << 20)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	while ((1u << log) < (uint32_t)cqe)
+		log++;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	cq->ring = aligned_alloc(64, (size_t)XR_CQE_SIZE << log);
+	cq->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!cq->ring || cq->efd < 0) {
+		free(cq->ring);
+		if (cq->efd >= 0)
+			close(cq->efd);
+		free(cq);
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(cq->ring, 0, (size_t)XR_CQE_SIZE << log);
+	cq->ctx = ctx;
+	cq->log_size = log;
+	pthread_mutex_init(&cq->lock, NULL);
+	memset(&c, 0, sizeof(c));
+	c.base = (uintptr_t)cq->ring;
+	c.log_size = (uint8_t)log;
+	pthread_mutex_lock(&ctx->lock);
+	cq->cqn = ctx->next_cqn++;
+	rc = cq->cqn < XR_MAX_CQ ? xr_regio_cq_commit(ctx->regs, cq->cqn, &c, NULL) : -ENOSPC;
+	if (!rc)
+		__atomic_store_n(&ctx->cq_by_num[cq->cqn], cq, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ctx->lock);
+	if (rc) {
+		close(cq->efd);
+		free(cq->ring);
+		free(cq);
+		errno = rc == -ENOSPC ? ENOSPC : EINVAL;
+		return NULL;
+	}
+	return cq;
+}
+
+int xr_destroy_cq(struct xr_cq *cq)
+{
+	struct xr_context *ctx;
+	int rc;
+
+	if (!cq)
+		return EINVAL;
+	ctx = cq->ctx;
+	pthread_mutex_lock(&ctx->lock);
+	rc = xr_regio_cq_destroy(ctx->regs, cq->cqn);
+	if (!rc)
+		__atomic_store_n(&ctx->cq_by_num[cq->cqn], NULL, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ctx->lock);
+	if (rc)
+		return EBUSY;   /* a QP still uses it */
+	close(cq->efd);
+	free(cq->ring);
+	pthread_mutex_destroy(&cq->lock);
+	free(cq);
+	return 0;
+}
+
+int xr_poll_cq(struct xr_cq *cq, int n, struct xr_wc *wc)
+{
+	struct xr_context *ctx = cq->ctx;
+	uint32_t mask = (1u << cq->log_size) - 1;
+	int got = 0;
+
+	if (n < 0)
+		return -EINVAL;
+	if (ctx->progress == XR_PROGRESS_INLINE)
+		xr_engine_progress(ctx->engine);
+	pthread_mutex_lock(&cq->lock);
+	while (got < n) {
+		struct xr_hw_cqe *c = &cq->ring[cq->ci & mask];
+		uint8_t want = ((cq->ci >> cq->log_size) & 1) ^ 1;
+		struct xr_qp *qp;
+		if (__atomic_load_n(&c->phase, __ATOMIC_ACQUIRE) != want)
+			break;
+		wc[got].wr_id = c->wr_id;
+		wc[got].status = (enum xr_wc_status)c->status;
+		wc[got].opcode = (enum xr_wc_opcode)c->opcode;
+		wc[got].vendor_err = c->vendor_err;
+		wc[got].byte_len = c->byte_len;
+		wc[got].imm_data = c->imm_data;
+		wc[got].qp_num = c->qp_num;
+		wc[got].src_qp = c->src_qp;
+		wc[got].wc_flags = c->wc_flags;
+		/* Free the ring slots the completion covers (completions are in order). */
+		qp = c->qp_num < XR_MAX_QP ? __atomic_load_n(&ctx->qp_by_num[c->qp_num], __ATOMIC_ACQUIRE) : NULL;
+		if (qp) {
+			if (c->opcode & XR_WC_RECV)
+				__atomic_store_n(&qp->rq_ci, (uint16_t)(c->wqe_index + 1), __ATOMIC_RELEASE);
+			else
+				__atomic_store_n(&qp->sq_ci, (uint16_t)(c->wqe_index + 1), __ATOMIC_RELEASE);
+		}
+		cq->ci++;
+		got++;
+	}
+	if (got)
+		xr_regio_write(ctx->regs, XR_REG_DB_CQ_CI + 8 * cq->cqn, cq->ci);
+	pthread_mutex_unlock(&cq->lock);
+	return got;
+}
+
+int xr_req_notify_cq(struct xr_cq *cq, int solicited_only)
+{
+	return xr_regio_write(cq->ctx->regs, XR_REG_DB_CQ_ARM + 8 * cq->cqn, solicited_only ? 2 : 1) ? EIO : 0;
+}
+
+int xr_cq_event_fd(struct xr_cq *cq)
+{
+	return cq->efd;
+}
+
+int xr_get_cq_event(struct xr_cq *cq, int timeout_ms)
+{
+	struct pollfd p = { cq->efd, POLLIN, 0 };
+	uint64_t v;
+	int waited = 0;
+
+	for (;;) {
+		int slice = cq->ctx->progress == XR_PROGRESS_INLINE ? 1 : timeout_ms;
+		if (cq->ctx->progress == XR_PROGRESS_INLINE)
+			xr_engine_progress(cq->ctx->engine);   /* nobody else moves the engine */
+		if (poll(&p, 1, slice) > 0 && read(cq->efd, &v, sizeof(v)) == sizeof(v))
+			return 0;
+		waited += slice < 0 ? 0 : slice;
+		if (timeout_ms >= 0 && waited >= timeout_ms)
+			return ETIMEDOUT;
+	}
+}
+
+const char *xr_wc_status_str(enum xr_wc_status s)
+{
+	static const char *const names[] = {
+		"success", "local length error", "local QP operation error", "local EE context operation error",
+		"local protection error", "Work Request Flushed Error", "memory management operation error",
+		"bad response error", "local access error", "remote invalid request error",
+		"remote access error", "remote operation error", "transport retry counter exceeded",
+		"RNR retry counter exceeded", "local RDD violation error", "remote invalid RD request",
+		"operation aborted", "invalid EE context number", "invalid EE context state",
+		"fatal error", "response timeout error", "general error",
+	};
+	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "unknown";
+}

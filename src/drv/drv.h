@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The host driver's private half: the objects behind the handles of
+ * include/xroce/verbs.h and the helpers its files share. The driver is
+ * verbs on top of the register file, doorbells and host-memory rings only.
+ * It validates what libibverbs' providers validate (modify_qp's state
+ * machine and masks, WR shapes), keeps the rings, and translates CQEs into
+ * work completions. Its files, by role: device.c (open/close/query, PD),
+ * mr.c (MR, memory windows), cq.c (CQ, events fd, poll), qp.c
+ * (create/modify/query/destroy), post.c (post_send/post_recv, binding
+ * type-1 windows), async.c (asynchronous events).
+ */
+#ifndef XROCE_DRV_H
+#define XROCE_DRV_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../nic/regmap_internal.h"
+#include "xroce/regio.h"
+#include "xroce/verbs.h"
+
+#define PAGE_SHIFT 12
+#define PAGE_SIZE (1u << PAGE_SHIFT)
+#define MAX_QUEUE_LOG 15
+
+struct xr_context {
+	struct xr_engine *engine;
+	struct xr_regio *regs;
+	struct xr_link *link;
+	pthread_mutex_t lock;          /* register sequences and ID allocation */
+	enum xr_progress_mode progress;
+	xr_gid gid;
+	uint32_t next_pd, next_cqn, next_mr, next_qpn;
+	uint32_t *free_mr, nfree_mr;
+	uint32_t *free_qpn, nfree_qpn;
+	struct xr_qp **qp_by_num;      /* CQEs name QPs by number */
+	struct xr_cq **cq_by_num;      /* interrupts name CQs by number */
+	uint32_t ev_next;              /* next event log sequence to look at */
+};
+
+struct xr_pd {
+	struct xr_context *ctx;
+	uint32_t pdn;
+};
+
+struct xr_cq {
+	struct xr_context *ctx;
+	uint32_t cqn;
+	struct xr_hw_cqe *ring;
+	uint32_t log_size, ci;
+	int efd;
+	pthread_mutex_t lock;
+};
+
+struct xr_qp {
+	struct xr_context *ctx;
+	struct xr_pd *pd;
+	uint32_t qpn;
+	struct xr_qp_init_attr init;
+	struct xr_qp_ctx hw;           /* the context as last committed */
+	struct xr_hw_wqe *sq;
+	struct xr_hw_rwqe *rq;
+	uint32_t sq_log, rq_log;
+	uint16_t sq_pi, sq_ci, rq_pi, rq_ci;
+	pthread_mutex_t sq_lock, rq_lock;
+};
+
+/* Keeps a freed MR handle or QPN for the next allocation. */
+static inline bool push_free(uint32_t **list, uint32_t *n, uint32_t v)
+{
+	uint32_t *l = realloc(*list, (*n + 1) * sizeof(**list));
+	if (!l)
+		return false;
+	l[(*n)++] = v;
+	*list = l;
+	return true;
+}
+
+#endif

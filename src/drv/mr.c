@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Memory regions (registration with their page tables, deregistration)
+ * and memory windows (allocation, deallocation; type-1 binds are posted,
+ * see post.c).
+ */
+#include "drv.h"
+
+/* ---- MR ---- */
+
+struct xr_mr *xr_reg_mr(struct xr_pd *pd, void *addr, size_t length, int access)
+{
+	struct xr_context *ctx = pd ? pd->ctx : NULL;
+	struct xr_mr *mr;
+	struct xr_mr_ctx c;
+	uintptr_t start = (uintptr_t)addr, first, last;
+	size_t pages;
+	uint32_t st;
+	int rc;
+
+	if (!ctx || (access & ~0x1F) || (length && !addr) || start + length < start) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((access & (XR_ACCESS_REMOTE_WRITE | XR_ACCESS_REMOTE_ATOMIC)) && !(access & XR_ACCESS_LOCAL_WRITE)) {
+		errno = EINVAL;   /* as ibv_reg_mr */
+		return NULL;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* The page table: this process's pages, one entry each. */
+	first = start >> PAGE_SHIFT;
+	last = length ? (start + length - 1) >> PAGE_SHIFT : first;
+	pages = length ? last - first + 1 : 0;
+	if (pages) {
+		mr->mtt = malloc(pages * sizeof(uint64_t));
+		if (!mr->mtt) {
+			free(mr);
+			errno = ENOMEM;
+			return NULL;
+		}
+		for (size_t i = 0; i < pages; i++)
+			mr->mtt[i] = (uint64_t)((first + i) << PAGE_SHIFT);
+	}
+	memset(&c, 0, sizeof(c));
+	c.va = start;
+	c.len = length;
+	c.access = (uint8_t)access;
+	c.pd = pd->pdn;
+	c.page_shift = PAGE_SHIFT;
+	c.mtt = (uintptr_t)mr->mtt;
+	c.mtt_count = (uint32_t)pages;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->nfree_mr)
+		mr->handle = ctx->free_mr[--ctx->nfree_mr];
+	else if (ctx->next_mr < XR_MAX_MR)
+		mr->handle = ctx->next_mr++;
+	if (!mr->handle) {
+		pthread_mutex_unlock(&ctx->lock);
+		free(mr->mtt);
+		free(mr);
+		errno = ENOSPC;
+		return NULL;
+	}
+	rc = xr_regio_mr_commit(ctx->regs, mr->handle, &c, &st);
+	if (rc)
+		push_free(&ctx->free_mr, &ctx->nfree_mr, mr->handle);
+	pthread_mutex_unlock(&ctx->lock);
+	if (rc) {
+		free(mr->mtt);
+		free(mr);
+		errno = EINVAL;
+		return NULL;
+	}
+	mr->context = ctx;
+	mr->pd = pd;
+	mr->addr = addr;
+	mr->length = length;
+	mr->lkey = c.lkey;
+	mr->rkey = c.rkey;
+	return mr;
+}
+
+int xr_dereg_mr(struct xr_mr *mr)
+{
+	struct xr_context *ctx;
+	uint32_t st = 0;
+	int rc;
+
+	if (!mr)
+		return EINVAL;
+	ctx = mr->context;
+	pthread_mutex_lock(&ctx->lock);
+	rc = xr_regio_mr_invalidate(ctx->regs, mr->handle);
+	if (rc > 0 && !xr_regio_read(ctx->regs, XR_REG_QP_CMD_STATUS, &st) && st == XR_CMD_ST_BUSY) {
+		/* Windows are bound to it: it stays registered (rxe_dereg_mr). */
+		pthread_mutex_unlock(&ctx->lock);
+		return EBUSY;
+	}
+	push_free(&ctx->free_mr, &ctx->nfree_mr, mr->handle);
+	pthread_mutex_unlock(&ctx->lock);
+	free(mr->mtt);
+	free(mr);
+	return 0;
+}
+
+/* ---- memory windows ---- */
+
+struct xr_mw *xr_alloc_mw(struct xr_pd *pd, enum xr_mw_type type)
+{
+	struct xr_context *ctx = pd ? pd->ctx : NULL;
+	struct xr_mr_ctx c;
+	struct xr_mw *mw;
+	int rc;
+
+	if (!ctx || (type != XR_MW_TYPE_1 && type != XR_MW_TYPE_2)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	mw = calloc(1, sizeof(*mw));
+	if (!mw) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(&c, 0, sizeof(c));
+	c.mw = true;
+	c.mw_type = (uint8_t)type;
+	c.pd = pd->pdn;
+	c.page_shift = PAGE_SHIFT;
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->nfree_mr)
+		mw->handle = ctx->free_mr[--ctx->nfree_mr];
+	else if (ctx->next_mr < XR_MAX_MR)
+		mw->handle = ctx->next_mr++;
+	if (!mw->handle) {
+		pthread_mutex_unlock(&ctx->lock);
+		free(mw);
+		errno = ENOSPC;
+		return NULL;
+	}
+	rc = xr_regio_mr_commit(ctx->regs, mw->handle, &c, NULL);
+	if (rc)
+		push_free(&ctx->free_mr, &ctx->nfree_mr, mw->handle);
+	pthread_mutex_unlock(&ctx->lock);
+	if (rc) {
+		free(mw);
+		errno = EINVAL;
+		return NULL;
+	}
+	mw->context = ctx;
+	mw->pd = pd;
+	mw->type = type;
+	mw->rkey = c.rkey;
+	return mw;
+}
+
+int xr_dealloc_mw(struct xr_mw *mw)
+{
+	struct xr_context *ctx;
+
+	if (!mw)
+		return EINVAL;
+	ctx = mw->context;
+	pthread_mutex_lock(&ctx->lock);
+	/* The engine unbinds it (and the region's count of windows drops). */
+	xr_regio_mr_invalidate(ctx->regs, mw->handle);
+	push_free(&ctx->free_mr, &ctx->nfree_mr, mw->handle);
+	pthread_mutex_unlock(&ctx->lock);
+	free(mw);
+	return 0;
+}

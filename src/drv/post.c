@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Posting: send WRs built into send-queue WQEs (including the binds of
+ * memory windows) and receive WRs, each rung on the queue's doorbell.
+ */
+#include "drv.h"
+
+static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad, bool internal);
+
+/* ---- posting ---- */
+
+/* A BIND_MW WQE: the engine checks the region and the window (C10-72..75). */
+static int build_bind(struct xr_qp *qp, const struct xr_send_wr *w, struct xr_hw_wqe *q, bool internal)
+{
+	const struct xr_mw *mw = w->bind_mw.mw;
+	const struct xr_mw_bind_info *b = &w->bind_mw.bind_info;
+
+	/* Type-1 windows are bound through xr_bind_mw only; the new key keeps
+	 * the window's index (only its key byte changes). */
+	if (!mw || mw->context != qp->ctx || (mw->type == XR_MW_TYPE_1 && !internal) ||
+	    (w->bind_mw.rkey >> 8) != (mw->rkey >> 8) || (b->mr && b->mr->context != qp->ctx) ||
+	    (!b->mr && b->length))
+		return EINVAL;
+	memset(q, 0, sizeof(*q));
+	q->wr_id = w->wr_id;
+	q->opcode = XR_WR_BIND_MW;
+	q->flags = (uint8_t)((w->send_flags & (XR_SEND_FENCE | XR_SEND_SIGNALED)) |
+			     (qp->init.sq_sig_all ? XR_SEND_SIGNALED : 0));
+	q->rkey = w->bind_mw.rkey;
+	q->bind.addr = b->addr;
+	q->bind.length = b->length;
+	q->bind.mw_rkey = mw->rkey;
+	q->bind.mr_lkey = b->mr ? b->mr->lkey : 0;
+	q->bind.access = b->mw_access_flags;
+	return 0;
+}
+
+static int build_wqe(struct xr_qp *qp, const struct xr_send_wr *w, struct xr_hw_wqe *q, bool internal)
+{
+	uint32_t len = 0;
+
+	if (w->opcode == XR_WR_BIND_MW)
+		return build_bind(qp, w, q, internal);
+	if (w->num_sge < 0 || (unsigned)w->num_sge > qp->init.cap.max_send_sge || (w->num_sge && !w->sg_list))
+		return EINVAL;
+	switch (w->opcode) {
+	case XR_WR_RDMA_WRITE: case XR_WR_RDMA_WRITE_WITH_IMM: case XR_WR_SEND: case XR_WR_SEND_WITH_IMM:
+	case XR_WR_SEND_WITH_INV: case XR_WR_RDMA_READ: case XR_WR_ATOMIC_CMP_AND_SWP:
+	case XR_WR_ATOMIC_FETCH_AND_ADD: case XR_WR_LOCAL_INV:
+		break;
+	default:
+		return EINVAL;
+	}
+	for (int i = 0; i < w->num_sge; i++) {
+		if (len + w->sg_list[i].length < len)
+			return EINVAL;
+		len += w->sg_list[i].length;
+	}
+	if ((w->opcode == XR_WR_ATOMIC_CMP_AND_SWP || w->opcode == XR_WR_ATOMIC_FETCH_AND_ADD) &&
+	    (len != 8 || w->num_sge != 1 || (w->send_flags & XR_SEND_INLINE) ||
+	     (w->wr.atomic.remote_addr & 7)))
+		return EINVAL;   /* A38: 8 bytes, 8-byte aligned (rxe validate_send_wr) */
+	if ((w->send_flags & XR_SEND_INLINE) &&
+	    (len > qp->init.cap.max_inline_data || w->opcode == XR_WR_RDMA_READ))
+		return EINVAL;
+	if (len > (1u << 31))
+		return EINVAL;   /* the port's maximum message size */
+
+	memset(q, 0, offsetof(struct xr_hw_wqe, sge));
+	q->wr_id = w->wr_id;
+	q->opcode = (uint8_t)w->opcode;
+	q->flags = (uint8_t)(w->send_flags | (qp->init.sq_sig_all ? XR_SEND_SIGNALED : 0));
+	q->length = len;
+	q->imm_data = (w->opcode == XR_WR_SEND_WITH_INV || w->opcode == XR_WR_LOCAL_INV) ?
+		      w->invalidate_rkey : w->imm_data;
+	if (w->opcode == XR_WR_ATOMIC_CMP_AND_SWP || w->opcode == XR_WR_ATOMIC_FETCH_AND_ADD) {
+		q->remote_addr = w->wr.atomic.remote_addr;
+		q->rkey = w->wr.atomic.rkey;
+		q->compare_add = w->wr.atomic.compare_add;
+		q->swap = w->wr.atomic.swap;
+	} else {
+		q->remote_addr = w->wr.rdma.remote_addr;
+		q->rkey = w->wr.rdma.rkey;
+	}
+	if (w->send_flags & XR_SEND_INLINE) {
+		uint32_t off = 0;
+		/* The data is copied now: the buffers are the caller's again on return. */
+		for (int i = 0; i < w->num_sge; i++) {
+			memcpy(q->inline_data + off, (const void *)(uintptr_t)w->sg_list[i].addr, w->sg_list[i].length);
+			off += w->sg_list[i].length;
+		}
+		q->num_sge = 0;
+	} else {
+		q->num_sge = (uint8_t)w->num_sge;
+		if (w->num_sge)
+			memcpy(q->sge, w->sg_list, (size_t)w->num_sge * sizeof(struct xr_sge));
+	}
+	return 0;
+}
+
+int xr_post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad)
+{
+	return post_send(qp, wr, bad, false);
+}
+
+static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad, bool internal)
+{
+	uint32_t size = 1u << qp->sq_log;
+	int rc = 0, posted = 0;
+
+	if (bad)
+		*bad = NULL;
+	if (qp->hw.state != XR_QPS_RTS && qp->hw.state != XR_QPS_SQD && qp->hw.state != XR_QPS_ERR) {
+		if (bad)
+			*bad = wr;
+		return EINVAL;
+	}
+	pthread_mutex_lock(&qp->sq_lock);
+	for (; wr; wr = wr->next) {
+		uint16_t ci = __atomic_load_n(&qp->sq_ci, __ATOMIC_ACQUIRE);
+		if ((uint16_t)(qp->sq_pi - ci) >= size) {
+			rc = ENOMEM;
+			break;
+		}
+		rc = build_wqe(qp, wr, &qp->sq[qp->sq_pi & (size - 1)], internal);
+		if (rc)
+			break;
+		/* A type-2 bind: the window's key is the new one from now on,
+		 * so it can be invalidated and bound again (undone by the
+		 * caller on an error completion, as for type 1). */
+		if (wr->opcode == XR_WR_BIND_MW && !internal)
+			wr->bind_mw.mw->rkey = wr->bind_mw.rkey;
+		qp->sq_pi++;
+		posted++;
+	}
+	if (rc && bad)
+		*bad = wr;
+	if (posted) {
+		/* WQEs are in memory before the engine hears of them. */
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		xr_regio_write(qp->ctx->regs, XR_REG_DB_SQ + 8 * qp->qpn, qp->sq_pi);
+	}
+	pthread_mutex_unlock(&qp->sq_lock);
+	return rc;
+}
+
+int xr_post_recv(struct xr_qp *qp, struct xr_recv_wr *wr, struct xr_recv_wr **bad)
+{
+	uint32_t size = 1u << qp->rq_log;
+	int rc = 0, posted = 0;
+
+	if (bad)
+		*bad = NULL;
+	if (qp->hw.state == XR_QPS_RESET) {
+		if (bad)
+			*bad = wr;
+		return EINVAL;
+	}
+	pthread_mutex_lock(&qp->rq_lock);
+	for (; wr; wr = wr->next) {
+		uint16_t ci = __atomic_load_n(&qp->rq_ci, __ATOMIC_ACQUIRE);
+		struct xr_hw_rwqe *q;
+		uint32_t len = 0;
+		if ((uint16_t)(qp->rq_pi - ci) >= size) {
+			rc = ENOMEM;
+			break;
+		}
+		if (wr->num_sge < 0 || (unsigned)wr->num_sge > qp->init.cap.max_recv_sge ||
+		    (wr->num_sge && !wr->sg_list)) {
+			rc = EINVAL;
+			break;
+		}
+		/* The total must fit 32 bits and the port's 2^31 message size
+		 * (issue 15, defect 12). */
+		for (int i = 0; i < wr->num_sge && rc == 0; i++) {
+			if (len + wr->sg_list[i].length < len || len + wr->sg_list[i].length > (1u << 31))
+				rc = EINVAL;
+			len += wr->sg_list[i].length;
+		}
+		if (rc)
+			break;
+		q = &qp->rq[qp->rq_pi & (size - 1)];
+		q->wr_id = wr->wr_id;
+		q->num_sge = (uint32_t)wr->num_sge;
+		for (int i = 0; i < wr->num_sge; i++)
+			q->sge[i] = wr->sg_list[i];
+		q->length = len;
+		qp->rq_pi++;
+		posted++;
+	}
+	if (rc && bad)
+		*bad = wr;
+	if (posted) {
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		xr_regio_write(qp->ctx->regs, XR_REG_DB_RQ + 8 * qp->qpn, qp->rq_pi);
+	}
+	pthread_mutex_unlock(&qp->rq_lock);
+	return rc;
+}
+
+/* ---- memory windows: type-1 binds ---- */
+
+int xr_bind_mw(struct xr_qp *qp, struct xr_mw *mw, struct xr_mw_bind *bind)
+{
+	struct xr_send_wr w;
+	const struct xr_mw_bind_info *b;
+	int rc;
+
+	if (!qp || !mw || !bind || mw->type != XR_MW_TYPE_1)
+		return EINVAL;
+	b = &bind->bind_info;
+	/* As the rxe provider: no region means no range; no zero-based windows. */
+	if ((!b->mr && (b->addr || b->length)) || (b->mw_access_flags & XR_ACCESS_ZERO_BASED))
+		return EINVAL;
+	memset(&w, 0, sizeof(w));
+	w.wr_id = bind->wr_id;
+	w.opcode = XR_WR_BIND_MW;
+	w.send_flags = bind->send_flags;
+	w.bind_mw.mw = mw;
+	w.bind_mw.rkey = xr_inc_rkey(mw->rkey);
+	w.bind_mw.bind_info = *b;
+	rc = post_send(qp, &w, NULL, true);
+	if (!rc)
+		mw->rkey = w.bind_mw.rkey;   /* undone by the caller on an error completion */
+	return rc;
+}

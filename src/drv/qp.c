@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Queue pairs: create, modify (the RC transition table and attribute
+ * checks), query and destroy.
+ */
+#include "drv.h"
+
+/* ---- QP ---- */
+
+static uint32_t log2_at_least(uint32_t n)
+{
+	uint32_t l = 0;
+	while ((1u << l) < n)
+		l++;
+	return l;
+}
+
+uint32_t xr_qp_num(const struct xr_qp *qp)
+{
+	return qp->qpn;
+}
+
+struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr)
+{
+	struct xr_context *ctx = pd ? pd->ctx : NULL;
+	struct xr_qp *qp;
+	int rc;
+
+	if (!ctx || !attr || !attr->send_cq || !attr->recv_cq || attr->qp_type != XR_QPT_RC ||
+	    attr->cap.max_send_wr < 1 || attr->cap.max_send_wr > (1u << MAX_QUEUE_LOG) ||
+	    attr->cap.max_recv_wr > (1u << MAX_QUEUE_LOG) || attr->cap.max_send_sge > XR_WQE_MAX_SGE ||
+	    attr->cap.max_recv_sge > XR_RWQE_MAX_SGE || attr->cap.max_inline_data > XR_WQE_MAX_INLINE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp->ctx = ctx;
+	qp->pd = pd;
+	qp->init = *attr;
+	qp->sq_log = log2_at_least(attr->cap.max_send_wr);
+	qp->rq_log = log2_at_least(attr->cap.max_recv_wr ? attr->cap.max_recv_wr : 1);
+	qp->sq = aligned_alloc(64, (size_t)XR_WQE_SIZE << qp->sq_log);
+	qp->rq = aligned_alloc(64, (size_t)XR_RWQE_SIZE << qp->rq_log);
+	if (!qp->sq || !qp->rq) {
+		free(qp->sq);
+		free(qp->rq);
+		free(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_init(&qp->sq_lock, NULL);
+	pthread_mutex_init(&qp->rq_lock, NULL);
+	qp->init.cap.max_send_wr = 1u << qp->sq_log;
+	qp->init.cap.max_recv_wr = 1u << qp->rq_log;
+	attr->cap = qp->init.cap;
+
+	memset(&qp->hw, 0, sizeof(qp->hw));
+	qp->hw.state = XR_QPS_RESET;
+	qp->hw.type = XR_QPT_RC;
+	qp->hw.sq_cqn = attr->send_cq->cqn;
+	qp->hw.rq_cqn = attr->recv_cq->cqn;
+	qp->hw.pd = pd->pdn;
+	qp->hw.sq_base = (uintptr_t)qp->sq;
+	qp->hw.rq_base = (uintptr_t)qp->rq;
+	qp->hw.sq_log_size = (uint8_t)qp->sq_log;
+	qp->hw.rq_log_size = (uint8_t)qp->rq_log;
+	qp->hw.pkey = XR_DEFAULT_PKEY;
+	qp->hw.dst_port = XR_ROCE_UDP_PORT;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->nfree_qpn)
+		qp->qpn = ctx->free_qpn[--ctx->nfree_qpn];
+	else if (ctx->next_qpn < XR_MAX_QP)
+		qp->qpn = ctx->next_qpn++;
+	rc = qp->qpn ? xr_regio_write(ctx->regs, XR_REG_QP_COMMIT_MASK, XR_QPM_ALL) ||
+		       xr_regio_qp_commit(ctx->regs, qp->qpn, &qp->hw, NULL) : -ENOSPC;
+	if (!rc)
+		__atomic_store_n(&ctx->qp_by_num[qp->qpn], qp, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ctx->lock);
+	if (rc) {
+		free(qp->sq);
+		free(qp->rq);
+		free(qp);
+		errno = rc == -ENOSPC ? ENOSPC : EINVAL;
+		return NULL;
+	}
+	return qp;
+}
+
+/* ibv_modify_qp's transition table for RC (IBTA 10.3; kernel qp_state_table). */
+struct transition {
+	bool valid;
+	uint32_t req, opt;
+};
+
+static const struct transition rc_table[7][7] = {
+	[XR_QPS_RESET] = {
+		[XR_QPS_RESET] = { true, 0, 0 },
+		[XR_QPS_INIT] = { true, XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS, 0 },
+	},
+	[XR_QPS_INIT] = {
+		[XR_QPS_RESET] = { true, 0, 0 }, [XR_QPS_ERR] = { true, 0, 0 },
+		[XR_QPS_INIT] = { true, 0, XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS },
+		[XR_QPS_RTR] = { true, XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN | XR_QP_RQ_PSN |
+				       XR_QP_MAX_DEST_RD_ATOMIC | XR_QP_MIN_RNR_TIMER,
+				 XR_QP_ALT_PATH | XR_QP_ACCESS_FLAGS | XR_QP_PKEY_INDEX },
+	},
+	[XR_QPS_RTR] = {
+		[XR_QPS_RESET] = { true, 0, 0 }, [XR_QPS_ERR] = { true, 0, 0 },
+		[XR_QPS_RTS] = { true, XR_QP_TIMEOUT | XR_QP_RETRY_CNT | XR_QP_RNR_RETRY | XR_QP_SQ_PSN |
+				       XR_QP_MAX_QP_RD_ATOMIC,
+				 XR_QP_CUR_STATE | XR_QP_ALT_PATH | XR_QP_ACCESS_FLAGS | XR_QP_MIN_RNR_TIMER |
+				       XR_QP_PATH_MIG_STATE },
+	},
+	[XR_QPS_RTS] = {
+		[XR_QPS_RESET] = { true, 0, 0 }, [XR_QPS_ERR] = { true, 0, 0 },
+		[XR_QPS_RTS] = { true, 0, XR_QP_CUR_STATE | XR_QP_ACCESS_FLAGS | XR_QP_ALT_PATH |
+					  XR_QP_PATH_MIG_STATE | XR_QP_MIN_RNR_TIMER },
+		[XR_QPS_SQD] = { true, 0, XR_QP_EN_SQD_ASYNC_NOTIFY },
+	},
+	[XR_QPS_SQD] = {
+		[XR_QPS_RESET] = { true, 0, 0 }, [XR_QPS_ERR] = { true, 0, 0 },
+		[XR_QPS_RTS] = { true, 0, XR_QP_CUR_STATE | XR_QP_ALT_PATH | XR_QP_ACCESS_FLAGS |
+					  XR_QP_MIN_RNR_TIMER | XR_QP_PATH_MIG_STATE },
+		[XR_QPS_SQD] = { true, 0, XR_QP_PKEY_INDEX | XR_QP_AV | XR_QP_MAX_QP_RD_ATOMIC |
+					  XR_QP_MAX_DEST_RD_ATOMIC | XR_QP_CUR_STATE | XR_QP_ALT_PATH |
+					  XR_QP_ACCESS_FLAGS | XR_QP_TIMEOUT | XR_QP_RETRY_CNT |
+					  XR_QP_RNR_RETRY | XR_QP_MIN_RNR_TIMER | XR_QP_PATH_MIG_STATE },
+	},
+	[XR_QPS_SQE] = {
+		[XR_QPS_RESET] = { true, 0, 0 }, [XR_QPS_ERR] = { true, 0, 0 },
+	},
+	[XR_QPS_ERR] = {
+		[XR_QPS_RESET] = { true, 0, 0 }, [XR_QPS_ERR] = { true, 0, 0 },
+	},
+};
+
+static int check_modify(const struct xr_qp *qp, const struct xr_qp_attr *a, int mask)
+{
+	unsigned cur = (mask & XR_QP_CUR_STATE) ? a->cur_qp_state : qp->hw.state;
+	unsigned next = (mask & XR_QP_STATE) ? a->qp_state : cur;
+	const struct transition *t;
+
+	if (cur > XR_QPS_ERR || next > XR_QPS_ERR || cur != qp->hw.state)
+		return EINVAL;
+	t = &rc_table[cur][next];
+	if (!t->valid || (mask & t->req) != t->req ||
+	    (mask & ~(t->req | t->opt | XR_QP_STATE)))
+		return EINVAL;
+	if ((mask & XR_QP_ALT_PATH) || ((mask & XR_QP_AV) && !a->ah_attr.is_global))
+		return EINVAL;   /* RoCE: no alternate path; the address needs a GRH */
+	if ((mask & XR_QP_PATH_MTU) && (a->path_mtu < XR_MTU_256 || a->path_mtu > XR_MTU_4096))
+		return EINVAL;
+	if ((mask & XR_QP_TIMEOUT) && a->timeout > 31)
+		return EINVAL;
+	if (((mask & XR_QP_RETRY_CNT) && a->retry_cnt > 7) || ((mask & XR_QP_RNR_RETRY) && a->rnr_retry > 7))
+		return EINVAL;
+	if ((mask & XR_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return EINVAL;
+	if (((mask & XR_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > XR_MAX_RD_ATOMIC) ||
+	    ((mask & XR_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > XR_MAX_RD_ATOMIC))
+		return EINVAL;
+	if ((mask & XR_QP_PORT) && a->port_num != 1)
+		return EINVAL;
+	if ((mask & XR_QP_PKEY_INDEX) && a->pkey_index != 0)
+		return EINVAL;
+	if ((mask & XR_QP_ACCESS_FLAGS) && (a->qp_access_flags & ~0xFu))
+		return EINVAL;
+	if ((mask & XR_QP_DEST_QPN) && a->dest_qp_num > XR_QPN_MASK)
+		return EINVAL;
+	return 0;
+}
+
+int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
+{
+	struct xr_context *ctx;
+	struct xr_qp_ctx next;
+	uint32_t commit_mask = 0, st;
+	int rc;
+
+	if (!qp || !a)
+		return EINVAL;
+	ctx = qp->ctx;
+	pthread_mutex_lock(&ctx->lock);
+	rc = check_modify(qp, a, mask);
+	if (rc)
+		goto out;
+	next = qp->hw;
+	if (mask & XR_QP_STATE) {
+		next.state = (uint8_t)a->qp_state;
+		commit_mask |= XR_QPM_STATE;
+	}
+	if (mask & XR_QP_ACCESS_FLAGS) {
+		next.access = (uint8_t)a->qp_access_flags;
+		commit_mask |= XR_QPM_ACCESS;
+	}
+	if (mask & XR_QP_AV) {
+		const struct xr_global_route *g = &a->ah_attr.grh;
+		next.peer_gid = g->dgid;
+		next.ipv6 = !xr_gid_is_ipv4(&g->dgid);
+		next.flow_label = g->flow_label & 0xFFFFF;
+		next.hop_limit = g->hop_limit;
+		next.traffic_class = g->traffic_class;
+		/* The neighbour's MAC, as the kernel resolves it for RoCE. */
+		if (xr_link_resolve(ctx->link, &g->dgid, next.peer_mac)) {
+			rc = EHOSTUNREACH;
+			goto out;
+		}
+		commit_mask |= XR_QPM_AV;
+	}
+	if (mask & XR_QP_PATH_MTU) {
+		next.path_mtu = (uint8_t)a->path_mtu;
+		commit_mask |= XR_QPM_PATH_MTU;
+	}
+	if (mask & XR_QP_TIMEOUT) {
+		next.timeout = a->timeout;
+		commit_mask |= XR_QPM_TIMEOUT;
+	}
+	if (mask & XR_QP_RETRY_CNT) {
+		next.retry_cnt = a->retry_cnt;
+		commit_mask |= XR_QPM_RETRY_CNT;
+	}
+	if (mask & XR_QP_RNR_RETRY) {
+		next.rnr_retry = a->rnr_retry;
+		commit_mask |= XR_QPM_RNR_RETRY;
+	}
+	if (mask & XR_QP_RQ_PSN) {
+		next.rq_psn = a->rq_psn & XR_PSN_MASK;
+		commit_mask |= XR_QPM_RQ_PSN;
+	}
+	if (mask & XR_QP_SQ_PSN) {
+		next.sq_psn = a->sq_psn & XR_PSN_MASK;
+		commit_mask |= XR_QPM_SQ_PSN;
+	}
+	if (mask & XR_QP_MAX_QP_RD_ATOMIC) {
+		next.max_rd_atomic = a->max_rd_atomic;
+		commit_mask |= XR_QPM_MAX_RD_ATOMIC;
+	}
+	if (mask & XR_QP_MAX_DEST_RD_ATOMIC) {
+		next.max_dest_rd_atomic = a->max_dest_rd_atomic;
+		commit_mask |= XR_QPM_MAX_DEST_RD_ATOMIC;
+	}
+	if (mask & XR_QP_MIN_RNR_TIMER) {
+		next.min_rnr_timer = a->min_rnr_timer;
+		commit_mask |= XR_QPM_MIN_RNR_TIMER;
+	}
+	if (mask & XR_QP_DEST_QPN) {
+		next.dest_qpn = a->dest_qp_num;
+		commit_mask |= XR_QPM_DEST_QPN;
+	}
+	if (next.state == XR_QPS_RESET) {
+		/* Back to RESET: the rings start over on both sides. */
+		pthread_mutex_lock(&qp->sq_lock);
+		pthread_mutex_lock(&qp->rq_lock);
+		qp->sq_pi = qp->sq_ci = qp->rq_pi = qp->rq_ci = 0;
+		pthread_mutex_unlock(&qp->rq_lock);
+		pthread_mutex_unlock(&qp->sq_lock);
+	}
+	rc = xr_regio_write(ctx->regs, XR_REG_QP_COMMIT_MASK, commit_mask) ||
+	     xr_regio_qp_commit(ctx->regs, qp->qpn, &next, &st) ? EINVAL : 0;
+	if (!rc)
+		qp->hw = next;
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	return rc;
+}
+
+int xr_query_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask, struct xr_qp_init_attr *init)
+{
+	struct xr_qp_ctx c;
+	int rc;
+
+	(void)mask;
+	if (!qp || !a)
+		return EINVAL;
+	pthread_mutex_lock(&qp->ctx->lock);
+	rc = xr_regio_qp_read(qp->ctx->regs, qp->qpn, &c) ? EIO : 0;
+	pthread_mutex_unlock(&qp->ctx->lock);
+	if (rc)
+		return rc;
+	memset(a, 0, sizeof(*a));
+	a->qp_state = a->cur_qp_state = (enum xr_qp_state)c.state;
+	a->path_mtu = (enum xr_mtu)c.path_mtu;
+	a->rq_psn = c.rq_psn;
+	a->sq_psn = c.sq_psn;
+	a->dest_qp_num = c.dest_qpn;
+	a->qp_access_flags = c.access;
+	a->cap = qp->init.cap;
+	a->ah_attr.is_global = 1;
+	a->ah_attr.port_num = 1;
+	a->ah_attr.grh.dgid = c.peer_gid;
+	a->ah_attr.grh.flow_label = c.flow_label;
+	a->ah_attr.grh.hop_limit = c.hop_limit;
+	a->ah_attr.grh.traffic_class = c.traffic_class;
+	a->max_rd_atomic = c.max_rd_atomic;
+	a->max_dest_rd_atomic = c.max_dest_rd_atomic;
+	a->min_rnr_timer = c.min_rnr_timer;
+	a->port_num = 1;
+	a->timeout = c.timeout;
+	a->retry_cnt = c.retry_cnt;
+	a->rnr_retry = c.rnr_retry;
+	if (init)
+		*init = qp->init;
+	return 0;
+}
+
+int xr_destroy_qp(struct xr_qp *qp)
+{
+	struct xr_context *ctx;
+
+	if (!qp)
+		return EINVAL;
+	ctx = qp->ctx;
+	pthread_mutex_lock(&ctx->lock);
+	xr_regio_qp_destroy(ctx->regs, qp->qpn);
+	__atomic_store_n(&ctx->qp_by_num[qp->qpn], NULL, __ATOMIC_RELEASE);
+	push_free(&ctx->free_qpn, &ctx->nfree_qpn, qp->qpn);
+	pthread_mutex_unlock(&ctx->lock);
+	pthread_mutex_destroy(&qp->sq_lock);
+	pthread_mutex_destroy(&qp->rq_lock);
+	free(qp->sq);
+	free(qp->rq);
+	free(qp);
+	return 0;
+}
