@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * xroce-perf's bandwidth tests (write_bw, read_bw, send_bw, atomic_bw): the
+ * sender's posting loop, send_bw's receiving end, the --verify read-backs
+ * after WRITE and FETCH_ADD runs, and the per-size run with perftest's
+ * exchanges and result lines.
+ */
+#include <inttypes.h>
+#include <poll.h>
+#include <string.h>
+
+#include "perf.h"
+
+/* ---- bandwidth ---- */
+
+/* A message that says which slot it came from, so a receiver can check it
+ * whatever order several QPs deliver in: the slot number, then a pattern. */
+static void fill_message(uint8_t *p, uint64_t size, uint64_t slot)
+{
+	for (uint64_t i = 0; i < size; i++)
+		p[i] = pattern(size >= 8 ? slot + 1000 : 1000, i);
+	if (size >= 8)
+		memcpy(p, &slot, 8);
+}
+
+static bool check_message(const uint8_t *p, uint64_t size)
+{
+	uint64_t slot = 0;
+
+	if (size >= 8)
+		memcpy(&slot, p, 8);
+	for (uint64_t i = size >= 8 ? 8 : 0; i < size; i++)
+		if (p[i] != pattern(size >= 8 ? slot + 1000 : 1000, i))
+			return false;
+	return true;
+}
+
+/* Posts READs/WRITEs/SENDs/atomics as fast as each QP's depth allows.
+ * wr_id = (QP << 48) | that QP's sequence; completions are in order per QP,
+ * so a signaled one completes everything before it on its QP. */
+static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
+{
+	const struct cfg *c = s->c;
+	uint64_t iters = c->iters, posted = 0, done = 0, window_done = 0;
+	uint64_t qposted[MAX_QPS] = { 0 }, qdone[MAX_QPS] = { 0 };
+	double t0, t_end, window_t0, peak = 0, next_interval;
+	struct xr_wc wc[64];
+	uint8_t *local = s->buf + s->slot * s->slots;   /* second half: sources and landing areas */
+	bool timed = c->duration || c->infinite;
+	unsigned signal_every = c->tx_depth < CQ_MOD ? c->tx_depth : CQ_MOD;
+
+	if (c->verb == V_WRITE || c->verb == V_SEND)
+		for (unsigned k = 0; k < s->slots; k++)
+			fill_message(local + k * s->slot, size, k);
+	t0 = window_t0 = now_us();
+	next_interval = t0 + 1e6;
+	for (;;) {
+		double t = now_us();
+		bool stop_posting = timed ? (c->duration && t - t0 >= c->duration * 1e6) : posted >= iters;
+		for (unsigned q = 0; q < c->qps && !stop_posting; q++) {
+			while ((timed || posted < iters) && qposted[q] - qdone[q] < c->tx_depth) {
+				uint64_t seq = qposted[q];
+				unsigned k = (unsigned)(posted % s->slots);
+				struct xr_sge sg = { (uintptr_t)local + k * s->slot, (uint32_t)size, s->mr->lkey };
+				struct xr_send_wr w = { .wr_id = (uint64_t)q << 48 | seq, .sg_list = &sg, .num_sge = 1 };
+				bool last = !timed && posted + 1 >= iters;
+				/* Near the end every WR is signaled, so each QP's tail completes. */
+				bool tail = !timed && posted + (uint64_t)c->qps * c->tx_depth >= iters;
+				if (seq % signal_every == signal_every - 1 || tail || timed)
+					w.send_flags = XR_SEND_SIGNALED;
+				switch (c->verb) {
+				case V_WRITE: w.opcode = XR_WR_RDMA_WRITE; break;
+				case V_READ: w.opcode = XR_WR_RDMA_READ; break;
+				case V_SEND: w.opcode = XR_WR_SEND; break;
+				case V_ATOMIC: w.opcode = XR_WR_ATOMIC_FETCH_AND_ADD; break;
+				}
+				if (c->verb == V_ATOMIC) {
+					sg.length = 8;
+					w.wr.atomic.remote_addr = s->rem[q].vaddr + 8 * q;
+					w.wr.atomic.rkey = s->rem[q].rkey;
+					w.wr.atomic.compare_add = 1;
+				} else {
+					/* perftest peers expose one message's worth of buffer: their start.
+					 * --verify (an xroce peer) spreads messages over its slots. */
+					w.wr.rdma.remote_addr = s->rem[q].vaddr + (c->verify ? k * s->slot : 0);
+					w.wr.rdma.rkey = s->rem[q].rkey;
+					if (c->verb != V_READ && size <= c->inline_size)
+						w.send_flags |= XR_SEND_INLINE;
+				}
+				if (xr_post_send(s->qp[q], &w, NULL))
+					break;
+				qposted[q]++;
+				posted++;
+				if (last)
+					break;
+			}
+		}
+		pump(s);
+		{
+			int n = xr_poll_cq(s->cq, 64, wc);
+			for (int i = 0; i < n; i++) {
+				unsigned q = (unsigned)(wc[i].wr_id >> 48);
+				uint64_t seq = wc[i].wr_id & ((1ull << 48) - 1);
+				if (check_wc(s, &wc[i]))
+					return -1;
+				if ((wc[i].opcode & XR_WC_RECV) || q >= c->qps || seq < qdone[q])
+					continue;
+				/* READs land in slots holding the peer's fixed pattern (a reused
+				 * slot receives the same bytes): check what each one brought. */
+				done += seq + 1 - qdone[q];
+				qdone[q] = seq + 1;
+				if (c->verify && c->verb == V_READ) {
+					for (unsigned k = 0; k < s->slots && k < done; k++)
+						for (uint64_t b = 0; b < size; b++)
+							if (local[k * s->slot + b] != pattern(k, b)) {
+								s->verify_errors++;
+								break;
+							}
+					s->verified = done;
+				}
+			}
+		}
+		t = now_us();
+		if (done - window_done >= (uint64_t)CQ_MOD * 4 || (done == posted && done > window_done && t - window_t0 > 1000)) {
+			double r = (double)(done - window_done) * (double)size / (t - window_t0);
+			if (r > peak)
+				peak = r;
+			window_done = done;
+			window_t0 = t;
+		}
+		if (timed && t >= next_interval && (c->duration > 1 || c->infinite)) {
+			struct bw_report iv = { size, done, bw_unit(c, peak), bw_unit(c, (double)done * size / (t - t0)),
+						(double)done / (t - t0) };
+			print_bw_line(s->out, &iv);
+			fflush(s->out);
+			next_interval += 1e6;
+		}
+		if ((timed ? stop_posting : posted >= iters) && done >= posted)
+			break;
+	}
+	t_end = now_us();
+	rep->size = size;
+	rep->iters = done;
+	rep->bw_avg = bw_unit(c, (double)done * (double)size / (t_end - t0));
+	rep->bw_peak = bw_unit(c, peak > 0 ? peak : (double)done * size / (t_end - t0));
+	if (rep->bw_peak < rep->bw_avg)
+		rep->bw_peak = rep->bw_avg;
+	rep->msg_rate = (double)done / (t_end - t0);
+	return 0;
+}
+
+/* The receiving end of send_bw: posts receives, counts and checks them,
+ * until the peer reaches the next exchange. */
+/* The receiving end of send_bw measures what it received, from the first
+ * message to the last, as perftest's server does. */
+static int run_bw_receiver(struct side *s, uint64_t size, struct bw_report *rep)
+{
+	uint64_t posted = 0, got = 0;
+	struct xr_wc wc[64];
+	uint8_t *rx = s->buf;
+	double t_first = 0, t_last = 0;
+
+	for (;;) {
+		while (posted - got < s->c->rx_depth) {
+			unsigned k = (unsigned)(posted % s->slots);
+			struct xr_sge sg = { (uintptr_t)rx + k * s->slot, (uint32_t)(size ? size : 1), s->mr->lkey };
+			struct xr_recv_wr r = { .wr_id = posted, .sg_list = &sg, .num_sge = 1 };
+			if (xr_post_recv(s->qp[posted % s->c->qps], &r, NULL))
+				break;
+			posted++;
+		}
+		pump(s);
+		{
+			int n = xr_poll_cq(s->cq, 64, wc);
+			for (int i = 0; i < n; i++) {
+				if (check_wc(s, &wc[i]))
+					return -1;
+				if (!(wc[i].opcode & XR_WC_RECV))
+					continue;
+				if (s->c->verify) {
+					unsigned k = (unsigned)(wc[i].wr_id % s->slots);
+					if (wc[i].byte_len != size || !check_message(rx + k * s->slot, size))
+						s->verify_errors++;
+					s->verified++;
+				}
+				if (!got++)
+					t_first = now_us();
+				t_last = now_us();
+			}
+		}
+		{
+			struct pollfd p = { s->oob.fd, POLLIN, 0 };
+			if (poll(&p, 1, 0) > 0 && (s->c->qps > 1 || !s->c->verify || got >= s->c->iters || s->c->duration))
+				break;
+		}
+	}
+	rep->iters = got;
+	if (got > 1 && t_last > t_first) {
+		double us = t_last - t_first;
+		rep->bw_avg = rep->bw_peak = bw_unit(s->c, (double)(got - 1) * (double)size / us);
+		rep->msg_rate = (double)(got - 1) / us;
+	}
+	return 0;
+}
+
+/* After a WRITE run: read every written slot back and compare. */
+static int verify_writes(struct side *s, uint64_t size)
+{
+	uint8_t *back = s->buf + s->slot * s->slots;   /* the source patterns live here too */
+	unsigned slots = s->slots;
+	struct xr_wc wc;
+
+	for (unsigned k = 0; k < slots; k++) {
+		uint8_t *landing = s->buf + k * s->slot;   /* our own READ-source half is free to reuse now */
+		struct xr_sge sg = { (uintptr_t)landing, (uint32_t)size, s->mr->lkey };
+		struct xr_send_wr w = { .wr_id = 1u << 30, .sg_list = &sg, .num_sge = 1, .opcode = XR_WR_RDMA_READ,
+					.send_flags = XR_SEND_SIGNALED };
+		double until = now_us() + 5e6;
+		int n = 0;
+		if (!size)
+			break;
+		w.wr.rdma.remote_addr = s->rem[0].vaddr + k * s->slot;
+		w.wr.rdma.rkey = s->rem[0].rkey;
+		if (xr_post_send(s->qp[0], &w, NULL))
+			return -1;
+		while (!n && now_us() < until) {
+			pump(s);
+			n = xr_poll_cq(s->cq, 1, &wc);
+			if (n && wc.wr_id != (1u << 30))
+				n = 0;   /* a late completion of the run */
+		}
+		if (!n || check_wc(s, &wc))
+			return -1;
+		if (memcmp(landing, back + k * s->slot, size))
+			s->verify_errors++;
+		s->verified++;
+	}
+	/* Our READ sources were overwritten: restore them for the next size. */
+	for (unsigned k = 0; k < slots; k++)
+		for (size_t i = 0; i < s->slot; i++)
+			s->buf[k * s->slot + i] = pattern(k, i);
+	return 0;
+}
+
+/* The sum of the peer's fetch-add targets (one word per QP at its buffer's start). */
+static int remote_counter_sum(struct side *s, uint64_t *sum);
+
+/* After FETCH_ADD +1 runs: the peer's counters grew by the operations done. */
+static int verify_atomics(struct side *s, uint64_t ops, uint64_t before)
+{
+	uint64_t total = 0;
+
+	if (remote_counter_sum(s, &total))
+		return -1;
+	s->verified += ops;
+	if (total - before != ops) {
+		fprintf(stderr, "%s: the peer's counters grew by %" PRIu64 " after %" PRIu64 " fetch-adds\n", prog,
+			total - before, ops);
+		s->verify_errors++;
+	}
+	return 0;
+}
+
+static int remote_counter_sum(struct side *s, uint64_t *sum)
+{
+	uint64_t total = 0;
+	struct xr_wc wc;
+
+	for (unsigned q = 0; q < s->c->qps; q++) {
+		uint8_t *landing = s->buf + 8 * q;
+		struct xr_sge sg = { (uintptr_t)landing, 8, s->mr->lkey };
+		struct xr_send_wr w = { .wr_id = 1u << 30, .sg_list = &sg, .num_sge = 1, .opcode = XR_WR_RDMA_READ,
+					.send_flags = XR_SEND_SIGNALED };
+		double until = now_us() + 5e6;
+		int n = 0;
+		uint64_t v;
+		w.wr.rdma.remote_addr = s->rem[q].vaddr + 8 * q;
+		w.wr.rdma.rkey = s->rem[q].rkey;
+		if (xr_post_send(s->qp[q], &w, NULL))
+			return -1;
+		while (!n && now_us() < until) {
+			pump(s);
+			n = xr_poll_cq(s->cq, 1, &wc);
+			if (n && wc.wr_id != (1u << 30))
+				n = 0;
+		}
+		if (!n || check_wc(s, &wc))
+			return -1;
+		memcpy(&v, landing, 8);
+		total += v;
+	}
+	for (unsigned k = 0; k < s->slots; k++)   /* restore our READ sources */
+		for (size_t i = 0; i < s->slot; i++)
+			s->buf[k * s->slot + i] = pattern(k, i);
+	*sum = total;
+	return 0;
+}
+
+int run_bw(struct side *s)
+{
+	const struct cfg *c = s->c;
+	struct proto pr = proto_of(c);
+	bool sender = !s->server || c->bidir;
+	bool receiver = c->verb == V_SEND && (s->server || c->bidir);
+
+	fprintf(s->out, RESULT_LINE);
+	fprintf(s->out, c->gbits ? " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+				 : " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]\n");
+	for (uint64_t size = c->all ? 2 : c->size; size <= (c->all ? (1u << 23) : c->size); size *= 2) {
+		struct bw_report mine = { size, 0, 0, 0, 0 }, theirs;
+		if (c->verb == V_ATOMIC)
+			size = mine.size = 8;
+		if (pr.pre_run_hs && oob_handshake(&s->oob, &s->my[0], &s->rem[0]))
+			return -1;
+		if (sender && receiver) {
+			fprintf(stderr, "%s: bidirectional send_bw is not supported; use write/read\n", prog);
+			return -1;
+		}
+		if (sender) {
+			uint64_t before = 0;
+			if (c->verify && c->verb == V_ATOMIC && !c->bidir && remote_counter_sum(s, &before))
+				return -1;
+			if (run_bw_sender(s, size, &mine))
+				return -1;
+			if (c->verify && c->verb == V_WRITE && !c->bidir && verify_writes(s, size))
+				return -1;
+			if (c->verify && c->verb == V_ATOMIC && !c->bidir && verify_atomics(s, mine.iters, before))
+				return -1;
+		} else if (receiver) {
+			if (run_bw_receiver(s, size, &mine))
+				return -1;
+		}
+		/* The passive end keeps its engine answering until the peer is done. */
+		if (!sender || c->bidir || receiver)
+			pump_until_peer(s, PEER_WAIT_MS);
+		if (pr.post_run_hs && oob_handshake(&s->oob, &s->my[0], &s->rem[0]))
+			return -1;
+		if (pr.reports) {
+			if (oob_bw_reports(&s->oob, &mine, &theirs))
+				return -1;
+		} else {
+			theirs = mine;   /* each end prints its own figures (perftest's send_bw) */
+		}
+		if (c->bidir) {
+			theirs.bw_avg += mine.bw_avg;
+			theirs.bw_peak += mine.bw_peak;
+			theirs.msg_rate += mine.msg_rate;
+		}
+		{
+			/* The server prints what the client measured, as perftest does
+			 * (where the reports are exchanged). */
+			struct bw_report *r = (s->server && pr.reports) || c->bidir ? &theirs : &mine;
+			print_bw_line(s->out, r);
+			if (!s->quiet_out)   /* in one process only the client reports */
+				json_bw(c, r);
+		}
+		if (c->verb == V_ATOMIC || !c->all)
+			break;
+	}
+	fprintf(s->out, RESULT_LINE);
+	report_verify(s);
+	return s->rc;
+}

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * xroce-perf's latency tests (write_lat, read_lat, send_lat, atomic_lat):
+ * one message in flight at a time, ping-pong through memory or receives
+ * for WRITE and SEND, round trips for READ and FETCH_ADD; --verify checks
+ * every message.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf.h"
+
+/* ---- latency ---- */
+
+static int wait_one(struct side *s, struct xr_wc *wc, bool recv)
+{
+	double until = now_us() + 10e6;
+	while (now_us() < until) {
+		int n;
+		pump(s);
+		n = xr_poll_cq(s->cq, 1, wc);
+		if (n == 1) {
+			if (check_wc(s, wc))
+				return -1;
+			if (!!(wc->opcode & XR_WC_RECV) == recv)
+				return 0;
+		}
+	}
+	fprintf(stderr, "%s: no completion in 10 s\n", prog);
+	return -1;
+}
+
+/* The message of iteration i, as the peer filled it (its last byte is the stamp). */
+static void verify_lat_rx(struct side *s, const uint8_t *rx, uint64_t size, uint64_t i)
+{
+	if (!s->c->verify || !size)
+		return;
+	for (uint64_t b = 0; b + 1 < size; b++)
+		if (rx[b] != pattern(i, b)) {
+			s->verify_errors++;
+			break;
+		}
+	s->verified++;
+}
+
+/* send_lat: waits for the peer's message, checks it, posts its buffer again. */
+static int lat_recv_one(struct side *s, const uint8_t *rx, uint64_t size, uint64_t i, struct xr_recv_wr *r)
+{
+	struct xr_wc wc;
+
+	if (wait_one(s, &wc, true))
+		return -1;
+	if (wc.byte_len != size)
+		s->verify_errors += s->c->verify;
+	verify_lat_rx(s, rx, size, i);
+	xr_post_recv(s->qp[0], r, NULL);
+	return 0;
+}
+
+int run_lat(struct side *s)
+{
+	const struct cfg *c = s->c;
+	uint64_t size = c->size, iters = c->iters;
+	double *t = calloc(iters, sizeof(double));
+	uint8_t *rx = s->buf, *tx = s->buf + s->slot * s->slots;
+	volatile uint8_t *flag = rx + (size ? size - 1 : 0);
+	struct xr_wc wc;
+	int rc = 0;
+	bool active = !s->server || c->verb == V_WRITE || c->verb == V_SEND;
+
+	if (!t)
+		return -1;
+	if (proto_of(c).pre_run_hs && oob_handshake(&s->oob, &s->my[0], &s->rem[0]))
+		return -1;
+	if (c->verb == V_SEND)
+		for (unsigned i = 0; i < 2 && i < c->rx_depth; i++) {
+			struct xr_sge sg = { (uintptr_t)rx, (uint32_t)(size ? size : 1), s->mr->lkey };
+			struct xr_recv_wr r = { .wr_id = i, .sg_list = &sg, .num_sge = 1 };
+			xr_post_recv(s->qp[0], &r, NULL);
+		}
+	if (c->verb == V_ATOMIC && !s->server)
+		memset(rx, 0, 8);
+	if (active) {
+		for (uint64_t i = 0; i < iters && !rc; i++) {
+			double t0 = now_us();
+			struct xr_sge sg = { (uintptr_t)tx, (uint32_t)size, s->mr->lkey };
+			struct xr_send_wr w = { .wr_id = i, .sg_list = &sg, .num_sge = 1, .send_flags = XR_SEND_SIGNALED };
+			uint8_t stamp = (uint8_t)(i + 1);   /* perftest's (char)++scnt: consecutive stamps differ */
+			/* perftest's write_lat: the server writes first (it skips its
+			 * first poll); send_lat: the client sends first. */
+			bool my_turn = c->verb == V_WRITE ? s->server : !s->server;
+			for (uint64_t b = 0; b < size; b++)
+				tx[b] = pattern(i, b);
+			if (size)
+				tx[size - 1] = stamp;
+			w.wr.rdma.remote_addr = s->rem[0].vaddr;
+			w.wr.rdma.rkey = s->rem[0].rkey;
+			if (size <= c->inline_size && c->verb != V_READ && c->verb != V_ATOMIC)
+				w.send_flags |= XR_SEND_INLINE;
+			switch (c->verb) {
+			case V_WRITE:
+				/* Ping-pong through memory: each side waits for the other's
+				 * stamp, and checks the message before the next can land. */
+				if (!my_turn) {
+					while (*flag != stamp && size)
+						pump(s);
+					verify_lat_rx(s, rx, size, i);
+				}
+				w.opcode = XR_WR_RDMA_WRITE;
+				if (xr_post_send(s->qp[0], &w, NULL) || wait_one(s, &wc, false))
+					rc = -1;
+				if (my_turn && !rc) {
+					while (*flag != stamp && size)
+						pump(s);
+					verify_lat_rx(s, rx, size, i);
+				}
+				t[i] = (now_us() - t0) / 2;
+				break;
+			case V_SEND: {
+				struct xr_sge r2 = { (uintptr_t)rx, (uint32_t)(size ? size : 1), s->mr->lkey };
+				struct xr_recv_wr r = { .wr_id = i, .sg_list = &r2, .num_sge = 1 };
+				/* Each message is checked before its buffer is posted again. */
+				if (!my_turn && lat_recv_one(s, rx, size, i, &r))
+					rc = -1;
+				w.opcode = XR_WR_SEND;
+				if (!rc && (xr_post_send(s->qp[0], &w, NULL) || wait_one(s, &wc, false)))
+					rc = -1;
+				if (my_turn && !rc && lat_recv_one(s, rx, size, i, &r))
+					rc = -1;
+				t[i] = (now_us() - t0) / 2;
+				break;
+			}
+			case V_READ:
+				w.opcode = XR_WR_RDMA_READ;
+				sg.addr = (uintptr_t)rx;
+				if (xr_post_send(s->qp[0], &w, NULL) || wait_one(s, &wc, false))
+					rc = -1;
+				if (c->verify && !rc) {
+					for (uint64_t b = 0; b < size; b++)
+						if (rx[b] != pattern(0, b)) {
+							s->verify_errors++;
+							break;
+						}
+					s->verified++;
+				}
+				t[i] = now_us() - t0;
+				break;
+			case V_ATOMIC:
+				w.opcode = XR_WR_ATOMIC_FETCH_AND_ADD;
+				sg.addr = (uintptr_t)rx;
+				sg.length = 8;
+				w.wr.atomic.remote_addr = s->rem[0].vaddr;
+				w.wr.atomic.rkey = s->rem[0].rkey;
+				w.wr.atomic.compare_add = 1;
+				if (xr_post_send(s->qp[0], &w, NULL) || wait_one(s, &wc, false))
+					rc = -1;
+				if (c->verify && !rc) {
+					/* Each fetch-add sees the previous one's result plus one. */
+					static uint64_t first;
+					uint64_t orig;
+					memcpy(&orig, rx, 8);
+					if (i == 0)
+						first = orig;
+					if (orig != first + i)
+						s->verify_errors++;
+					s->verified++;
+				}
+				t[i] = now_us() - t0;
+				break;
+			}
+		}
+	}
+	if (!s->server || c->verb == V_WRITE || c->verb == V_SEND) {
+		if (!s->server) {
+			struct lat_result r = lat_stats(t, iters);
+			fprintf(s->out, RESULT_LINE);
+			fprintf(s->out, " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "
+					"t_stdev[usec]   99%% percentile[usec]   99.9%% percentile[usec] \n");
+			fprintf(s->out, " %-7" PRIu64 " %-10" PRIu64 "    %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f\n",
+				c->verb == V_ATOMIC ? 8 : size, iters, r.min, r.max, r.typical, r.avg, r.stdev, r.p99, r.p999);
+			fprintf(s->out, RESULT_LINE);
+			if (!s->quiet_out)
+				json_lat(&r, c->verb == V_ATOMIC ? 8 : size, iters);
+		}
+	}
+	if (s->server && !active)
+		pump_until_peer(s, PEER_WAIT_MS);
+	report_verify(s);
+	free(t);
+	return rc ? rc : s->rc;
+}

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * xroce-perf's command line: the usage text, the test names, and perftest's
+ * options (with their defaults per test) plus xroce's own.
+ */
+#include <getopt.h>
+#include <string.h>
+
+#include "cli.h"
+#include "perf.h"
+
+/* ---- command line ---- */
+
+static void usage(FILE *o)
+{
+	fprintf(o,
+"Usage: xroce-perf TEST [options] [server-address]\n"
+"       xroce-perf pingpong [options] [server-address]   (ibv_rc_pingpong compatible)\n"
+"TEST: write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat atomic_lat\n"
+"Without a server address this is the server; with one, the client (as perftest).\n"
+"With --link mem both ends run in this process and no address is needed.\n"
+"\n"
+"perftest options (same meanings and defaults):\n"
+"  -s, --size=SIZE          message size (bw 65536, lat 2)\n"
+"  -n, --iters=N            iterations (bw 5000, lat 1000)\n"
+"  -D, --duration=SEC       run for SEC seconds (bw), a line per second\n"
+"  -a, --all                sizes 2 .. 2^23\n"
+"  -q, --qp=N               number of QPs (bw)\n"
+"  -m, --mtu=MTU            path MTU 256..4096 (default: from the link)\n"
+"  -t, --tx-depth=N         send queue depth (bw 128, lat 1)\n"
+"  -r, --rx-depth=N         receive queue depth (512)\n"
+"  -p, --port=PORT          TCP port of the exchange (18515)\n"
+"  -d, --ib-dev=NAME        device name (shown; xroce has one device per link)\n"
+"  -x, --gid-index=N        GID index (shown; the link's address is the GID)\n"
+"  -I, --inline_size=N      largest inline message (write/send)\n"
+"  -u, --qp-timeout=N       local ACK timeout exponent (14)\n"
+"  -b, --bidirectional      both ends send (write/read/atomic bw)\n"
+"  -F, --CPU-freq           accepted (xroce does not read CPU frequency)\n"
+"      --report_gbits       bandwidth in Gb/sec\n"
+"      --run_infinitely     run until interrupted, a line per second\n"
+"      --out_json           JSON results to perftest_out.json (--out_json_file=FILE)\n"
+"xroce options:\n"
+"      --link=mem|udp|raw   the link (default udp; mem: both ends here)\n"
+"      --bind=ADDR          local IPv4 or IPv6 address (udp, raw)\n"
+"      --ifname=IF          interface (raw)   --vlan=VID --pcp=P (raw)\n"
+"      --strict-icrc        udp: drop frames whose ICRC matched only with an IPv4 ID\n"
+"                           recovered from it (16 of 32 bits checked)\n"
+"      --raw-ip-id          udp, IPv4: read the real IPv4 ID (raw socket, CAP_NET_RAW)\n"
+"      --retry7-forever     retry_cnt 7 (what perftest asks for) retries without end,\n"
+"                           as rxe reads it (default: seven retries, as the IBTA)\n"
+"      --verify             check every payload end to end\n"
+"      --counters           print the engine's counters after the run\n"
+"      --pcap=FILE          record the first --pcap-frames (100) frames of the link\n"
+"      --progress=inline|thread   who runs the engine (default inline)\n"
+"  -h, --help\n"
+"Exit status: 0 done, 1 failed, 2 bad usage, 3 pingpong done but the peer never\n"
+"acknowledged the last message (ibv_rc_pingpong exits without a closing word).\n");
+}
+
+static bool parse_test(struct cfg *c, const char *t)
+{
+	static const struct { const char *name; enum verb v; bool lat; } tests[] = {
+		{ "write_bw", V_WRITE, false }, { "read_bw", V_READ, false }, { "send_bw", V_SEND, false },
+		{ "atomic_bw", V_ATOMIC, false }, { "write_lat", V_WRITE, true }, { "read_lat", V_READ, true },
+		{ "send_lat", V_SEND, true }, { "atomic_lat", V_ATOMIC, true },
+	};
+	if (!strcmp(t, "pingpong")) {
+		c->pingpong = true;
+		c->verb = V_SEND;
+		return true;
+	}
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		if (!strcmp(t, tests[i].name)) {
+			c->verb = tests[i].v;
+			c->lat = tests[i].lat;
+			return true;
+		}
+	return false;
+}
+
+enum { O_GBITS = 256, O_INF, O_JSON, O_JSONF, O_LINK, O_BIND, O_IFNAME, O_VLAN, O_PCP, O_VERIFY, O_COUNTERS,
+       O_PCAP, O_PCAPN, O_PROGRESS, O_STRICT_ICRC, O_RAW_IP_ID, O_RETRY7 };
+
+/* Reads the test and its options into *c (and the link's kind into
+ * *link_kind). Returns -1 to go on, else the exit status: 0 after --help,
+ * 2 on bad usage. */
+int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
+{
+	static const struct option opts[] = {
+		{ "size", required_argument, 0, 's' }, { "iters", required_argument, 0, 'n' },
+		{ "duration", required_argument, 0, 'D' }, { "all", no_argument, 0, 'a' },
+		{ "qp", required_argument, 0, 'q' }, { "mtu", required_argument, 0, 'm' },
+		{ "tx-depth", required_argument, 0, 't' }, { "rx-depth", required_argument, 0, 'r' },
+		{ "port", required_argument, 0, 'p' }, { "ib-dev", required_argument, 0, 'd' },
+		{ "gid-index", required_argument, 0, 'x' }, { "inline_size", required_argument, 0, 'I' },
+		{ "qp-timeout", required_argument, 0, 'u' }, { "bidirectional", no_argument, 0, 'b' },
+		{ "CPU-freq", no_argument, 0, 'F' }, { "help", no_argument, 0, 'h' },
+		{ "report_gbits", no_argument, 0, O_GBITS }, { "run_infinitely", no_argument, 0, O_INF },
+		{ "out_json", no_argument, 0, O_JSON }, { "out_json_file", required_argument, 0, O_JSONF },
+		{ "link", required_argument, 0, O_LINK }, { "bind", required_argument, 0, O_BIND },
+		{ "ifname", required_argument, 0, O_IFNAME }, { "vlan", required_argument, 0, O_VLAN },
+		{ "pcp", required_argument, 0, O_PCP }, { "verify", no_argument, 0, O_VERIFY },
+		{ "counters", no_argument, 0, O_COUNTERS }, { "pcap", required_argument, 0, O_PCAP },
+		{ "pcap-frames", required_argument, 0, O_PCAPN }, { "progress", required_argument, 0, O_PROGRESS },
+		{ "strict-icrc", no_argument, 0, O_STRICT_ICRC }, { "raw-ip-id", no_argument, 0, O_RAW_IP_ID },
+		{ "retry7-forever", no_argument, 0, O_RETRY7 },
+		{ 0, 0, 0, 0 },
+	};
+	bool size_set = false, iters_set = false, tx_set = false, inline_set = false;
+	uint64_t v;
+	int ch;
+
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (!parse_test(c, argv[1])) {
+		fprintf(stderr, "%s: unknown test '%s'\n", prog, argv[1]);
+		usage(stderr);
+		return 2;
+	}
+	optind = 2;
+#define NUM(opt, max, dst) do { if (!cli_u64(prog, opt, optarg, (max), &v)) return 2; (dst) = v; } while (0)
+	while ((ch = getopt_long(argc, argv, "s:n:D:aq:m:t:r:p:d:x:I:u:bFh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 's': NUM("size", 1u << 30, c->size); size_set = true; break;
+		case 'n': NUM("iters", UINT32_MAX, c->iters); iters_set = true; break;
+		case 'D': NUM("duration", 86400, c->duration); break;
+		case 'a': c->all = true; break;
+		case 'q': NUM("qp", MAX_QPS, c->qps); if (!c->qps) { fprintf(stderr, "%s: -q must be 1..%d\n", prog, MAX_QPS); return 2; } break;
+		case 'm': NUM("mtu", 4096, c->mtu); if (!mtu_enum_of(c->mtu)) { fprintf(stderr, "%s: -m must be 256, 512, 1024, 2048 or 4096\n", prog); return 2; } break;
+		case 't': NUM("tx-depth", 1u << 15, c->tx_depth); tx_set = true; break;
+		case 'r': NUM("rx-depth", 1u << 15, c->rx_depth); break;
+		case 'p': NUM("port", 65535, c->port); break;
+		case 'd': c->device = optarg; break;
+		case 'x': NUM("gid-index", 255, c->gid_index); break;
+		case 'I': NUM("inline_size", XR_WQE_MAX_INLINE, c->inline_size); inline_set = true; break;
+		case 'u': NUM("qp-timeout", 31, c->qp_timeout); break;
+		case 'b': c->bidir = true; break;
+		case 'F': break;
+		case 'h': usage(stdout); return 0;
+		case O_GBITS: c->gbits = true; break;
+		case O_INF: c->infinite = true; break;
+		case O_JSON: c->json = true; break;
+		case O_JSONF: c->json = true; c->json_file = optarg; break;
+		case O_LINK: *link_kind = optarg; break;
+		case O_BIND: c->link.addr = optarg; break;
+		case O_IFNAME: c->link.ifname = optarg; break;
+		case O_VLAN: NUM("vlan", 4094, c->link.vid); break;
+		case O_PCP: NUM("pcp", 7, c->link.pcp); break;
+		case O_VERIFY: c->verify = true; break;
+		case O_COUNTERS: c->counters = true; break;
+		case O_PCAP: c->pcap = optarg; break;
+		case O_PCAPN: NUM("pcap-frames", UINT32_MAX, c->pcap_frames); break;
+		case O_STRICT_ICRC: c->link.strict_icrc = true; break;
+		case O_RAW_IP_ID: c->link.udp_raw_ip_id = true; break;
+		case O_RETRY7: c->retry7_forever = true; break;
+		case O_PROGRESS:
+			if (!strcmp(optarg, "inline")) c->progress = XR_PROGRESS_INLINE;
+			else if (!strcmp(optarg, "thread")) c->progress = XR_PROGRESS_THREAD;
+			else { fprintf(stderr, "%s: --progress is inline or thread\n", prog); return 2; }
+			break;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc)
+		c->server = argv[optind++];
+	if (optind < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[optind]);
+		return 2;
+	}
+	c->mem = !strcmp(*link_kind, "mem");
+	c->link.kind = *link_kind;
+	if (!size_set)
+		c->size = c->pingpong ? 4096 : c->lat ? 2 : 65536;
+	if (!iters_set)
+		c->iters = c->lat || c->pingpong ? 1000 : 5000;
+	if (!tx_set)
+		c->tx_depth = c->lat ? 1 : 128;
+	if (!inline_set)
+		c->inline_size = c->lat && (c->verb == V_WRITE || c->verb == V_SEND) ? XR_WQE_MAX_INLINE : 0;
+	if (c->pingpong && !size_set)
+		c->size = 4096;
+	if (c->pingpong && c->rx_depth == 512)
+		c->rx_depth = 500;
+	if (c->verb == V_ATOMIC)
+		c->size = 8;
+	if (c->lat && (c->all || c->bidir || c->qps > 1 || c->duration)) {
+		fprintf(stderr, "%s: -a, -b, -q and -D are bandwidth options in xroce-perf\n", prog);
+		return 2;
+	}
+	if (c->verb == V_SEND && c->size == 0 && c->lat) {
+		fprintf(stderr, "%s: send_lat needs -s >= 1\n", prog);
+		return 2;
+	}
+	return -1;
+}

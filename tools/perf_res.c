@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * xroce-perf's resources: the clock, the payload pattern and the engine pump;
+ * the device, PD, CQ, MR and QPs of one side, their connection (INIT, RTR,
+ * RTS) and their release; and perftest's exchange up to the run itself.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "perf.h"
+
+double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+uint8_t pattern(uint64_t seq, size_t i)
+{
+	return (uint8_t)(seq * 167 + i * 31 + (i >> 9) + 1);
+}
+
+/* The engine moves only when someone runs it (inline progress). */
+void pump(struct side *s)
+{
+	if (s->c->progress == XR_PROGRESS_INLINE)
+		xr_engine_progress(xr_context_engine(s->ctx));
+}
+
+static void pump_hook(void *arg)
+{
+	pump(arg);
+}
+
+/* Waits (up to ms) for the OOB socket to turn readable, or to end, while
+ * keeping the engine going. */
+void pump_until_peer(struct side *s, unsigned ms)
+{
+	double end = now_us() + ms * 1e3;
+
+	while (now_us() < end) {
+		struct pollfd p = { s->oob.fd, POLLIN, 0 };
+		if (poll(&p, 1, 0) > 0)
+			return;
+		pump(s);
+		if (s->c->progress == XR_PROGRESS_THREAD)
+			poll(&p, 1, 10);
+	}
+}
+
+int mtu_enum_of(int bytes)
+{
+	switch (bytes) {
+	case 256: return 1;
+	case 512: return 2;
+	case 1024: return 3;
+	case 2048: return 4;
+	case 4096: return 5;
+	default: return 0;
+	}
+}
+
+/* As rxe: the largest IB MTU that fits the link's MTU minus RoCE's overhead. */
+static int mtu_from_link(uint32_t link_mtu)
+{
+	int e = 5;
+	while (e > 1 && (128u << e) > link_mtu - 80)
+		e--;
+	return e;
+}
+
+/* ---- setup ---- */
+
+int open_side(struct side *s)
+{
+	const struct cfg *c = s->c;
+	struct xr_device_opts d = { .addr = c->link.addr, .progress = c->progress,
+				    .retry7_forever = c->retry7_forever };
+	struct xr_qp_init_attr ia;
+	uint64_t max_size = c->all ? (1u << 23) : c->size;
+
+	s->ctx = xr_open_device(s->link, &d);
+	if (!s->ctx) {
+		fprintf(stderr, "%s: cannot open the device on %s: %s\n", prog, c->link.addr, strerror(errno));
+		return -1;
+	}
+	/* A peer resolves our address (ARP) while we wait on the exchange. */
+	if (c->progress == XR_PROGRESS_INLINE) {
+		s->oob.idle = pump_hook;
+		s->oob.idle_arg = s;
+	}
+	s->pd = xr_alloc_pd(s->ctx);
+	s->cq = xr_create_cq(s->ctx, 8192);
+	s->slot = max_size < 64 ? 64 : (size_t)max_size;
+	s->slots = s->slot >= (1u << 20) ? 2 : 16;
+	s->buf_len = s->slot * s->slots * 2 + 4096;
+	s->buf = aligned_alloc(4096, (s->buf_len + 4095) & ~(size_t)4095);
+	if (!s->pd || !s->cq || !s->buf)
+		return -1;
+	memset(s->buf, 0, s->buf_len);
+	/* READ sources hold a known pattern: the reader checks it. */
+	for (unsigned k = 0; k < s->slots; k++)
+		for (size_t i = 0; i < s->slot; i++)
+			s->buf[k * s->slot + i] = pattern(k, i);
+	s->mr = xr_reg_mr(s->pd, s->buf, s->buf_len, XR_ACCESS_LOCAL_WRITE | XR_ACCESS_REMOTE_WRITE |
+							XR_ACCESS_REMOTE_READ | XR_ACCESS_REMOTE_ATOMIC);
+	if (!s->mr) {
+		fprintf(stderr, "%s: cannot register %zu bytes: %s\n", prog, s->buf_len, strerror(errno));
+		return -1;
+	}
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ia.recv_cq = s->cq;
+	ia.qp_type = XR_QPT_RC;
+	ia.cap.max_send_wr = c->tx_depth < 2 ? 2 : c->tx_depth;
+	ia.cap.max_recv_wr = c->rx_depth;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = c->inline_size;
+	for (unsigned q = 0; q < c->qps; q++) {
+		s->qp[q] = xr_create_qp(s->pd, &ia);
+		if (!s->qp[q]) {
+			fprintf(stderr, "%s: cannot create QP %u: %s\n", prog, q, strerror(errno));
+			return -1;
+		}
+		s->my[q].qpn = xr_qp_num(s->qp[q]);
+		s->my[q].psn = (uint32_t)lrand48() & 0xFFFFFF;
+		s->my[q].rkey = s->mr->rkey;
+		s->my[q].vaddr = (uintptr_t)s->buf;
+		s->my[q].out_reads = XR_MAX_RD_ATOMIC;
+		xr_query_gid(s->ctx, &s->my[q].gid);
+	}
+	s->mtu = c->mtu ? mtu_enum_of(c->mtu) : mtu_from_link(s->link->mtu);
+	return 0;
+}
+
+int connect_qp(struct side *s, unsigned q)
+{
+	const struct cfg *c = s->c;
+	struct xr_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = XR_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = XR_ACCESS_REMOTE_WRITE | XR_ACCESS_REMOTE_READ | XR_ACCESS_REMOTE_ATOMIC;
+	if (xr_modify_qp(s->qp[q], &a, XR_QP_STATE | XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS))
+		return -1;
+	a.qp_state = XR_QPS_RTR;
+	a.path_mtu = (enum xr_mtu)s->mtu;
+	a.dest_qp_num = s->rem[q].qpn;
+	a.rq_psn = s->rem[q].psn;
+	a.max_dest_rd_atomic = (uint8_t)(s->my[q].out_reads > XR_MAX_RD_ATOMIC ? XR_MAX_RD_ATOMIC : s->my[q].out_reads);
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.hop_limit = 0xFF;
+	a.ah_attr.grh.dgid = s->rem[q].gid;
+	if (xr_modify_qp(s->qp[q], &a, XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN | XR_QP_RQ_PSN |
+					 XR_QP_MAX_DEST_RD_ATOMIC | XR_QP_MIN_RNR_TIMER)) {
+		fprintf(stderr, "%s: cannot move QP to RTR (peer unreachable?)\n", prog);
+		return -1;
+	}
+	a.qp_state = XR_QPS_RTS;
+	a.timeout = (uint8_t)c->qp_timeout;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = s->my[q].psn;
+	a.max_rd_atomic = (uint8_t)(s->rem[q].out_reads > XR_MAX_RD_ATOMIC ? XR_MAX_RD_ATOMIC : s->rem[q].out_reads);
+	return xr_modify_qp(s->qp[q], &a, XR_QP_STATE | XR_QP_TIMEOUT | XR_QP_RETRY_CNT | XR_QP_RNR_RETRY |
+					 XR_QP_SQ_PSN | XR_QP_MAX_QP_RD_ATOMIC);
+}
+
+int check_wc(struct side *s, const struct xr_wc *wc)
+{
+	if (wc->status != XR_WC_SUCCESS) {
+		fprintf(stderr, "%s: completion with error: %s (wr_id %" PRIu64 ", QP %#x)\n", prog,
+			xr_wc_status_str(wc->status), wc->wr_id, wc->qp_num);
+		s->rc = -1;
+		return -1;
+	}
+	return 0;
+}
+
+void close_side(struct side *s)
+{
+	for (unsigned q = 0; q < MAX_QPS; q++)
+		if (s->qp[q])
+			xr_destroy_qp(s->qp[q]);
+	if (s->mr)
+		xr_dereg_mr(s->mr);
+	if (s->cq)
+		xr_destroy_cq(s->cq);
+	if (s->pd)
+		xr_dealloc_pd(s->pd);
+	if (s->ctx)
+		xr_close_device(s->ctx);
+	free(s->buf);
+}
+
+struct proto proto_of(const struct cfg *c)
+{
+	if (!c->lat)
+		return c->verb == V_SEND ? (struct proto){ true, false, false, true, true }
+					 : (struct proto){ false, true, true, true, false };
+	switch (c->verb) {
+	case V_WRITE: return (struct proto){ false, false, false, false, false };
+	case V_SEND: return (struct proto){ false, false, false, true, true };
+	default: return (struct proto){ false, false, false, true, false };
+	}
+}
+
+/* perftest's sequence up to the test itself. */
+int prologue(struct side *s)
+{
+	const struct cfg *c = s->c;
+
+	if (oob_perftest_preamble(&s->oob, &s->mtu))
+		return -1;
+	if (c->lat && oob_handshake(&s->oob, &s->my[0], &s->rem[0]))
+		return -1;
+	for (unsigned q = 0; q < c->qps; q++)
+		if (oob_handshake(&s->oob, &s->my[q], &s->rem[q]))
+			return -1;
+	for (unsigned q = 0; q < c->qps; q++)
+		if (connect_qp(s, q))
+			return -1;
+	for (unsigned q = 0; q < c->qps; q++)
+		if (oob_handshake(&s->oob, &s->my[q], &s->rem[q]))
+			return -1;
+	/* One more after RTR, so neither side sends before the other can receive. */
+	return oob_handshake(&s->oob, &s->my[0], &s->rem[0]);
+}
