@@ -111,8 +111,6 @@ void dut_close(struct run *r)
 bool dut_connect(struct run *r)
 {
 	struct xr_qp_init_attr ia;
-	struct xr_qp_attr a;
-	int rc;
 
 	for (int i = 0; i < r->nreg; i++)   /* lbuf starts with a known pattern */
 		if (!strcmp(r->reg[i].name, "lbuf"))
@@ -135,35 +133,8 @@ bool dut_connect(struct run *r)
 		fail(r, "cannot create the CQs and QP");
 		return false;
 	}
-	memset(&a, 0, sizeof(a));
-	a.qp_state = XR_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = (unsigned)r->o.access & 0xE;
-	rc = xr_modify_qp(r->qp, &a, XR_QP_STATE | XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS);
-	a.qp_state = XR_QPS_RTR;
-	a.path_mtu = r->o.mtu;
-	a.dest_qp_num = r->peer_qpn;
-	a.rq_psn = r->o.rq_psn;
-	a.max_dest_rd_atomic = r->o.max_dest_rd_atomic;
-	a.min_rnr_timer = r->o.min_rnr_timer;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	xr_gid_from_ipv4(&a.ah_attr.grh.dgid, 0x0A000002);
-	rc = rc ? rc : xr_modify_qp(r->qp, &a, XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN |
-						  XR_QP_RQ_PSN | XR_QP_MAX_DEST_RD_ATOMIC | XR_QP_MIN_RNR_TIMER);
-	a.qp_state = XR_QPS_RTS;
-	a.timeout = r->o.timeout;
-	a.retry_cnt = r->o.retry_cnt;
-	a.rnr_retry = r->o.rnr_retry;
-	a.sq_psn = r->o.sq_psn;
-	a.max_rd_atomic = r->o.max_rd_atomic;
-	rc = rc ? rc : xr_modify_qp(r->qp, &a, XR_QP_STATE | XR_QP_TIMEOUT | XR_QP_RETRY_CNT | XR_QP_RNR_RETRY |
-						  XR_QP_SQ_PSN | XR_QP_MAX_QP_RD_ATOMIC);
-	if (rc) {
-		fail(r, "connecting the QP failed: %s", strerror(rc));
+	if (!qp_bring_up(r, r->stop_state))
 		return false;
-	}
 	r->connected = true;
 	return true;
 }

@@ -20,7 +20,6 @@
 
 static bool verbose;
 static bool remote_mode;   /* --rxe: the device is Linux rxe behind the agent */
-static int stop_state = XR_QPS_RTS;  /* `qp state=INIT|RTR`: where the setup leaves the QP */
 
 void fail(struct run *r, const char *fmt, ...)
 {
@@ -197,8 +196,8 @@ static int qps_by_name(const char *s)
 }
 
 /* Moves the QP one state at a time from where it is up to `to` (INIT, RTR
- * or RTS) with the fixture's attributes, as dut_connect does. */
-static bool bring_up(struct run *r, int to)
+ * or RTS) with the fixture's attributes. */
+bool qp_bring_up(struct run *r, int to)
 {
 	struct xr_qp_attr a;
 	struct xr_qp_init_attr ia;
@@ -248,23 +247,11 @@ static bool bring_up(struct run *r, int to)
 	return true;
 }
 
-/* The setup's end: dut_connect brings the QP to RTS; `qp state=X` asks for
- * less, so the QP goes back to RESET and up to X (nothing has happened yet). */
+/* The setup's end: the device's QP is made and brought to r->stop_state
+ * (RTS, or less with `qp state=X`). */
 static bool connect_fixture(struct run *r)
 {
-	struct xr_qp_attr a;
-
-	if (!r->ops->connect(r))
-		return false;
-	if (stop_state == XR_QPS_RTS)
-		return true;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = XR_QPS_RESET;
-	if (xr_modify_qp(r->qp, &a, XR_QP_STATE)) {
-		fail(r, "cannot take the fresh QP back to RESET");
-		return false;
-	}
-	return bring_up(r, stop_state);
+	return r->ops->connect(r);
 }
 
 static struct xr_cq *cq_by_word(struct run *r, const char *w)
@@ -296,7 +283,7 @@ static bool ext_action(struct run *r, char **tok, int ntok)
 				return true;
 			}
 		}
-		bring_up(r, to);
+		qp_bring_up(r, to);
 		return true;
 	}
 	if (strcmp(tok[0], "notify") && strcmp(tok[0], "event"))
@@ -327,10 +314,10 @@ static void qp_setup_line(struct run *r, char **tok, int *ntok)
 {
 	for (int i = 1; i < *ntok; i++)
 		if (!strncmp(tok[i], "state=", 6)) {
-			stop_state = qps_by_name(tok[i] + 6);
-			if (stop_state < 1) {
+			r->stop_state = qps_by_name(tok[i] + 6);
+			if (r->stop_state < 1) {
 				fail(r, "qp state=INIT|RTR|RTS");
-				stop_state = XR_QPS_RTS;
+				r->stop_state = XR_QPS_RTS;
 			}
 			memmove(&tok[i], &tok[i + 1], sizeof(*tok) * (size_t)(*ntok - i - 1));
 			(*ntok)--;
@@ -521,7 +508,7 @@ static int run_script(const char *path)
 	memset(&r, 0, sizeof(r));
 	r.file = path;
 	r.ops = remote_mode ? &dut_rxe : &dut_local;
-	stop_state = XR_QPS_RTS;
+	r.stop_state = XR_QPS_RTS;
 	if (!r.ops->open(&r)) {
 		fclose(f);
 		r.ops->close(&r);

@@ -98,6 +98,7 @@ struct run {
 	const struct dut_ops *ops;
 	uint32_t dut_ip, peer_ip;    /* IPv4, host order: N's and P's addresses */
 	bool remote;                 /* the device is rxe (dut_rxe.c) */
+	int stop_state;              /* `qp state=INIT|RTR`: where the setup leaves the QP (RTS) */
 	void *priv;                  /* the backend's own state */
 };
 
@@ -110,6 +111,9 @@ bool eval(struct run *r, const char *expr, uint64_t *out);
 bool bytes_fill(struct run *r, const char *spec, uint8_t *buf, size_t len);
 uint32_t qp_epsn(struct run *r);
 bool local_guards_ok(struct run *r, const char **bad);
+/* Moves the local QP from its state up to `to` (INIT, RTR or RTS) with the
+ * fixture's attributes; false (and a failure) when a step is refused. */
+bool qp_bring_up(struct run *r, int to);
 /* Optional trailing "=> ERRNAME": the return code an action must give
  * (0 without one, -2 for an unknown name); drops it from the tokens. */
 int expected_rc(char **tok, int *ntok);
