@@ -20,6 +20,8 @@
  * stale or corrupted message shows. The server's first message is the
  * client's own, so it has nothing to be compared with. */
 #define PP_POISON 0xa5
+#define XR_STR_(x) #x
+#define XR_STR(x) XR_STR_(x)
 #define PP_FINAL_ACK_MS 3000  /* the last send's ACK, from a peer that may have left */
 #define PP_QUIET_MS 1000      /* linger ends after this long without a frame from the peer */
 
@@ -108,7 +110,7 @@ int run_pingpong(struct side *s)
 {
 	const struct cfg *c = s->c;
 	uint64_t size = c->size, iters = c->iters, rcnt = 0, scnt = 0, sdone = 0;
-	bool echo_due = false;
+	bool echo_due = false, final_unacked = false;
 	struct xr_wc wc[16];
 	double t0, t_end, last_post = 0;
 
@@ -141,6 +143,13 @@ int run_pingpong(struct side *s)
 		if (n > 0)
 			t_end = now_us();   /* the figures end at the last completion */
 		for (int i = 0; i < n; i++) {
+			/* The last send's retries can run out before the wait below
+			 * does: the same lost ACK, the same verdict. */
+			if (wc[i].status == XR_WC_RETRY_EXC_ERR && wc[i].wr_id == 2 && rcnt == iters &&
+			    scnt == iters && sdone + 1 == scnt) {
+				final_unacked = true;
+				break;
+			}
 			if (check_wc(s, &wc[i]))
 				return -1;
 			if (!(wc[i].opcode & XR_WC_RECV)) {
@@ -169,9 +178,10 @@ int run_pingpong(struct side *s)
 		 * message is lost, nobody is left to repeat it. A client knows its
 		 * message arrived (the server's last one answers it); a server has
 		 * only the client's own report. */
-		if (rcnt == iters && scnt == iters && sdone + 1 == scnt && now_us() - last_post > PP_FINAL_ACK_MS * 1e3) {
-			fprintf(stderr, "%s: the peer did not acknowledge our last message within %d ms and has left; %s\n",
-				prog, PP_FINAL_ACK_MS, s->server ? "only its exit status tells whether the message arrived"
+		if (rcnt == iters && scnt == iters && sdone + 1 == scnt &&
+		    (final_unacked || now_us() - last_post > PP_FINAL_ACK_MS * 1e3)) {
+			fprintf(stderr, "%s: the peer did not acknowledge our last message (%s) and has left; %s\n", prog,
+				final_unacked ? "retries exhausted" : "no ACK within " XR_STR(PP_FINAL_ACK_MS) " ms", s->server ? "only its exit status tells whether the message arrived"
 								 : "its answer to that message proves it arrived");
 			break;
 		}
