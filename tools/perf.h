@@ -39,6 +39,7 @@ struct cfg {
 	const char *server, *device, *json_file, *pcap;
 	uint64_t pcap_frames;
 	struct xr_link_spec link;
+	struct xr_fault_cfg fault;  /* --fault-*: wrap the link when a rate is set */
 	enum xr_progress_mode progress;
 	bool mem;
 };
@@ -48,6 +49,7 @@ struct side {
 	bool server;
 	struct oob oob;
 	struct xr_link *link;
+	struct xr_link *base_link;  /* under any tap or fault wrapper: its path counters */
 	struct xr_context *ctx;
 	struct xr_pd *pd;
 	struct xr_cq *cq;
@@ -106,6 +108,7 @@ void print_bw_line(FILE *o, const struct bw_report *r);
 double bw_unit(const struct cfg *c, double bytes_per_us);
 void report_verify(struct side *s);
 void print_counters(struct side *s);
+void print_link_paths(struct side *s);
 
 /* perf_bw.c, perf_lat.c, perf_pingpong.c: the runs. */
 int run_bw(struct side *s);

@@ -40,16 +40,21 @@ static void usage(FILE *o)
 "      --run_infinitely     run until interrupted, a line per second\n"
 "      --out_json           JSON results to perftest_out.json (--out_json_file=FILE)\n"
 "xroce options:\n"
-"      --link=mem|udp|raw   the link (default udp; mem: both ends here)\n"
-"      --bind=ADDR          local IPv4 or IPv6 address (udp, raw)\n"
+"      --link=mem|udp|raw|host   the link (default udp; mem: both ends here;\n"
+"                           host: processes of this host through shared memory)\n"
+"      --bind=ADDR          local IPv4 or IPv6 address (udp, raw, host)\n"
 "      --ifname=IF          interface (raw)   --vlan=VID --pcp=P (raw)\n"
 "      --strict-icrc        udp: drop frames whose ICRC matched only with an IPv4 ID\n"
 "                           recovered from it (16 of 32 bits checked)\n"
 "      --raw-ip-id          udp, IPv4: read the real IPv4 ID (raw socket, CAP_NET_RAW)\n"
+"      --no-host-path       udp: reach xroce peers on this host through the kernel too\n"
+"                           (default: through shared memory, as --link host)\n"
+"      --fault-drop=P --fault-reorder=P --fault-seed=N\n"
+"                           inject loss/reordering on this end's sends (P: 0..1)\n"
 "      --retry7-forever     retry_cnt 7 (what perftest asks for) retries without end,\n"
 "                           as rxe reads it (default: seven retries, as the IBTA)\n"
 "      --verify             check every payload end to end\n"
-"      --counters           print the engine's counters after the run\n"
+"      --counters           print the engine's counters (and the link's paths) after the run\n"
 "      --pcap=FILE          record the first --pcap-frames (100) frames of the link\n"
 "      --progress=inline|thread   who runs the engine (default inline)\n"
 "  -h, --help\n"
@@ -79,7 +84,8 @@ static bool parse_test(struct cfg *c, const char *t)
 }
 
 enum { O_GBITS = 256, O_INF, O_JSON, O_JSONF, O_LINK, O_BIND, O_IFNAME, O_VLAN, O_PCP, O_VERIFY, O_COUNTERS,
-       O_PCAP, O_PCAPN, O_PROGRESS, O_STRICT_ICRC, O_RAW_IP_ID, O_RETRY7 };
+       O_PCAP, O_PCAPN, O_PROGRESS, O_STRICT_ICRC, O_RAW_IP_ID, O_RETRY7,
+       O_NO_HOST, O_FDROP, O_FREORDER, O_FSEED };
 
 /* Reads the test and its options into *c (and the link's kind into
  * *link_kind). Returns -1 to go on, else the exit status: 0 after --help,
@@ -103,7 +109,9 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		{ "counters", no_argument, 0, O_COUNTERS }, { "pcap", required_argument, 0, O_PCAP },
 		{ "pcap-frames", required_argument, 0, O_PCAPN }, { "progress", required_argument, 0, O_PROGRESS },
 		{ "strict-icrc", no_argument, 0, O_STRICT_ICRC }, { "raw-ip-id", no_argument, 0, O_RAW_IP_ID },
-		{ "retry7-forever", no_argument, 0, O_RETRY7 },
+		{ "retry7-forever", no_argument, 0, O_RETRY7 }, { "no-host-path", no_argument, 0, O_NO_HOST },
+		{ "fault-drop", required_argument, 0, O_FDROP }, { "fault-reorder", required_argument, 0, O_FREORDER },
+		{ "fault-seed", required_argument, 0, O_FSEED },
 		{ 0, 0, 0, 0 },
 	};
 	bool size_set = false, iters_set = false, tx_set = false, inline_set = false;
@@ -155,6 +163,19 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		case O_STRICT_ICRC: c->link.strict_icrc = true; break;
 		case O_RAW_IP_ID: c->link.udp_raw_ip_id = true; break;
 		case O_RETRY7: c->retry7_forever = true; break;
+		case O_NO_HOST: c->link.udp_no_host_path = true; break;
+		case O_FDROP:
+		case O_FREORDER: {
+			char *end;
+			double p = strtod(optarg, &end);
+			if (*end || end == optarg || !(p >= 0 && p <= 1)) {
+				fprintf(stderr, "%s: --fault-%s is a probability 0..1\n", prog, ch == O_FDROP ? "drop" : "reorder");
+				return 2;
+			}
+			*(ch == O_FDROP ? &c->fault.drop : &c->fault.reorder) = p;
+			break;
+		}
+		case O_FSEED: NUM("fault-seed", UINT64_MAX, c->fault.seed); break;
 		case O_PROGRESS:
 			if (!strcmp(optarg, "inline")) c->progress = XR_PROGRESS_INLINE;
 			else if (!strcmp(optarg, "thread")) c->progress = XR_PROGRESS_THREAD;

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "perf.h"
 
@@ -144,4 +145,25 @@ void print_counters(struct side *s)
 		if (v)
 			fprintf(s->out, "   %-26s %" PRIu64 "\n", xr_counter_name((enum xr_counter)i), v);
 	}
+	print_link_paths(s);
+}
+
+/* Which way frames went: shared memory to local devices, or the network. */
+void print_link_paths(struct side *s)
+{
+	struct xr_link_host_stats h;
+
+	if (!s->base_link || xr_link_host_stats(s->base_link, &h))
+		return;
+	fprintf(s->out, " Link paths (%s link%s):\n", s->base_link->kind,
+		!strcmp(s->base_link->kind, "udp") && !h.host_path ? ", host path off" : "");
+	fprintf(s->out, "   %-26s %" PRIu64 " sent, %" PRIu64 " received\n", "host (shared memory)", h.tx_host, h.rx_host);
+	if (!strcmp(s->base_link->kind, "udp"))
+		fprintf(s->out, "   %-26s %" PRIu64 " sent, %" PRIu64 " received\n", "network (UDP)", h.tx_net, h.rx_net);
+	if (h.tx_drop_no_peer || h.tx_drop_peer_gone || h.tx_drop_stalled || h.tx_drop_not_ip || h.rx_drop_bad_len)
+		fprintf(s->out, "   drops: no_peer %" PRIu64 " peer_gone %" PRIu64 " stalled %" PRIu64 " not_ip %" PRIu64
+			" bad_len %" PRIu64 "\n", h.tx_drop_no_peer, h.tx_drop_peer_gone, h.tx_drop_stalled,
+			h.tx_drop_not_ip, h.rx_drop_bad_len);
+	fprintf(s->out, "   %-26s %" PRIu64 " connected, %" PRIu64 " accepted, %" PRIu64 " gone\n", "peers",
+		h.peers_connected, h.peers_accepted, h.peers_gone);
 }

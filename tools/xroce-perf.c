@@ -154,6 +154,9 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: %s\n", prog, msg);
 			return 1;
 		}
+		s.base_link = s.link;
+		if (c.fault.drop > 0 || c.fault.reorder > 0)
+			s.link = xr_link_fault(s.link, &c.fault);
 		if (c.pcap)
 			s.link = xr_link_pcap_tap_n(s.link, c.pcap, c.pcap_frames);
 		if (s.server)

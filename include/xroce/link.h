@@ -154,6 +154,7 @@ struct xr_link *xr_link_udp(const char *addr);
 struct xr_link_udp_opts {
 	bool strict_icrc;      /* refuse frames whose ICRC matched only with a recovered ID */
 	bool raw_ip_id;        /* IPv4: read the real IPv4 ID via a raw socket (CAP_NET_RAW) */
+	bool no_host_path;     /* never use the host link for local peers */
 };
 /* xr_link_udp with options (opts NULL: the defaults, as xr_link_udp). */
 struct xr_link *xr_link_udp_ex(const char *addr, const struct xr_link_udp_opts *opts);
@@ -167,15 +168,54 @@ struct xr_link *xr_link_udp_ex(const char *addr, const struct xr_link_udp_opts *
  * Errors: ENODEV (no interface), EPERM (needs CAP_NET_RAW), EINVAL.
  */
 struct xr_link *xr_link_raw(const char *ifname, const char *addr, uint16_t vid, uint8_t pcp);
+/*
+ * Host link: devices in different processes of one host, through shared
+ * memory. The device registers addr (any IPv4/IPv6 address; the kernel
+ * need not hold it) in a host-local rendezvous: the abstract UNIX socket
+ * "@xroce-host/ADDR", so per network namespace and gone when the process
+ * exits. On the first frame to an address the link connects to its
+ * rendezvous; the two processes then share a memfd mapping holding, per
+ * direction, a lock-free single-producer single-consumer ring of frame
+ * slots, and wake each other through eventfds only when the receiver
+ * armed its wakeup before sleeping. Frames stay whole RoCE v2 frames
+ * (ICRC and all); no process maps another's registered memory.
+ * Only processes of the same effective user may connect (SO_PEERCRED);
+ * XROCE_HOST_UIDS="uid,uid" admits others. A peer that exits is noticed
+ * (its socket closes): frames to it are dropped and counted, and its QPs
+ * time out as on a network. Frames to an address with no device behind it
+ * are dropped and counted (tx_drop_no_peer).
+ * Errors: EINVAL (bad address), EADDRINUSE (a device holds addr already).
+ */
+struct xr_link *xr_link_host(const char *addr);
+
+/* What the host path did: the host link, or the UDP link's automatic path. */
+struct xr_link_host_stats {
+	uint64_t tx_host, rx_host;       /* frames through shared memory */
+	uint64_t tx_net, rx_net;         /* UDP link: frames through the kernel's network */
+	uint64_t tx_drop_no_peer;        /* host link: no device at the destination */
+	uint64_t tx_drop_peer_gone;      /* the peer exited with frames still for it */
+	uint64_t tx_drop_stalled;        /* the peer's ring stayed full (a stopped process) */
+	uint64_t tx_drop_not_ip;         /* a frame without an IPv4/IPv6 destination */
+	uint64_t rx_drop_bad_len;        /* a slot with an impossible length */
+	uint64_t peers_connected, peers_accepted, peers_gone;
+	uint64_t refused_uid;            /* a connecting process of another user */
+	uint64_t refused_hello;          /* a malformed handshake or mapping */
+	uint64_t refused_full;           /* too many peers */
+	bool host_path;                  /* UDP link: the automatic path is on */
+};
+/* 0, or -ENOTSUP when l is neither a host link nor a UDP link. */
+int xr_link_host_stats(struct xr_link *l, struct xr_link_host_stats *out);
+
 /* Link selection, as every tool offers it. */
 struct xr_link_spec {
-	const char *kind;      /* "udp" or "raw" ("mem" is a pair: xr_link_mem_pair) */
+	const char *kind;      /* "udp", "raw" or "host" ("mem" is a pair: xr_link_mem_pair) */
 	const char *addr;      /* local IPv4/IPv6 address */
 	const char *ifname;    /* raw: the interface */
 	uint16_t vid;          /* raw: 802.1Q VLAN (0: untagged) */
 	uint8_t pcp;           /* raw: 802.1Q priority */
 	bool strict_icrc;      /* udp: see xr_link_udp_opts */
 	bool udp_raw_ip_id;    /* udp: see xr_link_udp_opts */
+	bool udp_no_host_path; /* udp: see xr_link_udp_opts */
 };
 /* Opens a link; on failure NULL, errno set and a sentence for the user in
  * msg (missing interface, address in use or not local, privileges...). */

@@ -14,13 +14,20 @@ struct xr_link *xr_link_open(const struct xr_link_spec *s, char *msg, size_t len
 	if (msg && len)
 		msg[0] = '\0';
 	if (!s || !s->kind || !s->addr) {
-		snprintf(msg, len, "a link needs a kind (udp, raw) and a local address");
+		snprintf(msg, len, "a link needs a kind (udp, raw, host) and a local address");
 		errno = EINVAL;
 		return NULL;
 	}
 	if (!strcmp(s->kind, "udp")) {
-		struct xr_link_udp_opts o = { .strict_icrc = s->strict_icrc, .raw_ip_id = s->udp_raw_ip_id };
+		struct xr_link_udp_opts o = { .strict_icrc = s->strict_icrc, .raw_ip_id = s->udp_raw_ip_id,
+					      .no_host_path = s->udp_no_host_path };
 		l = xr_link_udp_ex(s->addr, &o);
+	} else if (!strcmp(s->kind, "host")) {
+		l = xr_link_host(s->addr);
+		if (!l && errno == EADDRINUSE) {
+			snprintf(msg, len, "another xroce device on this host already holds %s", s->addr);
+			return NULL;
+		}
 	} else if (!strcmp(s->kind, "raw")) {
 		if (!s->ifname) {
 			snprintf(msg, len, "the raw link needs an interface (--ifname)");
@@ -29,7 +36,7 @@ struct xr_link *xr_link_open(const struct xr_link_spec *s, char *msg, size_t len
 		}
 		l = xr_link_raw(s->ifname, s->addr, s->vid, s->pcp);
 	} else {
-		snprintf(msg, len, "unknown link '%s' (mem, udp or raw)", s->kind);
+		snprintf(msg, len, "unknown link '%s' (mem, udp, raw or host)", s->kind);
 		errno = EINVAL;
 		return NULL;
 	}

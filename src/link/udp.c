@@ -24,11 +24,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "../wire/hdr.h"
+#include "host.h"
 #include "pool.h"
 #include "xroce/link.h"
 
@@ -53,6 +55,9 @@ struct udp_link {
 	int raw_fd;                   /* IPv4 raw_ip_id: receives with the real IP header; else -1 */
 	bool strict_icrc;
 	uint64_t sport_fallbacks, ids_recovered;
+	struct host_ep *host;         /* local xroce peers: through shared memory; NULL: off */
+	int wait_ep;                  /* with host: an epoll set of the socket and the host eventfd */
+	uint64_t tx_net, rx_net;
 };
 
 static int set_opt(int fd, int level, int name, int v)
@@ -141,12 +146,24 @@ static int udp_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 	while (done < n) {
 		unsigned k = 0;
 		int fd = -1, sent;
+		if (u->host) {
+			/* Frames to local xroce devices go through shared memory. */
+			bool not_local;
+			unsigned h = host_ep_send(u->host, f + done, n - done, false, &not_local);
+			pool_put_n(&u->pool, f + done, h);
+			done += h;
+			if (done == n || !not_local)
+				break;   /* all sent, or a local peer's ring is full */
+		}
 		/* A batch: consecutive frames that leave through the same socket. */
 		while (done + k < n && k < BURST) {
 			struct xr_frame *fr = f[done + k];
 			size_t l3 = l3_offset(fr), l4 = l3 + (u->family == AF_INET ? XR_IPV4_HLEN : XR_IPV6_HLEN);
 			uint16_t sport = get_be16(fr->data + l4 + UDP_OFF_SPORT);
-			int sfd = socket_for(u, sport);
+			int sfd;
+			if (k && u->host && host_ep_is_local(u->host, fr))
+				break;
+			sfd = socket_for(u, sport);
 			if (fd >= 0 && sfd != fd)
 				break;
 			fd = sfd;
@@ -182,6 +199,7 @@ static int udp_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 		}
 		pool_put_n(&u->pool, f + done, (unsigned)sent);
 		done += (unsigned)sent;
+		u->tx_net += (unsigned)sent;
 		if ((unsigned)sent < k)
 			break;
 	}
@@ -298,9 +316,8 @@ static int raw_recv(struct udp_link *u, struct xr_frame **f, unsigned have)
 	return got;
 }
 
-static int udp_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
+static int socket_recv(struct udp_link *u, struct xr_frame **f, unsigned n)
 {
-	struct udp_link *u = l->priv;
 	struct mmsghdr msg[BURST];
 	struct iovec iov[BURST];
 	struct sockaddr_storage src[BURST];
@@ -345,14 +362,38 @@ static int udp_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
 done:
 	if ((unsigned)got < have)
 		pool_put_n(&u->pool, f + got, have - (unsigned)got);
-	l->stats.rx_frames += (uint64_t)got;
 	return got;
+}
+
+static int udp_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
+{
+	struct udp_link *u = l->priv;
+	unsigned got = 0;
+	int net;
+
+	if (u->host) {
+		got = host_ep_recv(u->host, f, n);
+		/* The sender's link had no MAC for us (UDP has no L2): as the
+		 * socket path, the frame is addressed to ours. The ICRC does not
+		 * cover Ethernet. */
+		for (unsigned i = 0; i < got; i++)
+			memcpy(f[i]->data + ETH_OFF_DMAC, u->link.mac, 6);
+	}
+	net = got < n ? socket_recv(u, f + got, n - got) : 0;
+	u->rx_net += (uint64_t)net;
+	got += (unsigned)net;
+	l->stats.rx_frames += got;
+	return (int)got;
 }
 
 static int udp_wait_fd(struct xr_link *l)
 {
 	struct udp_link *u = l->priv;
 
+	if (u->host) {
+		host_ep_wait_fd(u->host);   /* arms the host path's wakeup */
+		return u->wait_ep;
+	}
 	return u->raw_fd >= 0 ? u->raw_fd : u->fd;
 }
 
@@ -363,7 +404,12 @@ static struct xr_frame *udp_alloc(struct xr_link *l)
 
 static void udp_free(struct xr_link *l, struct xr_frame *f)
 {
-	pool_put(&((struct udp_link *)l->priv)->pool, f);
+	struct udp_link *u = l->priv;
+
+	if (u->host && f && (f < u->pool.frames || f >= u->pool.frames + POOL_FRAMES))
+		host_ep_release(u->host, f);
+	else
+		pool_put(&u->pool, f);
 }
 
 static bool udp_is_up(struct xr_link *l)
@@ -376,6 +422,10 @@ static void udp_close(struct xr_link *l)
 {
 	struct udp_link *u = l->priv;
 
+	if (u->host) {
+		host_ep_close(u->host);
+		close(u->wait_ep);
+	}
 	for (unsigned i = 0; u->sport_fd && i < RXE_SPORTS; i++)
 		if (u->sport_fd[i] >= 0 && u->sport_fd[i] != u->fd)
 			close(u->sport_fd[i]);
@@ -460,6 +510,46 @@ static int open_raw(struct udp_link *u)
 	return 0;
 }
 
+/* Local xroce devices through shared memory (the host link's endpoint),
+ * unless asked not to. Best effort: when the address's rendezvous is
+ * taken (a host link holds it), the UDP link runs without. */
+static void open_host_path(struct udp_link *u, const xr_gid *gid)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	if (host_ep_open(&u->host, gid))
+		return;
+	u->wait_ep = epoll_create1(EPOLL_CLOEXEC);
+	ev.data.fd = u->raw_fd >= 0 ? u->raw_fd : u->fd;
+	if (u->wait_ep < 0 || epoll_ctl(u->wait_ep, EPOLL_CTL_ADD, ev.data.fd, &ev)) {
+		if (u->wait_ep >= 0)
+			close(u->wait_ep);
+		host_ep_close(u->host);
+		u->host = NULL;
+		return;
+	}
+	ev.data.fd = u->host->efd;
+	epoll_ctl(u->wait_ep, EPOLL_CTL_ADD, u->host->efd, &ev);
+}
+
+int udp_link_host_stats(struct xr_link *l, struct xr_link_host_stats *out)
+{
+	struct udp_link *u;
+
+	if (l->ops != &udp_ops)
+		return -ENOTSUP;
+	u = l->priv;
+	memset(out, 0, sizeof(*out));
+	if (u->host)
+		host_ep_stats(u->host, out);
+	pthread_mutex_lock(&u->lock);
+	out->tx_net = u->tx_net;
+	pthread_mutex_unlock(&u->lock);
+	out->rx_net = u->rx_net;
+	out->host_path = u->host != NULL;
+	return 0;
+}
+
 struct xr_link *xr_link_udp(const char *addr)
 {
 	return xr_link_udp_ex(addr, NULL);
@@ -521,6 +611,8 @@ struct xr_link *xr_link_udp_ex(const char *addr, const struct xr_link_udp_opts *
 	for (unsigned i = 0; i < RXE_SPORTS; i++)
 		u->sport_fd[i] = -1;
 	pthread_mutex_init(&u->lock, NULL);
+	if (!opts || !opts->no_host_path)
+		open_host_path(u, &gid);
 	u->link.ops = &udp_ops;
 	u->link.kind = "udp";
 	u->link.priv = u;
