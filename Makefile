@@ -52,6 +52,8 @@ bench: build
 	@echo
 	@bench/perf.sh build/bin
 	@echo
+	@bench/host.sh build/bin
+	@echo
 	@bench/links.sh build/bin/bench-links
 
 clean:

@@ -118,6 +118,10 @@ struct xr_link *xr_link_pcap_tap_n(struct xr_link *inner, const char *path, uint
 
 /*
  * UDP link: a kernel UDP socket bound to addr (IPv4 or IPv6) port 4791.
+ * Frames to an address held by an xroce device in another process of this
+ * host go through shared memory instead (the host link's path, registered
+ * under addr too; see xr_link_host), unless no_host_path is set;
+ * xr_link_host_stats counts which way frames went.
  * The engine still builds whole frames; the link sends their UDP payload
  * to the destination's port 4791 from rxe's source port (a socket per
  * source port, made on first use; the 4791 socket when that port is
