@@ -13,6 +13,8 @@ PKGS=(
   tshark                             # independent checker: Wireshark's dissector
   python3 python3-scapy              # independent checker: scapy recomputes ICRC
   iproute2 nftables                  # network namespaces and faults for link tests
+  libibverbs-dev                     # the drop-in libibverbs builds against the system's verbs.h
+  ibverbs-utils perftest             # unmodified programs the drop-in libibverbs is tested with
 )
 
 # `deps.sh interop`: also the peer VM of tests/interop (qemu, the kernel's

@@ -133,7 +133,9 @@ int open_side(struct side *s)
 		s->my[q].out_reads = XR_MAX_RD_ATOMIC;
 		xr_query_gid(s->ctx, &s->my[q].gid);
 	}
-	s->mtu = c->mtu ? mtu_enum_of(c->mtu) : mtu_from_link(s->link->mtu);
+	/* pingpong exchanges no MTU (as ibv_rc_pingpong): both ends take its
+	 * default, 1024, not each its own link's, which may differ. */
+	s->mtu = c->mtu ? mtu_enum_of(c->mtu) : c->pingpong ? mtu_enum_of(1024) : mtu_from_link(s->link->mtu);
 	return 0;
 }
 

@@ -45,6 +45,11 @@ int xr_engine_attach_link(struct xr_engine *e, struct xr_link *l);
  */
 int xr_engine_progress(struct xr_engine *e);
 int xr_engine_start_thread(struct xr_engine *e);
+/* A pass run by a caller that polls for completions while the engine has
+ * its own thread: while callers keep doing so, the thread stays out of
+ * their way (on a small machine it would take the cores they spin on and
+ * be preempted holding the pipeline); it takes over when they stop. */
+int xr_engine_assist(struct xr_engine *e);
 void xr_engine_stop_thread(struct xr_engine *e);
 
 /* The engine's timer clock (ACK and RNR timers, event timestamps): fn(ctx)
@@ -55,6 +60,10 @@ void xr_engine_set_clock(struct xr_engine *e, uint64_t (*fn)(void *ctx), void *c
 /* Completion interrupts: fn(ctx, cqn) runs when an armed CQ gets a CQE
  * (from the engine's thread or the progressing caller). */
 void xr_engine_set_irq(struct xr_engine *e, void (*fn)(void *ctx, uint32_t cqn), void *ctx);
+/* The event queue's interrupt: fn(ctx, type, qpn) runs after each event is
+ * logged (enum xr_event_type; from whichever thread logged it). Set it
+ * before traffic starts. */
+void xr_engine_set_event_irq(struct xr_engine *e, void (*fn)(void *ctx, uint32_t type, uint32_t qpn), void *ctx);
 
 /*
  * Serves the register file on a UNIX stream socket at path (created, and

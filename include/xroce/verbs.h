@@ -139,6 +139,8 @@ int xr_poll_cq(struct xr_cq *cq, int n, struct xr_wc *wc);
 /* Event mode: arm, then wait on the fd (readable when the CQ fired). */
 int xr_req_notify_cq(struct xr_cq *cq, int solicited_only);
 int xr_cq_event_fd(struct xr_cq *cq);
+/* The CQ's number (asynchronous events name CQs by it). */
+uint32_t xr_cq_num(const struct xr_cq *cq);
 /* Blocks until the CQ fires (or timeout_ms, -1 forever); 0, or ETIMEDOUT. */
 int xr_get_cq_event(struct xr_cq *cq, int timeout_ms);
 const char *xr_wc_status_str(enum xr_wc_status status);
@@ -154,6 +156,9 @@ struct xr_async_event {
 /* The next event not yet returned: 0, ETIMEDOUT after timeout_ms (0: do
  * not wait; -1: forever), or EIO. */
 int xr_get_async_event(struct xr_context *ctx, struct xr_async_event *ev, int timeout_ms);
+/* An fd that polls readable while events are waiting (a semaphore count
+ * of them; xr_get_async_event takes one per event it returns). */
+int xr_async_event_fd(struct xr_context *ctx);
 
 struct xr_qp_cap {
 	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data;

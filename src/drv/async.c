@@ -3,6 +3,7 @@
  * Asynchronous events: the device's event log read back as the events an
  * application is told of (CQ errors, SQ drained).
  */
+#include <poll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,24 +48,42 @@ static int next_async_event(struct xr_context *ctx, struct xr_async_event *ev)
 int xr_get_async_event(struct xr_context *ctx, struct xr_async_event *ev, int timeout_ms)
 {
 	struct timespec t0, now;
+	bool woke = false;
+	uint64_t v;
 	int rc;
 
 	if (!ctx || !ev)
 		return EINVAL;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
+		struct pollfd p = { ctx->async_efd, POLLIN, 0 };
+		int left, slice;
 		pthread_mutex_lock(&ctx->lock);
 		rc = next_async_event(ctx, ev);
 		pthread_mutex_unlock(&ctx->lock);
 		if (rc < 0)
 			return EIO;
+		/* One count per event told of (the fd is a semaphore); a count
+		 * that woke us for no event (one lost to the log's wrap) goes too. */
+		if ((rc || woke) && read(ctx->async_efd, &v, sizeof(v)) < 0) {
+			/* nothing counted */
+		}
 		if (rc)
 			return 0;
 		if (ctx->progress == XR_PROGRESS_INLINE)
 			xr_engine_progress(ctx->engine);
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (timeout_ms >= 0 && (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms)
+		left = timeout_ms < 0 ? -1 :
+		       timeout_ms - (int)((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+		if (timeout_ms >= 0 && left <= 0)
 			return ETIMEDOUT;
-		usleep(200);
+		/* Inline mode: nobody else moves the engine, so wait in slices. */
+		slice = ctx->progress == XR_PROGRESS_INLINE ? 1 : left;
+		woke = poll(&p, 1, slice) > 0;
 	}
+}
+
+int xr_async_event_fd(struct xr_context *ctx)
+{
+	return ctx ? ctx->async_efd : -1;
 }

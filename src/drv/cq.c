@@ -137,6 +137,11 @@ int xr_cq_event_fd(struct xr_cq *cq)
 	return cq->efd;
 }
 
+uint32_t xr_cq_num(const struct xr_cq *cq)
+{
+	return cq->cqn;
+}
+
 int xr_get_cq_event(struct xr_cq *cq, int timeout_ms)
 {
 	struct pollfd p = { cq->efd, POLLIN, 0 };

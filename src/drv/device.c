@@ -3,6 +3,7 @@
  * Device context: open (bring-up), close and queries, the interrupt hook
  * that wakes CQ waiters, and protection domains.
  */
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "drv.h"
@@ -17,6 +18,18 @@ static void on_irq(void *arg, uint32_t cqn)
 
 	if (cq && write(cq->efd, &one, sizeof(one)) < 0) {
 		/* counter saturated: the waiter is awake anyway */
+	}
+}
+
+/* Events an application is told of wake xr_get_async_event's waiters. */
+static void on_event(void *arg, uint32_t type, uint32_t qpn)
+{
+	struct xr_context *ctx = arg;
+	uint64_t one = 1;
+
+	(void)qpn;
+	if ((type == XR_EV_CQ_ERROR || type == XR_EV_SQ_DRAINED) && write(ctx->async_efd, &one, sizeof(one)) < 0) {
+		/* counter saturated: waiters are awake anyway */
 	}
 }
 
@@ -45,11 +58,12 @@ struct xr_context *xr_open_device(struct xr_link *link, const struct xr_device_o
 		errno = EINVAL;
 		return NULL;
 	}
+	ctx->async_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
 	ctx->qp_by_num = calloc(XR_MAX_QP, sizeof(*ctx->qp_by_num));
 	ctx->cq_by_num = calloc(XR_MAX_CQ, sizeof(*ctx->cq_by_num));
 	ctx->engine = xr_engine_create();
 	ctx->regs = ctx->engine ? xr_regio_engine(ctx->engine) : NULL;
-	if (!ctx->qp_by_num || !ctx->cq_by_num || !ctx->regs) {
+	if (!ctx->qp_by_num || !ctx->cq_by_num || !ctx->regs || ctx->async_efd < 0) {
 		err = ENOMEM;
 		goto fail;
 	}
@@ -67,6 +81,7 @@ struct xr_context *xr_open_device(struct xr_link *link, const struct xr_device_o
 		usleep(50000);
 	xr_engine_set_link_up(ctx->engine, link->ops->is_up(link));
 	xr_engine_set_irq(ctx->engine, on_irq, ctx);
+	xr_engine_set_event_irq(ctx->engine, on_event, ctx);
 
 	/* Bring-up (seed 000 §3.3): in reset, addresses, then enable. */
 	xr_mac_to_regs(link->mac, &low, &high);
@@ -91,6 +106,8 @@ fail:
 	xr_engine_destroy(ctx->engine);
 	free(ctx->qp_by_num);
 	free(ctx->cq_by_num);
+	if (ctx->async_efd >= 0)
+		close(ctx->async_efd);
 	free(ctx);
 	errno = err;
 	return NULL;
@@ -108,6 +125,7 @@ int xr_close_device(struct xr_context *ctx)
 	free(ctx->free_qpn);
 	free(ctx->qp_by_num);
 	free(ctx->cq_by_num);
+	close(ctx->async_efd);
 	free(ctx);
 	return 0;
 }

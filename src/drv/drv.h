@@ -39,6 +39,7 @@ struct xr_context {
 	struct xr_qp **qp_by_num;      /* CQEs name QPs by number */
 	struct xr_cq **cq_by_num;      /* interrupts name CQs by number */
 	uint32_t ev_next;              /* next event log sequence to look at */
+	int async_efd;                 /* counts events an application is told of (semaphore) */
 };
 
 struct xr_pd {

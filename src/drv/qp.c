@@ -41,8 +41,10 @@ struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr)
 	qp->ctx = ctx;
 	qp->pd = pd;
 	qp->init = *attr;
-	qp->sq_log = log2_at_least(attr->cap.max_send_wr);
-	qp->rq_log = log2_at_least(attr->cap.max_recv_wr ? attr->cap.max_recv_wr : 1);
+	/* A ring has at least two entries: the context's log size 0 means
+	 * "no queue" to the engine (ibv_rc_pingpong asks for one send WR). */
+	qp->sq_log = log2_at_least(attr->cap.max_send_wr < 2 ? 2 : attr->cap.max_send_wr);
+	qp->rq_log = log2_at_least(attr->cap.max_recv_wr < 2 ? 2 : attr->cap.max_recv_wr);
 	qp->sq = aligned_alloc(64, (size_t)XR_WQE_SIZE << qp->sq_log);
 	qp->rq = aligned_alloc(64, (size_t)XR_RWQE_SIZE << qp->rq_log);
 	if (!qp->sq || !qp->rq) {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -41,11 +42,12 @@ void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp)
 		/* Read without the lock by an idle pass (see progress_locked). */
 		__atomic_store_n(&e->nbusy, e->nbusy + 1, __ATOMIC_RELEASE);
 		qp->busy = true;
-		wake = true;
 	}
 	pthread_mutex_unlock(&e->busy_lock);
-	/* Only a sleeping progress thread needs the syscall. */
-	if (wake && e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping)) {
+	/* Only a sleeping progress thread needs the syscall; a QP already on
+	 * the list (waiting for an ACK) still needs it woken for new work. */
+	wake = e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping);
+	if (wake) {
 		uint64_t one = 1;
 		if (write(e->doorbell_efd, &one, sizeof(one)) < 0) {
 			/* Saturated counter: the thread is awake anyway. */
@@ -319,12 +321,41 @@ void xr_dp_quiesce(struct xr_engine *e)
  * flight, short enough to leave the core to others on a busy machine. */
 #define IDLE_SPINS 64
 
+/* A caller assisted this recently: the thread lets it drive. */
+#define ASSIST_HOLDOFF_NS 200000
+
+int xr_engine_assist(struct xr_engine *e)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	atomic_store_explicit(&e->progress.assist_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+			      memory_order_relaxed);
+	return xr_engine_progress(e);
+}
+
+static bool assisted_lately(struct xr_engine *e)
+{
+	struct timespec ts;
+	uint64_t last = atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed);
+
+	if (!last)
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec - last < ASSIST_HOLDOFF_NS;
+}
+
 static void *progress_thread(void *arg)
 {
 	struct xr_engine *e = arg;
 	unsigned idle = 0;
 
 	while (atomic_load(&e->progress.run)) {
+		if (assisted_lately(e)) {
+			struct timespec nap = { 0, ASSIST_HOLDOFF_NS / 2 };
+			nanosleep(&nap, NULL);
+			continue;
+		}
 		if (xr_engine_progress(e)) {
 			idle = 0;
 			continue;
@@ -344,7 +375,11 @@ static void *progress_thread(void *arg)
 				idle = 0;
 				continue;
 			}
-			ready = poll(pf, 2, 1);
+			/* Timers run only for QPs on the busy list, and frames the link
+			 * refused wait in txq: with neither, nothing is due until a
+			 * frame or a doorbell, so an idle device sleeps for good. */
+			bool due = __atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) || e->txq->n;
+			ready = poll(pf, 2, due ? 1 : -1);
 			atomic_store(&e->progress.sleeping, false);
 			if (ready > 0 && (pf[1].revents & POLLIN)) {
 				if (read(e->doorbell_efd, &v, sizeof(v)) < 0) {
@@ -377,6 +412,12 @@ void xr_engine_stop_thread(struct xr_engine *e)
 	if (!e->progress.started)
 		return;
 	atomic_store(&e->progress.run, false);
+	if (e->doorbell_efd >= 0) {
+		uint64_t one = 1;   /* an idle thread sleeps without a timeout */
+		if (write(e->doorbell_efd, &one, sizeof(one)) < 0) {
+			/* saturated: it is awake */
+		}
+	}
 	pthread_join(e->progress.thread, NULL);
 	e->progress.started = false;
 }
@@ -390,6 +431,12 @@ int xr_engine_attach_link(struct xr_engine *e, struct xr_link *l)
 	e->link = l;
 	xr_engine_set_link_up(e, l->ops->is_up(l));
 	return 0;
+}
+
+void xr_engine_set_event_irq(struct xr_engine *e, void (*fn)(void *, uint32_t, uint32_t), void *ctx)
+{
+	e->event_irq_ctx = ctx;
+	e->event_irq = fn;
 }
 
 void xr_engine_set_irq(struct xr_engine *e, void (*fn)(void *, uint32_t), void *ctx)

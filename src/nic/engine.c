@@ -153,6 +153,8 @@ void xr_evlog_add(struct xr_engine *e, enum xr_event_type t, uint32_t qpn, uint3
 	ent->arg1 = a1;
 	e->evlog_seq++;
 	pthread_mutex_unlock(&e->evlog_lock);
+	if (e->event_irq)
+		e->event_irq(e->event_irq_ctx, t, qpn);
 }
 
 /* The selected event into the EVLOG_* read registers' values. */

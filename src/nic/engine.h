@@ -181,11 +181,14 @@ struct xr_engine {
 	int doorbell_efd;                      /* wakes the progress thread */
 	void (*irq)(void *ctx, uint32_t cqn);  /* completion interrupt (MSI-X) */
 	void *irq_ctx;
+	void (*event_irq)(void *ctx, uint32_t type, uint32_t qpn);  /* event queue interrupt */
+	void *event_irq_ctx;
 	struct {
 		pthread_t thread;
 		atomic_bool run;
 		atomic_bool sleeping;          /* wake it through doorbell_efd */
 		bool started;
+		_Atomic uint64_t assist_ns;    /* last pass a polling caller ran (xr_engine_assist) */
 	} progress;
 };
 

@@ -207,6 +207,38 @@ static void test_atomics(void **state)
 	h_close(&p);
 }
 
+/* A QP asking for one send and one receive WR (ibv_rc_pingpong does) gets
+ * rings that work: the engine reads log size 0 as "no queue", so the
+ * driver's smallest ring is two entries, and says so in the caps. */
+static void test_one_entry_queues(void **state)
+{
+	struct pair p;
+	struct h_opts o = base_opts(XR_MTU_1024);
+	struct xr_qp_attr qa;
+	struct xr_qp_init_attr init;
+
+	(void)state;
+	o.sq_depth = 1;
+	o.rq_depth = 1;
+	assert_int_equal(h_open(&p, &o), 0);
+	assert_int_equal(xr_query_qp(p.a.qp[0], &qa, XR_QP_CAP, &init), 0);
+	assert_true(init.cap.max_send_wr >= 1 && init.cap.max_recv_wr >= 1);
+	for (uint64_t i = 1; i <= 5; i++) {
+		struct xr_sge rs = { (uintptr_t)h_data(&p.b), 64, p.b.mr->lkey };
+		struct xr_recv_wr r = { .wr_id = 100 + i, .sg_list = &rs, .num_sge = 1 };
+		struct xr_sge ss = { (uintptr_t)h_data(&p.a), 64, p.a.mr->lkey };
+		struct xr_send_wr w = { .wr_id = i, .sg_list = &ss, .num_sge = 1, .opcode = XR_WR_SEND,
+					.send_flags = XR_SEND_SIGNALED };
+		h_data(&p.a)[0] = (uint8_t)i;
+		assert_int_equal(xr_post_recv(p.b.qp[0], &r, NULL), 0);
+		assert_int_equal(xr_post_send(p.a.qp[0], &w, NULL), 0);
+		expect_wc(&p, &p.a, i, XR_WC_SUCCESS, XR_WC_SEND, "send on a one-entry SQ");
+		expect_wc(&p, &p.b, 100 + i, XR_WC_SUCCESS, XR_WC_RECV, "receive on a one-entry RQ");
+		assert_int_equal(h_data(&p.b)[0], i);
+	}
+	h_close(&p);
+}
+
 /* Inline data, unsignaled WQEs, LOCAL_INV, many WQEs in flight. */
 static void test_inline_unsignaled_local_inv(void **state)
 {
@@ -626,7 +658,7 @@ int main(void)
 		BOTH(test_send), BOTH(test_send_imm), BOTH(test_send_inv), BOTH(test_write),
 		BOTH(test_write_imm), BOTH(test_read), BOTH(test_atomics),
 		BOTH(test_inline_unsignaled_local_inv), BOTH(test_refusals),
-		cmocka_unit_test(test_opcode_sequence_and_state), BOTH(test_modify_qp_rules),
+		cmocka_unit_test(test_opcode_sequence_and_state), BOTH(test_modify_qp_rules), BOTH(test_one_entry_queues),
 		cmocka_unit_test(test_fault_wrapper_is_reproducible), BOTH(test_pcap_tap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The drop-in libibverbs: private objects. Each ibverbs object embeds the
+ * struct the system's <infiniband/verbs.h> defines (so inline verbs and
+ * programs read it as they expect) next to the xroce object it stands
+ * for. One thin layer: every verb maps onto xroce's own API.
+ */
+#ifndef XROCE_IBVERBS_XRV_H
+#define XROCE_IBVERBS_XRV_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#include "xroce/link.h"
+#include "xroce/verbs.h"
+
+#define XRV_EXPORT __attribute__((visibility("default")))
+/* After the definition of a name that also has an old-ABI version: binds
+ * the definition to the default version (gen_abi.py checks for it). */
+#include "abi_symver.h"
+#define XRV_DEFAULT(name) __asm__(".symver " #name ", " #name "@@" XRV_VER_##name ", remove")
+#define XRV_DEV_NAME "xroce0"
+#define XRV_VENDOR_ID 0x000000     /* none: perftest then treats the device as generic */
+#define XRV_VENDOR_PART 0x7872    /* "xr": in no vendor table perftest keeps */
+
+struct xrv_context {
+	struct xr_context *xr;
+	struct xr_link *link;
+	char addr[64];                /* the bound address (the GID) */
+	xr_gid gid;
+	int async_fd;                 /* epoll set of the device's event fd */
+	struct verbs_context vctx;    /* last: ibv_context is its last member */
+};
+
+struct xrv_pd {
+	struct ibv_pd ibv;
+	struct xr_pd *xr;
+};
+
+struct xrv_mr {
+	struct ibv_mr ibv;
+	struct xr_mr *xr;
+};
+
+struct xrv_mw {
+	struct ibv_mw ibv;
+	struct xr_mw *xr;
+};
+
+struct xrv_channel {
+	struct ibv_comp_channel ibv;  /* fd: an epoll set of its CQs' event fds */
+};
+
+struct xrv_cq {
+	struct ibv_cq ibv;
+	struct xr_cq *xr;
+	struct xrv_cq *prev, *next;   /* the registry asynchronous events search */
+};
+
+struct xrv_qp {
+	struct ibv_qp_ex ibv;         /* room for ibv_qp_ex, as the ABI asks */
+	struct xr_qp *xr;
+	struct xrv_qp *prev, *next;
+};
+
+/* Asynchronous events name QPs and CQs by number (async.c). */
+void xrv_register_cq(struct xrv_cq *cq);
+void xrv_unregister_cq(struct xrv_cq *cq);
+void xrv_register_qp(struct xrv_qp *qp);
+void xrv_unregister_qp(struct xrv_qp *qp);
+
+static inline struct xrv_context *xrv_ctx(struct ibv_context *c)
+{
+	return (struct xrv_context *)((char *)c - offsetof(struct xrv_context, vctx.context));
+}
+#define XRV_OF(type, p) ((struct type *)(p))   /* the ibv struct is each object's first member */
+
+/* Logs one line to stderr, prefixed "xroce: ". */
+void xrv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Refuses an unsupported verb: logs once per name, sets errno. */
+void xrv_unsupported(const char *verb, const char *why);
+
+/* Context ops (cq.c, qp.c, mem.c) installed by ibv_open_device. */
+int xrv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int xrv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int xrv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int xrv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int xrv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+struct ibv_mw *xrv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int xrv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
+int xrv_dealloc_mw(struct ibv_mw *mw);
+int xrv_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr, size_t len);
+int xrv_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
+			struct ibv_device_attr_ex *attr, size_t len);
+
+/* The path MTU the link carries (its IP MTU less the RoCE headers). */
+enum ibv_mtu xrv_active_mtu(struct xrv_context *x);
+
+#endif

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Unmodified Debian binaries (ibv_devices, ibv_devinfo, ibv_rc_pingpong)
+# on xroce through the drop-in libibverbs: two processes on this host,
+# 127.0.0.1 and 127.0.0.2, over the host path (the default for local
+# peers) and over the kernel's UDP (XROCE_HOST_PATH=0).
+#   programs.sh BINDIR
+set -u
+bin=$1
+run="$bin/xroce-run"
+fail=0
+t0=$SECONDS
+check() { if [ "$1" = 0 ]; then echo "ok   $2"; else echo "FAIL $2"; fail=1; fi; }
+
+out=$("$run" ibv_devices 2>&1); rc=$?
+echo "$out" | grep -q "xroce0"; check $((rc + $?)) "ibv_devices lists xroce0"
+out=$("$run" --addr 127.0.0.1 ibv_devinfo -v 2>&1); rc=$?
+echo "$out" | grep -q "PORT_ACTIVE" && echo "$out" | grep -q "GID\[  0\]:.*127.0.0.1, RoCE v2" && echo "$out" | grep -q "link_layer:.*Ethernet"
+check $((rc + $?)) "ibv_devinfo -v: port active, Ethernet, GID 0 = the address, RoCE v2"
+out=$("$run" --addr 192.0.2.254 ibv_devinfo 2>&1); rc=$?
+echo "$out" | grep -q "xroce: cannot open the udp link on 192.0.2.254"
+check $(( (rc == 0) + $? )) "ibv_devinfo on an address not this host's: one clear line, failure"
+
+pingpong() {   # label, env..., then pingpong options
+  local label=$1; shift
+  local envs=() opts=()
+  while [ $# -gt 0 ] && [[ $1 == *=* ]]; do envs+=("$1"); shift; done
+  opts=("$@")
+  env "${envs[@]}" timeout 60 "$run" --addr 127.0.0.1 ibv_rc_pingpong -d xroce0 "${opts[@]}" >/tmp/xrv_s.$$ 2>&1 &
+  local spid=$!
+  sleep 0.5
+  env "${envs[@]}" timeout 60 "$run" --addr 127.0.0.2 ibv_rc_pingpong -d xroce0 "${opts[@]}" 127.0.0.1 >/tmp/xrv_c.$$ 2>&1
+  local crc=$?
+  wait $spid; local src=$?
+  grep -q "iters in" /tmp/xrv_c.$$ && grep -q "iters in" /tmp/xrv_s.$$
+  local grc=$?
+  check $((crc + src + grc)) "ibv_rc_pingpong $label ($(grep -h 'usec/iter' /tmp/xrv_c.$$ | sed 's/.*= //'))"
+  [ $((crc + src + grc)) = 0 ] || { echo "--- server"; cat /tmp/xrv_s.$$; echo "--- client"; cat /tmp/xrv_c.$$; }
+  rm -f /tmp/xrv_s.$$ /tmp/xrv_c.$$
+}
+pingpong "-g 0, host path" -g 0 -n 500
+pingpong "-g 0 -c (data checked), host path" -g 0 -n 200 -c
+pingpong "-g 0 -e (completion events), host path" -g 0 -n 200 -e
+pingpong "-g 0 -s 65536, host path" -g 0 -n 100 -s 65536
+pingpong "-g 0, kernel UDP" XROCE_HOST_PATH=0 -g 0 -n 500
+pingpong "-g 0 -e -c, kernel UDP" XROCE_HOST_PATH=0 -g 0 -n 200 -e -c
+
+# Without -g the program asks for an IB LID path: refused at RTR, clearly.
+timeout 20 "$run" --addr 127.0.0.1 ibv_rc_pingpong -d xroce0 -n 5 >/tmp/xrv_s.$$ 2>&1 &
+spid=$!
+sleep 0.5
+timeout 20 "$run" --addr 127.0.0.2 ibv_rc_pingpong -d xroce0 -n 5 127.0.0.1 >/tmp/xrv_c.$$ 2>&1; crc=$?
+kill $spid 2>/dev/null; wait $spid 2>/dev/null
+# (the server reaches RTR first and says so; the client then loses its peer)
+cat /tmp/xrv_s.$$ /tmp/xrv_c.$$ | grep -q "no GRH (is_global 0"; check $(( (crc == 0) + $? )) "ibv_rc_pingpong without -g: refused at RTR with a message"
+rm -f /tmp/xrv_s.$$ /tmp/xrv_c.$$
+
+# xroce-perf pingpong between two processes whose links report different
+# MTUs (lo's 65536 for 127.0.0.1, the 1500 guess for 127.0.0.2): both take
+# ibv_rc_pingpong's default path MTU, 1024 (each took its own link's and
+# the larger side's packets drew NAKs: "remote invalid request").
+"$bin/xroce-perf" pingpong --link udp --no-host-path --bind 127.0.0.1 -n 50 >/tmp/xrv_s.$$ 2>&1 &
+spid=$!
+sleep 0.5
+timeout 30 "$bin/xroce-perf" pingpong --link udp --no-host-path --bind 127.0.0.2 -n 50 127.0.0.1 >/tmp/xrv_c.$$ 2>&1; crc=$?
+wait $spid; src=$?
+check $((crc + src)) "xroce-perf pingpong, default MTU, ends with different link MTUs"
+[ $((crc + src)) = 0 ] || cat /tmp/xrv_c.$$ /tmp/xrv_s.$$
+rm -f /tmp/xrv_s.$$ /tmp/xrv_c.$$
+
+echo "programs: $((SECONDS - t0)) s"
+exit $fail
