@@ -15,7 +15,8 @@ static void usage(FILE *o)
 {
 	fprintf(o,
 "Usage: xroce-perf TEST [options] [server-address]\n"
-"       xroce-perf pingpong [options] [server-address]   (ibv_rc_pingpong compatible)\n"
+"       xroce-perf pingpong [options] [server-address]   (ibv_rc_pingpong compatible: its\n"
+"           flags -p -d -i -s -m -r -n -l -g -c; -e -o -O -P -t -j -N are refused by name)\n"
 "TEST: write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat atomic_lat\n"
 "Without a server address this is the server; with one, the client (as perftest).\n"
 "With --link mem both ends run in this process and no address is needed.\n"
@@ -87,6 +88,52 @@ enum { O_GBITS = 256, O_INF, O_JSON, O_JSONF, O_LINK, O_BIND, O_IFNAME, O_VLAN, 
        O_PCAP, O_PCAPN, O_PROGRESS, O_STRICT_ICRC, O_RAW_IP_ID, O_RETRY7,
        O_NO_HOST, O_FDROP, O_FREORDER, O_FSEED };
 
+/* ibv_rc_pingpong's own flags: 0 taken, 1 not one of them (the common
+ * parser goes on), 2 refused (the message names the flag). */
+static int pingpong_flag(struct cfg *c, int ch)
+{
+	uint64_t v;
+
+	switch (ch) {
+	case 'g':
+		if (!cli_u64(prog, "gid-idx", optarg, 255, &v))
+			return 2;
+		if (v) {
+			fprintf(stderr, "%s: -g %s: the device has one GID, index 0\n", prog, optarg);
+			return 2;
+		}
+		c->gid_index = 0;
+		return 0;
+	case 'i':
+		if (!cli_u64(prog, "ib-port", optarg, 255, &v))
+			return 2;
+		if (v != 1) {
+			fprintf(stderr, "%s: -i %s: the device has one port, 1\n", prog, optarg);
+			return 2;
+		}
+		return 0;
+	case 'l':
+		if (!cli_u64(prog, "sl", optarg, 15, &v))
+			return 2;
+		if (v) {
+			fprintf(stderr, "%s: -l %s: service levels other than 0 are not supported\n", prog, optarg);
+			return 2;
+		}
+		return 0;
+	case 'c':
+		c->verify = true;   /* ibv_rc_pingpong's -c: check the received data */
+		return 0;
+	case 'e': fprintf(stderr, "%s: -e (completion events) is not supported by pingpong yet\n", prog); return 2;
+	case 'o': fprintf(stderr, "%s: -o (on-demand paging) is not supported\n", prog); return 2;
+	case 'O': fprintf(stderr, "%s: -O (implicit on-demand paging) is not supported\n", prog); return 2;
+	case 'P': fprintf(stderr, "%s: -P (ODP prefetch) is not supported\n", prog); return 2;
+	case 't': fprintf(stderr, "%s: -t (completion timestamps) is not supported\n", prog); return 2;
+	case 'j': fprintf(stderr, "%s: -j (device memory) is not supported\n", prog); return 2;
+	case 'N': fprintf(stderr, "%s: -N (the new post send API) is not supported\n", prog); return 2;
+	default: return 1;
+	}
+}
+
 /* Reads the test and its options into *c (and the link's kind into
  * *link_kind). Returns -1 to go on, else the exit status: 0 after --help,
  * 2 on bad usage. */
@@ -129,7 +176,17 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 	}
 	optind = 2;
 #define NUM(opt, max, dst) do { if (!cli_u64(prog, opt, optarg, (max), &v)) return 2; (dst) = v; } while (0)
-	while ((ch = getopt_long(argc, argv, "s:n:D:aq:m:t:r:p:d:x:I:u:bFh", opts, NULL)) != -1) {
+	/* pingpong takes ibv_rc_pingpong's short options, whose letters mean
+	 * other things in perftest's tools. */
+	while ((ch = getopt_long(argc, argv, c->pingpong ? "p:d:i:s:m:r:n:l:eg:oOPtcjNh" : "s:n:D:aq:m:t:r:p:d:x:I:u:bFh",
+				 opts, NULL)) != -1) {
+		if (c->pingpong) {
+			int rc = pingpong_flag(c, ch);
+			if (rc == 2)
+				return 2;
+			if (rc == 0)
+				continue;
+		}
 		switch (ch) {
 		case 's': NUM("size", 1u << 30, c->size); size_set = true; break;
 		case 'n': NUM("iters", UINT32_MAX, c->iters); iters_set = true; break;

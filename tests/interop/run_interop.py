@@ -83,6 +83,8 @@ CLOCK_FAILURE = "Can't produce a report"
 def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="udp", attempt=1):
     """role 'vm-server': the perftest tool in the VM serves, xroce-perf connects; 'xroce-server': reverse."""
     lat = "lat" in name or "pingpong" in name
+    if "pingpong" in name:   # rc_pingpong exchanges no MTU: both ends are told it, as the peer is with -m
+        xroce_args = xroce_args + ["-m", str(mtu)]
     t0 = time.time()
     vm_cmd = f"{peer_tool} -d rxe0 -x 1 {extra_peer}" if "pingpong" not in name else f"{peer_tool} -d rxe0 -g 1 {extra_peer}"
     host_cmd = ["timeout", "90", perf] + xroce_args + (["--link", "udp", "--bind", HOST] if link == "udp" else

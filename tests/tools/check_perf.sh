@@ -45,6 +45,15 @@ n=$(grep -cE '^ 65536 ' <<<"$out" || true)
 # rc_pingpong mode.
 out=$(timeout 60 "$perf" pingpong --link mem -n 200 2>&1) || fail "pingpong: $out"
 grep -q "iters in .* usec/iter" <<<"$out" || fail "pingpong output: $out"
+# ibv_rc_pingpong's own flags: taken (-g 0, -c checks the data, -i 1, -l 0)
+# or refused with a message naming the flag.
+out=$(timeout 60 "$perf" pingpong --link mem -n 50 -g 0 -c -i 1 -l 0 2>&1) || fail "pingpong -g 0 -c: $out"
+grep -q "data verification: [1-9][0-9]* messages checked, 0 errors" <<<"$out" || fail "pingpong -c checked nothing: $out"
+for f in "-g 1:-g 1" "-e:-e (completion events)" "-o:-o (on-demand" "-i 2:-i 2" "-t:-t (completion timestamps)"; do
+  out=$(timeout 10 "$perf" pingpong --link mem -n 5 ${f%%:*} 2>&1) && fail "pingpong ${f%%:*} accepted"
+  grep -qF -- "${f#*:}" <<<"$out" || fail "pingpong ${f%%:*}: no message naming it: $out"
+done
+echo "ok   pingpong: ibv_rc_pingpong's flags"
 
 # Two processes over the UDP link: perftest's exchange on TCP.
 for t in write_bw send_lat atomic_bw send_bw; do
