@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Unmodified Debian binaries (ibv_devices, ibv_devinfo, ibv_rc_pingpong)
+# Unmodified Debian binaries (ibv_devices, ibv_devinfo, ibv_rc_pingpong,
+# ib_{write,read,send,atomic}_bw, ib_write_lat)
 # on xroce through the drop-in libibverbs: two processes on this host,
 # 127.0.0.1 and 127.0.0.2, over the host path (the default for local
 # peers) and over the kernel's UDP (XROCE_HOST_PATH=0).
@@ -44,6 +45,21 @@ pingpong "-g 0 -e (completion events), host path" -g 0 -n 200 -e
 pingpong "-g 0 -s 65536, host path" -g 0 -n 100 -s 65536
 pingpong "-g 0, kernel UDP" XROCE_HOST_PATH=0 -g 0 -n 500
 pingpong "-g 0 -e -c, kernel UDP" XROCE_HOST_PATH=0 -g 0 -n 200 -e -c
+
+# perftest, unmodified: each tool's server and client on this host (host
+# path), a result line from both.
+for t in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat; do
+  timeout 60 "$run" --addr 127.0.0.1 $t -d xroce0 -n 300 -F >/tmp/xrv_s.$$ 2>&1 &
+  spid=$!
+  sleep 1
+  timeout 60 "$run" --addr 127.0.0.2 $t -d xroce0 -n 300 -F 127.0.0.1 >/tmp/xrv_c.$$ 2>&1; crc=$?
+  wait $spid; src=$?
+  line=$(grep -E '^ [0-9]+ +300 ' /tmp/xrv_c.$$ | tail -1 | tr -s ' \t' ' ')
+  [ -n "$line" ] && grep -qE '^ [0-9]+ +300 ' /tmp/xrv_s.$$
+  check $((crc + src + $?)) "$t -F:$line"
+  [ $((crc + src)) = 0 ] || { echo "--- server"; tail -5 /tmp/xrv_s.$$; echo "--- client"; tail -5 /tmp/xrv_c.$$; }
+done
+rm -f /tmp/xrv_s.$$ /tmp/xrv_c.$$
 
 # Without -g the program asks for an IB LID path: refused at RTR, clearly.
 timeout 20 "$run" --addr 127.0.0.1 ibv_rc_pingpong -d xroce0 -n 5 >/tmp/xrv_s.$$ 2>&1 &
