@@ -3,7 +3,7 @@ JOBS  ?= $(shell nproc)
 CMAKE ?= cmake
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build demo test test-fast test-asan test-fuzz test-interop bench docs interop clean
+.PHONY: all deps build demo test test-fast test-asan test-fuzz test-interop bench docs interop install clean
 
 all: build
 
@@ -55,6 +55,12 @@ bench: build
 	@bench/host.sh build/bin
 	@echo
 	@bench/links.sh build/bin/bench-links
+
+# xroce-run into $(PREFIX)/bin, the drop-in libibverbs into $(PREFIX)/lib/xroce
+# (a private directory: never over the system's libibverbs).
+PREFIX ?= /usr/local
+install: build
+	$(CMAKE) --install build --prefix $(PREFIX)
 
 clean:
 	rm -rf build build-asan build-fuzz
