@@ -3,6 +3,8 @@
  * Queue pairs: create, modify (the RC transition table and attribute
  * checks), query and destroy.
  */
+#include <time.h>
+
 #include "drv.h"
 
 /* ---- QP ---- */
@@ -310,6 +312,24 @@ int xr_query_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask, struct xr_qp_i
 	return 0;
 }
 
+/* A NIC's ACK leaves before the program can react to the receive it
+ * answers; here it may still wait in the engine when a program that saw
+ * its last completion destroys the QP (ibv_rc_pingpong does, at once).
+ * Let the engine finish what it is doing first, briefly and bounded. */
+static void settle(struct xr_context *ctx)
+{
+	struct timespec nap = { 0, 50000 };
+
+	for (int i = 0, quiet = 0; i < 200 && quiet < 3; i++) {
+		if (xr_engine_progress(ctx->engine) > 0) {
+			quiet = 0;
+			continue;
+		}
+		quiet++;
+		nanosleep(&nap, NULL);   /* the engine's thread may be mid-pass */
+	}
+}
+
 int xr_destroy_qp(struct xr_qp *qp)
 {
 	struct xr_context *ctx;
@@ -317,6 +337,8 @@ int xr_destroy_qp(struct xr_qp *qp)
 	if (!qp)
 		return EINVAL;
 	ctx = qp->ctx;
+	if (qp->hw.state == XR_QPS_RTR || qp->hw.state == XR_QPS_RTS || qp->hw.state == XR_QPS_SQD)
+		settle(ctx);
 	pthread_mutex_lock(&ctx->lock);
 	xr_regio_qp_destroy(ctx->regs, qp->qpn);
 	__atomic_store_n(&ctx->qp_by_num[qp->qpn], NULL, __ATOMIC_RELEASE);

@@ -195,6 +195,7 @@ static struct {
 	struct xr_link *link;
 	struct xr_context *xr;
 	char addr[64];
+	uint32_t ifindex;             /* raw link: the interface's index */
 } backend = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static int backend_get(struct xrv_context *x)
@@ -241,6 +242,7 @@ static int backend_get(struct xrv_context *x)
 		return err;
 	}
 	snprintf(backend.addr, sizeof(backend.addr), "%s", cfg.addr);
+	backend.ifindex = cfg.ifname[0] ? if_nametoindex(cfg.ifname) : 0;
 	backend.refs = 1;
 	/* XROCE_REGS_SOCKET: the register file for xroce-regs (counters, QP
 	 * table, event log) of a program that knows nothing of it. */
@@ -254,6 +256,7 @@ done:
 	x->xr = backend.xr;
 	x->link = backend.link;
 	snprintf(x->addr, sizeof(x->addr), "%s", backend.addr);
+	x->ifindex = backend.ifindex;
 	xr_query_gid(x->xr, &x->gid);
 	pthread_mutex_unlock(&backend.lock);
 	return 0;
@@ -449,13 +452,6 @@ XRV_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int 
 }
 XRV_DEFAULT(ibv_query_gid);
 
-static int ifindex_of(struct xrv_context *x)
-{
-	const char *ifname = getenv("XROCE_IFNAME");
-	(void)x;
-	return ifname && *ifname ? (int)if_nametoindex(ifname) : 0;
-}
-
 XRV_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_index,
 				 struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)
 {
@@ -468,7 +464,7 @@ XRV_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
 	memcpy(e.gid.raw, xrv_ctx(context)->gid.raw, 16);
 	e.port_num = 1;
 	e.gid_type = IBV_GID_TYPE_ROCE_V2;
-	e.ndev_ifindex = (uint32_t)ifindex_of(xrv_ctx(context));
+	e.ndev_ifindex = xrv_ctx(context)->ifindex;
 	memcpy(entry, &e, sizeof(e));
 	return 0;
 }

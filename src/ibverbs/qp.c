@@ -4,8 +4,6 @@
  * ibv_modify_qp's rules and masks), query, destroy, and posting work
  * requests through the context ops.
  */
-#include <time.h>
-
 #include "xrv.h"
 
 _Static_assert((int)IBV_QP_STATE == (int)XR_QP_STATE && (int)IBV_QP_AV == (int)XR_QP_AV && (int)IBV_QP_DEST_QPN == (int)XR_QP_DEST_QPN &&
@@ -105,25 +103,6 @@ XRV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 }
 XRV_DEFAULT(ibv_create_qp);
 
-/* A NIC's ACK leaves before the program can react to the receive it
- * answers; here it may still wait in the engine when a program that saw
- * its last completion destroys the QP (ibv_rc_pingpong does, at once).
- * Let the engine finish what it is doing first, briefly and bounded. */
-static void settle(struct ibv_qp *ibv)
-{
-	struct xr_engine *e = xr_context_engine(xrv_ctx(ibv->context)->xr);
-	struct timespec nap = { 0, 50000 };
-
-	for (int i = 0, quiet = 0; i < 200 && quiet < 3; i++) {
-		if (xr_engine_progress(e) > 0) {
-			quiet = 0;
-			continue;
-		}
-		quiet++;
-		nanosleep(&nap, NULL);   /* the engine's thread may be mid-pass */
-	}
-}
-
 XRV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibv)
 {
 	struct xrv_qp *qp = XRV_OF(xrv_qp, ibv);
@@ -131,8 +110,6 @@ XRV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibv)
 
 	if (!ibv)
 		return EINVAL;
-	if (ibv->state != IBV_QPS_RESET && ibv->state != IBV_QPS_ERR)
-		settle(ibv);
 	rc = xr_destroy_qp(qp->xr);
 	if (rc)
 		return rc;

@@ -34,6 +34,7 @@ struct xrv_context {
 	struct xr_link *link;
 	char addr[64];                /* the bound address (the GID) */
 	xr_gid gid;
+	uint32_t ifindex;             /* the GID's netdev (raw link), else 0 */
 	int async_fd;                 /* epoll set of the device's event fd */
 	struct verbs_context vctx;    /* last: ibv_context is its last member */
 };
