@@ -130,29 +130,26 @@ static int recv_msg(int fd, struct hello *m, int *fds, unsigned nfds)
 	return -EPROTO;
 }
 
-/* Lays the connection over its mapping; dir is the direction we send in. */
+/* Lays the connection over its mapping; dir is the direction we send in.
+ * The mapping is new (zeroed): every index starts at 0, all our slots free. */
 static struct host_conn *conn_new(uint8_t *map, size_t size, unsigned dir, const uint8_t peer[16])
 {
 	struct host_shm *shm = (struct host_shm *)map;
 	struct host_conn *c = calloc(1, sizeof(*c));
 	struct xr_frame *slots = (struct xr_frame *)(map + HOST_SLOTS_OFF);
 
-	if (!c || !(c->rx_done = calloc(HOST_SLOTS, 1))) {
-		free(c);
+	if (!c)
 		return NULL;
-	}
 	c->sock = -1;
 	c->peer_efd = -1;
 	c->map = map;
 	c->size = size;
-	c->slots = HOST_SLOTS;
-	c->mask = HOST_SLOTS - 1;
-	c->tx = &shm->ring[dir];
-	c->rx = &shm->ring[!dir];
+	c->tx = &shm->dir[dir];
+	c->rx = &shm->dir[!dir];
 	c->tx_slot = slots + (size_t)dir * HOST_SLOTS;
 	c->rx_slot = slots + (size_t)!dir * HOST_SLOTS;
-	c->tx_tail = atomic_load(&c->tx->tail);
-	c->rx_taken = c->rx_head = atomic_load(&c->rx->head);
+	for (uint32_t i = 0; i < HOST_SLOTS; i++)
+		c->tx_free[c->ntx_free++] = HOST_SLOTS - 1 - i;
 	memcpy(c->peer.raw, peer, 16);
 	atomic_init(&c->dead, false);
 	return c;
@@ -168,7 +165,6 @@ void host_conn_free(struct host_conn *c)
 		close(c->peer_efd);
 	if (c->map)
 		munmap(c->map, c->size);
-	free(c->rx_done);
 	free(c);
 }
 
