@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -53,6 +54,21 @@ struct host_shm {
 #define HOST_SLOTS_OFF 4096u
 _Static_assert(sizeof(struct host_shm) <= HOST_SLOTS_OFF, "the slots start after the indices");
 _Static_assert((HOST_SLOTS & (HOST_SLOTS - 1)) == 0, "index arithmetic masks");
+
+/* The handshake message (SOCK_SEQPACKET; host_ep.c). */
+struct host_hello {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t reply;      /* 0: hello, 1: reply */
+	uint32_t slots;
+	int32_t status;      /* reply: 0 or -errno */
+	uint8_t addr[16];    /* hello: the connecting device's address */
+};
+
+static inline size_t host_shm_size(void)
+{
+	return HOST_SLOTS_OFF + 2 * (size_t)HOST_SLOTS * sizeof(struct xr_frame) + HOST_TAIL_PAD;
+}
 
 /* Where one of our slots is; the peer's slots need only "held by us". */
 enum host_tx_state { TX_FREE, TX_ENGINE, TX_PEER };

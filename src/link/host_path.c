@@ -145,9 +145,10 @@ static void reclaim(struct host_ep *h, struct host_conn *c)
 {
 	uint32_t tail = atomic_load_explicit(&c->tx->ret_tail, memory_order_acquire);
 
-	if (tail - c->tx_ret_head > HOST_SLOTS) {   /* not a count: skip to it */
+	if (tail - c->tx_ret_head > HOST_SLOTS) {   /* not a count: take nothing, go on from it */
 		h->st.rx_drop_bad_index++;
-		c->tx_ret_head = tail - HOST_SLOTS;
+		c->tx_ret_head = tail;
+		return;
 	}
 	for (; c->tx_ret_head != tail; c->tx_ret_head++) {
 		uint32_t i = atomic_load_explicit(&c->tx->ret[c->tx_ret_head & (HOST_SLOTS - 1)], memory_order_relaxed);
