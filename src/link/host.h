@@ -107,7 +107,7 @@ struct host_ep {
 	 * connections over here, and counts here. */
 	pthread_mutex_t pending_lock;
 	struct host_conn *pending[HOST_MAX_CONNS];
-	unsigned npending;
+	_Atomic unsigned npending;   /* read unlocked: the data path skips the lock when 0 */
 	struct xr_link_host_stats ctl_st;
 	_Atomic unsigned reserved;   /* connections in the table or pending: at most HOST_MAX_CONNS */
 	xr_gid addr;

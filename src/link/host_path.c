@@ -58,6 +58,8 @@ static bool frame_dst(const struct xr_frame *f, xr_gid *dst)
 /* Connections the control thread accepted join the table. Lock held. */
 static void adopt_pending(struct host_ep *h)
 {
+	if (!atomic_load_explicit(&h->npending, memory_order_relaxed))
+		return;   /* the common case: no lock per burst */
 	pthread_mutex_lock(&h->pending_lock);
 	for (unsigned i = 0; i < h->npending; i++)
 		h->conn[h->nconn++] = h->pending[i];   /* reserve() keeps this in bounds */
