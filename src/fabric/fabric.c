@@ -356,15 +356,20 @@ static void tx_port(struct xr_fabric *fab, struct port *p, int *moved)
 			return;
 		struct cell *c = p->q[best].head;
 		struct xr_frame *f = xr_link_frame_alloc(p->link);
-		if (!f) {
-			p->st.tx_stalls++;
-			return;
+		if (f) {
+			f->len = c->len;
+			memcpy(f->data, c->data, c->len);
+			if (xr_link_send(p->link, &f, 1) != 1) {
+				xr_link_frame_free(p->link, f);
+				f = NULL;
+			}
 		}
-		f->len = c->len;
-		memcpy(f->data, c->data, c->len);
-		if (xr_link_send(p->link, &f, 1) != 1) {
-			xr_link_frame_free(p->link, f);
-			p->st.tx_stalls++;   /* the far side is not reading: keep it, try next step */
+		if (!f) {
+			/* The far side is not taking frames: keep this one for the next
+			 * step, and do not let the time lost now be caught up later
+			 * faster than the line rate. */
+			p->st.tx_stalls++;
+			p->tx_free_ns = now;
 			return;
 		}
 		xr_fab_pcap(fab, p, c->data, c->len, start);
