@@ -319,15 +319,18 @@ static uint64_t start_time(const struct port *p, uint8_t prio, uint64_t now)
 	return t > p->pause_until[prio] ? t : p->pause_until[prio];
 }
 
-static void dequeue(struct xr_fabric *fab, struct port *p, uint8_t prio)
+/* The head of (p, prio) left at time t. */
+static void dequeue(struct xr_fabric *fab, struct port *p, uint8_t prio, uint64_t t)
 {
 	struct queue *q = &p->q[prio];
 	struct cell *c = q->head;
 	struct port *in = fab->ports[c->in_port];
 
 	q->head = c->next;
-	if (!q->head)
+	if (!q->head) {
 		q->tail = NULL;
+		q->idle_since = t;
+	}
 	q->bytes -= c->len;
 	p->qbytes -= c->len;
 	in->in_bytes[prio] -= c->len;
@@ -377,7 +380,7 @@ static void tx_port(struct xr_fabric *fab, struct port *p, int *moved)
 		p->st.tx_frames++;
 		p->st.tx_bytes += c->len;
 		p->st.tx_wire_bytes += (uint64_t)c->len + XR_FABRIC_WIRE_OVERHEAD;
-		dequeue(fab, p, (uint8_t)best);
+		dequeue(fab, p, (uint8_t)best, start);
 		(*moved)++;
 	}
 }

@@ -40,6 +40,7 @@ struct queue {
 	struct cell *head, *tail;
 	uint64_t bytes;
 	double avg;            /* RED's averaged length */
+	uint64_t idle_since;   /* when the queue last went empty */
 };
 
 struct port {
