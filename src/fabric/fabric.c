@@ -204,7 +204,7 @@ static void enqueue(struct xr_fabric *fab, struct port *in, unsigned in_idx, str
 	struct queue *q = &eg->q[prio];
 	struct cell *c;
 
-	if (!eg->link->ops->is_up(eg->link)) {
+	if (!eg->up) {
 		eg->st.drops[XR_FABRIC_DROP_EGRESS_DOWN]++;
 		return;
 	}
@@ -397,6 +397,9 @@ int xr_fabric_step(struct xr_fabric *fab, uint64_t now_ns)
 		now_ns = last;
 	atomic_store_explicit(&fab->prev, last, memory_order_relaxed);
 	atomic_store_explicit(&fab->now, now_ns, memory_order_release);
+	/* Once per step: an interface port asks the kernel. */
+	for (unsigned i = 0; i < fab->nports; i++)
+		fab->ports[i]->up = fab->ports[i]->link->ops->is_up(fab->ports[i]->link);
 	for (unsigned i = 0; i < fab->nports; i++)
 		rx_port(fab, i, &moved);
 	for (unsigned i = 0; i < fab->nports; i++) {
