@@ -176,7 +176,8 @@ double xr_fabric_ecn_prob(const struct xr_fabric_ecn_cfg *cfg, double q);
  * A host's NIC MAC on a port: frames leave at rate_bps on the fabric's
  * clock (0: the port's rate; unpaced: as fast as the engine sends), and
  * PFC/PAUSE frames the switch sends are honoured (the engine does not do
- * this itself yet) unless ignore_pause. The host's neighbour table is the
+ * this itself yet) unless ignore_pause, which also hands MAC control frames
+ * on to the engine (for PFC in the engine). The host's neighbour table is the
  * fabric's: resolve answers with the MAC of whichever host holds the GID.
  */
 struct xr_fabric_host_cfg {
