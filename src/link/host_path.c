@@ -275,7 +275,6 @@ unsigned host_ep_send(struct host_ep *h, struct xr_frame **f, unsigned n, bool d
 		struct host_conn *c, *own;
 		uint32_t own_i = 0;
 		int32_t slot;
-		uint16_t len;
 		xr_gid dst;
 		bool gone;
 
@@ -319,15 +318,11 @@ unsigned host_ep_send(struct host_ep *h, struct xr_frame **f, unsigned n, bool d
 			h->st.tx_drop_stalled++;
 			goto done;
 		}
-		len = fr->len;   /* read once: another connection's slot, or a caller's frame */
-		if (len > XR_MAX_FRAME) {
-			h->st.tx_drop_not_ip++;
-			goto done;
-		}
+		/* fr is private memory or a slot of ours: frame_dst checked its length. */
 		c->tx_slot[slot].next = NULL;
-		c->tx_slot[slot].len = len;
+		c->tx_slot[slot].len = fr->len;
 		c->tx_slot[slot].rx_flags = 0;
-		memcpy(c->tx_slot[slot].data, fr->data, len);
+		memcpy(c->tx_slot[slot].data, fr->data, fr->len);
 		addressed(&c->tx_slot[slot], &dst);
 		slot_send(c, (uint32_t)slot);
 		open = c;
