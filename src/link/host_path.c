@@ -6,11 +6,12 @@
  * its index comes back when that engine gives the frame back. No copy,
  * unless a frame was built elsewhere (the UDP link's own pool, another
  * connection's slot, no slot free at the time): then it is copied once.
- * A peer shares the mapping, so it could rewrite anything in it: indices
- * are checked against our private record of who holds each slot,
- * lengths when a slot is taken, and the mapping ends with HOST_TAIL_PAD
- * bytes so that any length a peer writes later still reads inside it
- * (the ICRC then fails, as on a corrupting wire).
+ * A peer can write only its own memfd (ours it maps read only), but that
+ * one may change under us while we read it: its indices are checked
+ * against our private record of who holds each slot, lengths when a slot
+ * is taken, and it ends with HOST_TAIL_PAD bytes so that any length the
+ * peer writes later still reads inside it (the ICRC then fails, as on a
+ * corrupting wire).
  *
  * Wakeups as the mem link: the receiver arms before sleeping (bumps its
  * `sleeps`), the sender writes the receiver's eventfd only when armed (a
