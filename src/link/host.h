@@ -4,8 +4,10 @@
  * share. One endpoint per local address; it registers the address in a
  * host-local rendezvous (an abstract UNIX socket, so per network
  * namespace, gone with the process) and keeps one connection per peer
- * process. A connection is a memfd mapping with two single-producer
- * single-consumer rings of frame slots, one per direction.
+ * process. A connection is two memfds, one written by each side (its
+ * frame slots and the single-producer single-consumer index rings that
+ * lend them to the peer and give the peer's back), each mapped read only
+ * by the other side.
  *
  * Files: host_ep.c (rendezvous, handshake, the control thread that
  * accepts peers and notices those that exit), host_path.c (the data path:
