@@ -9,6 +9,7 @@ PKGS=(
   libisal-dev                        # ICRC fast path (ISA-L CRC-32)
   libcmocka-dev                      # unit tests
   libpcap-dev                        # pcap files (xroce-gen, pcap tap)
+  libxdp-dev libbpf-dev              # the AF_XDP link (its XDP filter is built with clang)
   clang libclang-rt-14-dev           # libFuzzer target for the parser
   tshark                             # independent checker: Wireshark's dissector
   python3 python3-scapy              # independent checker: scapy recomputes ICRC
