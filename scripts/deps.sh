@@ -14,6 +14,7 @@ PKGS=(
   tshark                             # independent checker: Wireshark's dissector
   python3 python3-scapy              # independent checker: scapy recomputes ICRC
   iproute2 nftables                  # network namespaces and faults for link tests
+  iputils-ping                       # the kernel's own traffic beside the XDP link (tests/net/xdp_link.sh)
   libibverbs-dev                     # the drop-in libibverbs builds against the system's verbs.h
   ibverbs-utils perftest             # unmodified programs the drop-in libibverbs is tested with
 )
