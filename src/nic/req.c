@@ -192,8 +192,10 @@ static bool start_wqe(struct xr_engine *e, struct xr_qp *qp)
 			xr_count(e, XR_CNT_RDMA_SENDS, 1);
 	}
 	if (is_rd_atomic(m->opcode)) {
-		uint32_t max = qp->ctx.max_rd_atomic ? qp->ctx.max_rd_atomic : 1;
-		if (r->rd_atomic_out >= max)
+		/* max_rd_atomic 0 lets none out: the WQE waits, and the send
+		 * queue behind it, until a modify raises the limit or the QP
+		 * fails (B5, rxe check_init_depth; no error completion). */
+		if (r->rd_atomic_out >= qp->ctx.max_rd_atomic)
 			return false;
 		r->rd_atomic_out++;
 	}
