@@ -341,6 +341,14 @@ static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct
 			retry_from(e, qp, tail_expected_psn(qp));
 		return;
 	}
+	/* The response sequence (rxe check_ack, B12): a READ's responses start
+	 * with FIRST or ONLY and go on with MIDDLE and LAST (a retry of its
+	 * tail is answered MIDDLE..LAST); anything else is a broken responder. */
+	if (!!m->read_done != !(p->op->flags & XR_OPF_FIRST)) {
+		xr_count(e, XR_CNT_DROP_RESP_UNEXPECTED, 1);
+		fail_tail(e, qp, XR_WC_BAD_RESP_ERR);
+		return;
+	}
 	w = xr_sq_slot(qp, r->tail);
 	offset = m->read_done;
 	expect_len = w->length - offset < mtu ? w->length - offset : mtu;
