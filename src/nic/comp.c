@@ -122,7 +122,8 @@ static void ack_upto(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 			break;   /* not even fully sent yet (a stray ACK) */
 		if (r->cur_active && r->cur == r->tail)
 			r->cur_active = false;   /* its resend is not needed */
-		complete_tail(e, qp, XR_WC_SUCCESS, 0);
+		/* byte_len: the WR's length (B23, rxe make_send_cqe) */
+		complete_tail(e, qp, XR_WC_SUCCESS, xr_sq_slot(qp, r->tail)->length);
 		if ((uint16_t)(r->head - r->tail) > (uint16_t)(r->started_end - r->tail))
 			r->head = r->tail;   /* it was rewound behind the tail */
 	}

@@ -4,7 +4,8 @@
  * packets. Messages are segmented FIRST/MIDDLE/LAST (or ONLY); each packet
  * takes one PSN and a READ of N response packets takes N; AckReq goes on
  * every message's last packet and after 64 packets without one; at most
- * 128 PSNs are unacknowledged and max_rd_atomic READs/atomics outstanding.
+ * 129 PSNs are unacknowledged (rxe's 128 beyond the oldest) and max_rd_atomic
+ * READs/atomics outstanding.
  * Retransmission rewinds to a PSN, reusing the original PSNs and resuming
  * mid-message (a partly answered READ is re-requested for what is left).
  */
@@ -366,7 +367,9 @@ void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx)
 			if (!r->cur_active)
 				continue;   /* a LOCAL_INV ran */
 		}
-		if (psn_cmp(r->cur_psn, psn_add(r->una_psn, MAX_UNACKED_PSNS)) >= 0)
+		/* As rxe: no packet more than 128 PSNs beyond the oldest
+		 * unacknowledged one, so 129 in flight (B2). */
+		if (psn_cmp(r->cur_psn, psn_add(r->una_psn, MAX_UNACKED_PSNS)) > 0)
 			return;   /* window full */
 		if (!send_packet(e, qp, tx, now))
 			return;
