@@ -216,10 +216,12 @@ int xr_link_xdp_info(struct xr_link *l, struct xr_link_xdp_info *out);
  * need not hold it) in a host-local rendezvous: the abstract UNIX socket
  * "@xroce-host/ADDR", so per network namespace and gone when the process
  * exits. On the first frame to an address the link connects to its
- * rendezvous; the two processes then share a memfd mapping holding, per
- * direction, a lock-free single-producer single-consumer ring of frame
- * slots, and wake each other through eventfds only when the receiver
- * armed its wakeup before sleeping. Frames stay whole RoCE v2 frames
+ * rendezvous; each process then writes a memfd of its own (its frame
+ * slots, and lock-free single-producer single-consumer rings of slot
+ * indices) that the other maps read only: a frame is built in a slot and
+ * lent to the peer, never copied. They wake each other through eventfds
+ * only when the receiver armed its wakeup before sleeping. Frames stay
+ * whole RoCE v2 frames
  * (ICRC and all); no process maps another's registered memory.
  * Only processes of the same effective user may connect (SO_PEERCRED);
  * XROCE_HOST_UIDS="uid,uid" admits others. A peer that exits is noticed
