@@ -184,7 +184,8 @@ struct xr_link *xr_link_raw(const char *ifname, const char *addr, uint16_t vid, 
  * CAP_NET_RAW), EAFNOSUPPORT (no AF_XDP in the kernel, or built without
  * libxdp), EOPNOTSUPP (the interface takes no XDP program in that mode),
  * EBUSY (another live xroce link or another XDP program holds the
- * interface), EINVAL. A filter left by a killed xroce is taken off.
+ * interface), EINVAL. The filter is attached through a BPF link: it goes
+ * when the link closes or its process dies.
  */
 enum xr_xdp_mode { XR_XDP_AUTO, XR_XDP_NATIVE, XR_XDP_GENERIC };
 struct xr_link_xdp_opts {
@@ -206,10 +207,11 @@ struct xr_link_xdp_info {
 	/* the kernel's socket counters (XDP_STATISTICS) */
 	uint64_t k_rx_dropped, k_rx_invalid, k_tx_invalid, k_rx_ring_full, k_fill_empty, k_tx_ring_empty;
 	uint64_t arp_replies, nd_replies, pfc_rcvd;
-	uint64_t stale_filters_removed;   /* a killed xroce's filter, taken off at open */
 };
 /* 0, or -ENOTSUP when l is not an XDP link. */
 int xr_link_xdp_info(struct xr_link *l, struct xr_link_xdp_info *out);
+/* A static neighbour entry, as xr_link_raw_add_neigh; 0 or -EINVAL. */
+int xr_link_xdp_add_neigh(struct xr_link *xdp, const xr_gid *gid, const uint8_t mac[6]);
 /*
  * Host link: devices in different processes of one host, through shared
  * memory. The device registers addr (any IPv4/IPv6 address; the kernel

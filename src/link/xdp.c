@@ -23,9 +23,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "xdp.h"
-
 #ifndef XROCE_HAVE_XDP
+#include "xroce/link.h"
 
 /* Built without libxdp: the link says so. */
 struct xr_link *xr_link_xdp(const char *ifname, const char *addr, const struct xr_link_xdp_opts *opts)
@@ -41,22 +40,19 @@ int xr_link_xdp_info(struct xr_link *l, struct xr_link_xdp_info *out)
 	return -ENOTSUP;
 }
 
+int xr_link_xdp_add_neigh(struct xr_link *l, const xr_gid *gid, const uint8_t mac[6])
+{
+	(void)l, (void)gid, (void)mac;
+	return -EINVAL;
+}
+
 #else
 
+#include "xdp.h"
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
-#include <linux/if_xdp.h>
-#include <xdp/libxdp.h>
-#include <xdp/xsk.h>
 
-/* Newer than the build's kernel headers may be (Linux 6.6). */
-#ifndef XDP_USE_SG
-#define XDP_USE_SG (1 << 4)
-#endif
-#ifndef XDP_PKT_CONTD
-#define XDP_PKT_CONTD (1 << 0)
-#endif
 
 /* The filter object, embedded at build time (CMake compiles it with
  * clang -target bpf): no file to find at run time. */
@@ -66,44 +62,6 @@ __asm__(".pushsection .rodata\n.balign 8\n"
 	".hidden xr_xdp_obj\n.globl xr_xdp_obj\nxr_xdp_obj:\n.incbin \"" XR_XDP_OBJ_PATH "\"\n"
 	".hidden xr_xdp_obj_end\n.globl xr_xdp_obj_end\nxr_xdp_obj_end:\n.popsection\n");
 extern const unsigned char xr_xdp_obj[], xr_xdp_obj_end[];
-
-/* The raw link's receive ring holds 1024 frames of up to 8 KiB (8 MiB);
- * the UMEM gives receive the same 8 MiB (2048 chunks of 4 KiB: 1024
- * frames of two chunks, or 2048 of one) and transmit as much. */
-#define CHUNK 4096u
-#define RX_CHUNKS 2048u
-#define TX_CHUNKS 2048u
-#define NCHUNKS (RX_CHUNKS + TX_CHUNKS)
-#define RX_BATCH 64u
-#define TX_BURST 32u
-#define KICK_TRIES 16
-#define POOL_FRAMES 4096
-
-/* The filter's counters, as xdp_filter.bpf.c numbers them. */
-enum { C_ROCE, C_ARP, C_ND, C_PFC, C_PASS, C_NO_XSK, C_MAX };
-
-struct xdp_cfg {   /* xdp_filter.bpf.c's struct xr_xdp_cfg */
-	uint8_t addr[16];
-	uint32_t is_v4, active;
-};
-
-struct xdp_sock {
-	void *area;                       /* the UMEM */
-	struct xsk_umem *umem;
-	struct xsk_socket *xsk;
-	struct xsk_ring_prod fill, tx;
-	struct xsk_ring_cons comp, rx;
-	struct bpf_object *obj;
-	struct xdp_program *prog;
-	enum xdp_attach_mode mode;
-	int cfg_fd, counts_fd, fd;
-	int owner_fd;                     /* holds @xroce-xdp/IFINDEX while the link lives */
-	uint64_t tx_free[TX_CHUNKS];      /* transmit chunks not in the kernel's hands */
-	unsigned ntx_free;
-	struct xr_frame *cur;             /* a multi-buffer frame being put together */
-	size_t cur_len;
-	bool cur_oversize;
-};
 
 static const struct xr_link_ops xdp_ops;
 
@@ -134,7 +92,7 @@ unsigned xdp_rx_step(struct xdp_link *x, struct xr_frame **out, unsigned max)
 	unsigned delivered = 0;
 	uint32_t idx, fidx, n;
 
-	n = xsk_ring_cons__peek(&s->rx, RX_BATCH, &idx);
+	n = xsk_ring_cons__peek(&s->rx, XL_RX_BATCH, &idx);
 	if (!n)
 		goto wake;
 	/* Every chunk taken goes straight back to the fill ring: the ring
@@ -145,7 +103,7 @@ unsigned xdp_rx_step(struct xdp_link *x, struct xr_frame **out, unsigned max)
 		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&s->rx, idx + i);
 		const uint8_t *p = xsk_umem__get_data(s->area, d->addr);
 
-		*xsk_ring_prod__fill_addr(&s->fill, fidx + i) = xsk_umem__extract_addr(d->addr) & ~(uint64_t)(CHUNK - 1);
+		*xsk_ring_prod__fill_addr(&s->fill, fidx + i) = xsk_umem__extract_addr(d->addr) & ~(uint64_t)(XL_CHUNK - 1);
 		if (!s->cur && !s->cur_oversize) {
 			s->cur = pool_get(&x->pool);
 			s->cur_len = 0;
@@ -184,7 +142,7 @@ wake:
 
 static void tx_reap(struct xdp_sock *s)
 {
-	uint32_t idx, n = xsk_ring_cons__peek(&s->comp, TX_CHUNKS, &idx);
+	uint32_t idx, n = xsk_ring_cons__peek(&s->comp, XL_TX_CHUNKS, &idx);
 
 	for (uint32_t i = 0; i < n; i++)
 		s->tx_free[s->ntx_free++] = *xsk_ring_cons__comp_addr(&s->comp, idx + i);
@@ -201,7 +159,7 @@ static void tx_kick(struct xdp_link *x)
 	 * from within the system call, so it always does. */
 	if (x->info.zerocopy && x->info.need_wakeup && !xsk_ring_prod__needs_wakeup(&s->tx))
 		return;
-	for (int i = 0; i < KICK_TRIES; i++) {
+	for (int i = 0; i < XL_KICK_TRIES; i++) {
 		if (sendto(s->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) >= 0)
 			return;
 		if (errno == EAGAIN || errno == EBUSY || errno == EINTR)
@@ -227,7 +185,7 @@ static unsigned tx_put(struct xdp_link *x, const uint8_t *const *data, const uin
 
 	tx_reap(s);
 	for (; k < n; k++) {
-		unsigned c = (len[k] + CHUNK - 1) / CHUNK;
+		unsigned c = (len[k] + XL_CHUNK - 1) / XL_CHUNK;
 		if (need + c > s->ntx_free || xsk_prod_nb_free(&s->tx, need + c) < need + c)
 			break;
 		need += c;
@@ -236,9 +194,9 @@ static unsigned tx_put(struct xdp_link *x, const uint8_t *const *data, const uin
 		return 0;
 	at = idx;
 	for (unsigned i = 0; i < k; i++) {
-		for (unsigned off = 0; off < len[i]; off += CHUNK) {
+		for (unsigned off = 0; off < len[i]; off += XL_CHUNK) {
 			struct xdp_desc *d = xsk_ring_prod__tx_desc(&s->tx, at++);
-			unsigned part = len[i] - off < CHUNK ? len[i] - off : CHUNK;
+			unsigned part = len[i] - off < XL_CHUNK ? len[i] - off : XL_CHUNK;
 			d->addr = s->tx_free[--s->ntx_free];
 			d->len = part;
 			d->options = off + part < len[i] ? XDP_PKT_CONTD : 0;
@@ -254,7 +212,7 @@ int xdp_tx_ctrl(struct xdp_link *x, const uint8_t *frame, size_t len)
 	uint16_t l16 = (uint16_t)len;
 	unsigned put;
 
-	if (len > CHUNK)
+	if (len > XL_CHUNK)
 		return -EMSGSIZE;
 	pthread_mutex_lock(&x->tx_lock);
 	put = tx_put(x, &frame, &l16, 1);
@@ -272,7 +230,7 @@ static bool tx_len_ok(struct xdp_link *x, const struct xr_frame *fr)
 		x->info.tx_drop_bad_len++;
 		return false;
 	}
-	if (!x->info.multibuffer && fr->len > CHUNK) {
+	if (!x->info.multibuffer && fr->len > XL_CHUNK) {
 		x->info.tx_drop_oversize++;
 		return false;
 	}
@@ -282,8 +240,8 @@ static bool tx_len_ok(struct xdp_link *x, const struct xr_frame *fr)
 static int xdp_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 {
 	struct xdp_link *x = l->priv;
-	const uint8_t *data[TX_BURST];
-	uint16_t len[TX_BURST];
+	const uint8_t *data[XL_TX_BURST];
+	uint16_t len[XL_TX_BURST];
 	unsigned taken = 0, k = 0, put;
 
 	/* Leading frames that can never go: dropped, counted, taken. One in
@@ -292,9 +250,9 @@ static int xdp_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 		l->stats.tx_drops++;
 		pool_put(&x->pool, f[taken++]);
 	}
-	for (; taken + k < n && k < TX_BURST; k++) {
+	for (; taken + k < n && k < XL_TX_BURST; k++) {
 		const struct xr_frame *fr = f[taken + k];
-		if (fr->len < XR_ETH_HLEN || fr->len > XR_MAX_FRAME || (!x->info.multibuffer && fr->len > CHUNK))
+		if (fr->len < XR_ETH_HLEN || fr->len > XR_MAX_FRAME || (!x->info.multibuffer && fr->len > XL_CHUNK))
 			break;
 		data[k] = fr->data;
 		len[k] = fr->len;
@@ -365,16 +323,13 @@ static bool xdp_is_up(struct xr_link *l)
 {
 	struct xdp_link *x = l->priv;
 	struct ifreq ifr;
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	bool up;
 
-	if (fd < 0)
-		return false;
+	/* Asked through a socket made at open: the answer is from the link's
+	 * namespace whichever the caller is in now. */
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", x->ifname);
-	up = ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 && (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING);
-	close(fd);
-	return up;
+	return ioctl(x->sock->owner_fd, SIOCGIFFLAGS, &ifr) == 0 && (ifr.ifr_flags & IFF_UP) &&
+	       (ifr.ifr_flags & IFF_RUNNING);
 }
 
 /* Undoes what sock_open did, in reverse; safe on a partial open. */
@@ -388,14 +343,12 @@ static void sock_close(struct xdp_link *x)
 		xsk_socket__delete(s->xsk);
 	if (s->umem)
 		xsk_umem__delete(s->umem);
-	if (s->prog) {
-		xdp_program__detach(s->prog, x->ifindex, s->mode, 0);
-		xdp_program__close(s->prog);
-	}
+	if (s->link_fd >= 0)
+		close(s->link_fd);   /* detaches the filter */
 	if (s->obj)
 		bpf_object__close(s->obj);
 	if (s->area)
-		munmap(s->area, (size_t)NCHUNKS * CHUNK);
+		munmap(s->area, (size_t)XL_NCHUNKS * XL_CHUNK);
 	if (s->owner_fd >= 0)
 		close(s->owner_fd);
 	free(s);
@@ -451,24 +404,13 @@ static int quiet_print(enum libbpf_print_level level, const char *fmt, va_list a
 	return 0;
 }
 
-static int xdp_quiet_print(enum libxdp_print_level level, const char *fmt, va_list ap)
-{
-	if (getenv("XROCE_XDP_DEBUG"))
-		return vfprintf(stderr, fmt, ap);
-	(void)level;
-	return 0;
-}
-
-/* A process killed with its link open leaves the filter attached (the
- * kernel keeps XDP programs; only the socket goes). The owner holds an
- * abstract socket named after the interface, gone with its process
- * however it ends (per network namespace, as interfaces are): when we can
- * take the name, any xroce filter still attached is a dead link's and is
- * taken off. When we cannot, a live xroce holds the interface: EBUSY. */
+/* One live link per interface: the owner holds an abstract socket named
+ * after the interface (per network namespace, as interfaces are), gone
+ * with its process however it ends. A second link is told EBUSY by name
+ * instead of failing later at the queue. */
 static int claim(struct xdp_link *x)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct xdp_multiprog *mp;
 	socklen_t sl;
 	int n;
 
@@ -479,56 +421,44 @@ static int claim(struct xdp_link *x)
 		return -errno;
 	if (bind(x->sock->owner_fd, (struct sockaddr *)&sa, sl))
 		return errno == EADDRINUSE ? -EBUSY : -errno;
-	mp = xdp_multiprog__get_from_ifindex(x->ifindex);
-	if (!mp || libxdp_get_error(mp))
-		return 0;   /* nothing attached */
-	{
-		bool ours = xdp_multiprog__program_count(mp) > 0 || xdp_multiprog__is_legacy(mp);
-		struct xdp_program *p = xdp_multiprog__is_legacy(mp) ? xdp_multiprog__main_prog(mp)
-								      : xdp_multiprog__next_prog(NULL, mp);
-		for (; p && ours; p = xdp_multiprog__is_legacy(mp) ? NULL : xdp_multiprog__next_prog(p, mp))
-			ours = !strcmp(xdp_program__name(p), "xr_xdp_filter");
-		if (ours) {
-			xdp_multiprog__detach(mp);
-			x->info.stale_filters_removed++;
-		}
-	}
-	xdp_multiprog__close(mp);
-	return 0;   /* another program than ours: attaching says EBUSY */
+	return 0;
 }
 
-/* Loads the filter and attaches it: native first unless told otherwise. */
+/* Loads the filter and attaches it through a BPF link: the attachment
+ * belongs to an fd, so it ends with the link however the process ends
+ * (nothing left on the interface after a crash), and closing it acts on
+ * the right interface whatever namespace the closing thread is in. Native
+ * first unless told otherwise. */
 static int prog_attach(struct xdp_link *x, enum xr_xdp_mode want)
 {
 	struct xdp_sock *s = x->sock;
-	int err;
+	struct bpf_program *p;
+	int err = -EOPNOTSUPP;
 
 	s->obj = bpf_object__open_mem(xr_xdp_obj, (size_t)(xr_xdp_obj_end - xr_xdp_obj), NULL);
 	if (!s->obj)
 		return -errno;
-	s->prog = xdp_program__from_bpf_obj(s->obj, "xdp");
-	err = libxdp_get_error(s->prog);
-	if (err) {
-		s->prog = NULL;
-		return err;
-	}
+	p = bpf_object__find_program_by_name(s->obj, "xr_xdp_filter");
+	if (!p)
+		return -ENOENT;
 	/* Frames longer than a page (MTU 9000 on veth) reach native XDP only
 	 * for programs that accept multi-buffer frames. */
-	xdp_program__set_xdp_frags_support(s->prog, true);
-	err = -EOPNOTSUPP;
-	if (want != XR_XDP_GENERIC) {
-		s->mode = XDP_MODE_NATIVE;
-		err = xdp_program__attach(s->prog, x->ifindex, s->mode, 0);
-	}
-	if (err && want != XR_XDP_NATIVE) {
-		if (err == -EPERM || err == -EACCES)
-			return err;
-		s->mode = XDP_MODE_SKB;
-		err = xdp_program__attach(s->prog, x->ifindex, s->mode, 0);
+	bpf_program__set_flags(p, bpf_program__flags(p) | BPF_F_XDP_HAS_FRAGS);
+	if (bpf_object__load(s->obj))
+		return -errno;   /* EPERM without CAP_BPF; the verifier's refusal */
+	for (int m = 0; m < 2 && err; m++) {
+		LIBBPF_OPTS(bpf_link_create_opts, lo, .flags = m ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE);
+		if ((m == 0 && want == XR_XDP_GENERIC) || (m == 1 && want == XR_XDP_NATIVE))
+			continue;
+		s->link_fd = bpf_link_create(bpf_program__fd(p), x->ifindex, BPF_XDP, &lo);
+		err = s->link_fd < 0 ? -errno : 0;
+		if (!err)
+			x->info.attach = m ? "generic" : "native";
+		else if (err == -EPERM || err == -EBUSY || err == -EEXIST)
+			break;   /* no privileges, or another program on the interface */
 	}
 	if (err)
 		return err;
-	x->info.attach = s->mode == XDP_MODE_NATIVE ? "native" : "generic";
 	s->cfg_fd = bpf_object__find_map_fd_by_name(s->obj, "xr_cfg");
 	s->counts_fd = bpf_object__find_map_fd_by_name(s->obj, "xr_counts");
 	return s->cfg_fd < 0 || s->counts_fd < 0 ? -ENOENT : 0;
@@ -543,15 +473,15 @@ static int sock_bind(struct xdp_link *x, const struct xr_link_xdp_opts *o)
 		XDP_COPY | XDP_USE_NEED_WAKEUP, XDP_COPY,
 	};
 	struct xdp_sock *s = x->sock;
-	struct xsk_umem_config uc = { .fill_size = RX_CHUNKS, .comp_size = TX_CHUNKS, .frame_size = CHUNK,
+	struct xsk_umem_config uc = { .fill_size = XL_RX_CHUNKS, .comp_size = XL_TX_CHUNKS, .frame_size = XL_CHUNK,
 				      .frame_headroom = 0, .flags = 0 };
 	int err = -EINVAL, xsks_fd;
 
 	for (size_t t = o->no_zerocopy ? 1 : 0; t < sizeof(tries) / sizeof(tries[0]); t++) {
-		struct xsk_socket_config sc = { .rx_size = RX_CHUNKS, .tx_size = TX_CHUNKS,
+		struct xsk_socket_config sc = { .rx_size = XL_RX_CHUNKS, .tx_size = XL_TX_CHUNKS,
 						.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
 						.bind_flags = tries[t] };
-		err = xsk_umem__create(&s->umem, s->area, (uint64_t)NCHUNKS * CHUNK, &s->fill, &s->comp, &uc);
+		err = xsk_umem__create(&s->umem, s->area, (uint64_t)XL_NCHUNKS * XL_CHUNK, &s->fill, &s->comp, &uc);
 		if (err)
 			return err;   /* EAFNOSUPPORT: no AF_XDP; EPERM: no CAP_NET_RAW */
 		err = xsk_socket__create(&s->xsk, x->ifname, o->queue, s->umem, &s->rx,
@@ -580,13 +510,13 @@ static int sock_bind(struct xdp_link *x, const struct xr_link_xdp_opts *o)
 	/* All receive chunks to the kernel; all transmit chunks free. */
 	{
 		uint32_t idx;
-		if (xsk_ring_prod__reserve(&s->fill, RX_CHUNKS, &idx) != RX_CHUNKS)
+		if (xsk_ring_prod__reserve(&s->fill, XL_RX_CHUNKS, &idx) != XL_RX_CHUNKS)
 			return -ENOMEM;
-		for (uint32_t i = 0; i < RX_CHUNKS; i++)
-			*xsk_ring_prod__fill_addr(&s->fill, idx + i) = (uint64_t)i * CHUNK;
-		xsk_ring_prod__submit(&s->fill, RX_CHUNKS);
-		for (uint32_t i = 0; i < TX_CHUNKS; i++)
-			s->tx_free[s->ntx_free++] = (uint64_t)(RX_CHUNKS + i) * CHUNK;
+		for (uint32_t i = 0; i < XL_RX_CHUNKS; i++)
+			*xsk_ring_prod__fill_addr(&s->fill, idx + i) = (uint64_t)i * XL_CHUNK;
+		xsk_ring_prod__submit(&s->fill, XL_RX_CHUNKS);
+		for (uint32_t i = 0; i < XL_TX_CHUNKS; i++)
+			s->tx_free[s->ntx_free++] = (uint64_t)(XL_RX_CHUNKS + i) * XL_CHUNK;
 	}
 	return 0;
 }
@@ -609,10 +539,9 @@ static int sock_open(struct xdp_link *x, const struct xr_link_xdp_opts *o)
 	if (!s)
 		return -ENOMEM;
 	x->sock = s;
-	s->cfg_fd = s->counts_fd = s->fd = s->owner_fd = -1;
+	s->cfg_fd = s->counts_fd = s->fd = s->owner_fd = s->link_fd = -1;
 	libbpf_set_print(quiet_print);
-	libxdp_set_print(xdp_quiet_print);
-	s->area = mmap(NULL, (size_t)NCHUNKS * CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	s->area = mmap(NULL, (size_t)XL_NCHUNKS * XL_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (s->area == MAP_FAILED) {
 		s->area = NULL;
 		return -ENOMEM;
@@ -673,7 +602,7 @@ struct xr_link *xr_link_xdp(const char *ifname, const char *addr, const struct x
 	x->link.mtu = ioctl(fd, SIOCGIFMTU, &ifr) == 0 ? (uint32_t)ifr.ifr_mtu : 1500;
 	close(fd);
 	x->info.queue = o->queue;
-	if (pool_init(&x->pool, POOL_FRAMES)) {
+	if (pool_init(&x->pool, XL_POOL_FRAMES)) {
 		free(x);
 		errno = ENOMEM;
 		return NULL;
@@ -691,8 +620,8 @@ struct xr_link *xr_link_xdp(const char *ifname, const char *addr, const struct x
 		return NULL;
 	}
 	/* Without multi-buffer a frame must fit one chunk: the IP MTU shrinks. */
-	if (!x->info.multibuffer && x->link.mtu > CHUNK - XR_ETH_HLEN)
-		x->link.mtu = CHUNK - XR_ETH_HLEN;
+	if (!x->info.multibuffer && x->link.mtu > XL_CHUNK - XR_ETH_HLEN)
+		x->link.mtu = XL_CHUNK - XR_ETH_HLEN;
 	x->link.ops = &xdp_ops;
 	x->link.kind = "xdp";
 	x->link.priv = x;
@@ -701,6 +630,24 @@ struct xr_link *xr_link_xdp(const char *ifname, const char *addr, const struct x
 			x->info.zerocopy ? "zero-copy" : "copy mode (zero-copy not offered)",
 			x->info.multibuffer ? ", multi-buffer" : ", single-buffer (IP MTU <= 4082)");
 	return &x->link;
+}
+
+int xr_link_xdp_add_neigh(struct xr_link *l, const xr_gid *gid, const uint8_t mac[6])
+{
+	struct xdp_link *x;
+
+	if (!l || l->ops != &xdp_ops || !gid || !mac)
+		return -EINVAL;
+	x = l->priv;
+	pthread_mutex_lock(&x->rx_lock);
+	xdp_learn(x, gid, mac);
+	pthread_mutex_unlock(&x->rx_lock);
+	return 0;
+}
+
+struct xdp_sock *xdp_link_sock(struct xr_link *l)
+{
+	return l && l->ops == &xdp_ops ? ((struct xdp_link *)l->priv)->sock : NULL;
 }
 
 int xr_link_xdp_info(struct xr_link *l, struct xr_link_xdp_info *out)
@@ -716,9 +663,9 @@ int xr_link_xdp_info(struct xr_link *l, struct xr_link_xdp_info *out)
 	x = l->priv;
 	*out = x->info;
 	if (ncpu > 0 && (per = calloc((size_t)ncpu, sizeof(*per)))) {
-		uint64_t *dst[C_MAX] = { &out->filt_roce, &out->filt_arp, &out->filt_nd, &out->filt_pfc,
+		uint64_t *dst[XC_MAX] = { &out->filt_roce, &out->filt_arp, &out->filt_nd, &out->filt_pfc,
 					 &out->filt_pass, &out->filt_no_xsk };
-		for (uint32_t k = 0; k < C_MAX; k++) {
+		for (uint32_t k = 0; k < XC_MAX; k++) {
 			*dst[k] = 0;
 			if (!bpf_map_lookup_elem(x->sock->counts_fd, &k, per))
 				for (int c = 0; c < ncpu; c++)

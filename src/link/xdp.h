@@ -12,11 +12,59 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <linux/if_xdp.h>
+#include <xdp/xsk.h>
+
 #include "pool.h"
 #include "xroce/link.h"
 
+/* Newer than the build's kernel headers may be (Linux 6.6). */
+#ifndef XDP_USE_SG
+#define XDP_USE_SG (1 << 4)
+#endif
+#ifndef XDP_PKT_CONTD
+#define XDP_PKT_CONTD (1 << 0)
+#endif
+
 #define XDP_NEIGH_MAX 256
 #define XDP_PENDING_MAX 512
+
+/* The raw link's receive ring holds 1024 frames of up to 8 KiB (8 MiB);
+ * the UMEM gives receive the same 8 MiB (2048 chunks of 4 KiB: 1024
+ * frames of two chunks, or 2048 of one) and transmit as much. */
+#define XL_CHUNK 4096u
+#define XL_RX_CHUNKS 2048u
+#define XL_TX_CHUNKS 2048u
+#define XL_NCHUNKS (XL_RX_CHUNKS + XL_TX_CHUNKS)
+#define XL_RX_BATCH 64u
+#define XL_TX_BURST 32u
+#define XL_KICK_TRIES 16
+#define XL_POOL_FRAMES 4096
+
+/* The filter's counters, as xdp_filter.bpf.c numbers them. */
+enum { XC_ROCE, XC_ARP, XC_ND, XC_PFC, XC_PASS, XC_NO_XSK, XC_MAX };
+
+struct xdp_cfg {   /* xdp_filter.bpf.c's struct xr_xdp_cfg */
+	uint8_t addr[16];
+	uint32_t is_v4, active;
+};
+
+struct xdp_sock {
+	void *area;                       /* the UMEM */
+	struct xsk_umem *umem;
+	struct xsk_socket *xsk;
+	struct xsk_ring_prod fill, tx;
+	struct xsk_ring_cons comp, rx;
+	struct bpf_object *obj;           /* the filter, loaded */
+	int link_fd;                      /* its attachment to the interface (a BPF link) */
+	int cfg_fd, counts_fd, fd;
+	int owner_fd;                     /* holds @xroce-xdp/IFINDEX while the link lives */
+	uint64_t tx_free[XL_TX_CHUNKS];      /* transmit chunks not in the kernel's hands */
+	unsigned ntx_free;
+	struct xr_frame *cur;             /* a multi-buffer frame being put together */
+	size_t cur_len;
+	bool cur_oversize;
+};
 
 struct xdp_neigh {
 	xr_gid gid;
@@ -39,6 +87,9 @@ struct xdp_link {
 	struct xr_link_xdp_info info;    /* mode and counters (link.h) */
 };
 
+/* xdp.c: the socket of an XDP link, or NULL (bench/xdp_blaster.c drives
+ * its rings bare, for a baseline on the same kernel path). */
+struct xdp_sock *xdp_link_sock(struct xr_link *l);
 /* xdp.c: sends one frame built by the link (ARP, NA); 0 or -errno. */
 int xdp_tx_ctrl(struct xdp_link *x, const uint8_t *frame, size_t len);
 /* xdp.c: reads what the rx ring holds; RoCE frames to out, then pending. */

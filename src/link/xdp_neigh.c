@@ -7,6 +7,7 @@
  * already chose the frames; this checks them again byte by byte, since
  * the filter only looked at a few fields.
  */
+#ifdef XROCE_HAVE_XDP
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -250,3 +251,4 @@ int xdp_resolve(struct xr_link *l, const xr_gid *gid, uint8_t mac[6])
 	}
 	return -EHOSTUNREACH;
 }
+#endif
