@@ -86,6 +86,43 @@ static void rx_frame(struct xdp_link *x, struct xr_frame *fr, size_t len, struct
 	}
 }
 
+/* One descriptor of a frame into the frame being put together. A frame
+ * whose first part found no pool frame, or that grew past any RoCE
+ * frame, is dropped whole when its last part arrives, and counted once. */
+static void rx_part(struct xdp_link *x, const struct xdp_desc *d, struct xr_frame **out, unsigned *delivered,
+		    unsigned max)
+{
+	struct xdp_sock *s = x->sock;
+
+	if (!s->in_frame) {
+		s->in_frame = true;
+		s->cur_len = 0;
+		s->cur_drop = XDP_KEEP;
+		s->cur = pool_get(&x->pool);
+		if (!s->cur)
+			s->cur_drop = XDP_DROP_NO_FRAME;   /* the engine holds every frame: as a full queue */
+	}
+	if (s->cur_drop == XDP_KEEP && s->cur_len + d->len > XR_MAX_FRAME)
+		s->cur_drop = XDP_DROP_OVERSIZE;
+	if (s->cur_drop == XDP_KEEP) {
+		memcpy(s->cur->data + s->cur_len, xsk_umem__get_data(s->area, d->addr), d->len);
+		s->cur_len += d->len;
+	}
+	if (d->options & XDP_PKT_CONTD)
+		return;
+	if (s->cur_drop == XDP_KEEP) {
+		rx_frame(x, s->cur, s->cur_len, out, delivered, max);
+	} else {
+		if (s->cur_drop == XDP_DROP_NO_FRAME)
+			x->info.rx_drop_no_frame++;
+		else
+			x->info.rx_drop_oversize++;
+		pool_put(&x->pool, s->cur);
+	}
+	s->cur = NULL;
+	s->in_frame = false;
+}
+
 unsigned xdp_rx_step(struct xdp_link *x, struct xr_frame **out, unsigned max)
 {
 	struct xdp_sock *s = x->sock;
@@ -93,45 +130,21 @@ unsigned xdp_rx_step(struct xdp_link *x, struct xr_frame **out, unsigned max)
 	uint32_t idx, fidx, n;
 
 	n = xsk_ring_cons__peek(&s->rx, XL_RX_BATCH, &idx);
-	if (!n)
-		goto wake;
-	/* Every chunk taken goes straight back to the fill ring: the ring
-	 * holds all receive chunks, so the reservation cannot fall short. */
-	if (xsk_ring_prod__reserve(&s->fill, n, &fidx) != n)
-		return 0;   /* cannot be; the descriptors stay for the next call */
+	/* Every chunk taken goes straight back to the fill ring, which holds
+	 * all receive chunks: the reservation cannot fall short. */
+	if (n && xsk_ring_prod__reserve(&s->fill, n, &fidx) != n) {
+		xsk_ring_cons__cancel(&s->rx, n);   /* cannot be; they wait for the next call */
+		return 0;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&s->rx, idx + i);
-		const uint8_t *p = xsk_umem__get_data(s->area, d->addr);
-
 		*xsk_ring_prod__fill_addr(&s->fill, fidx + i) = xsk_umem__extract_addr(d->addr) & ~(uint64_t)(XL_CHUNK - 1);
-		if (!s->cur && !s->cur_oversize) {
-			s->cur = pool_get(&x->pool);
-			s->cur_len = 0;
-			if (!s->cur)
-				x->info.rx_drop_no_frame++;   /* the engine holds every frame: as a full queue */
-		}
-		if (s->cur && !s->cur_oversize) {
-			if (s->cur_len + d->len > XR_MAX_FRAME) {
-				s->cur_oversize = true;   /* longer than any RoCE frame */
-			} else {
-				memcpy(s->cur->data + s->cur_len, p, d->len);
-				s->cur_len += d->len;
-			}
-		}
-		if (d->options & XDP_PKT_CONTD)
-			continue;
-		if (s->cur_oversize) {
-			x->info.rx_drop_oversize++;
-			pool_put(&x->pool, s->cur);
-		} else if (s->cur) {
-			rx_frame(x, s->cur, s->cur_len, out, &delivered, max);
-		}
-		s->cur = NULL;
-		s->cur_oversize = false;
+		rx_part(x, d, out, &delivered, max);
 	}
-	xsk_ring_cons__release(&s->rx, n);
-	xsk_ring_prod__submit(&s->fill, n);
-wake:
+	if (n) {
+		xsk_ring_cons__release(&s->rx, n);
+		xsk_ring_prod__submit(&s->fill, n);
+	}
 	/* Zero-copy drivers may ask to be told the fill ring has chunks. */
 	if (xsk_ring_prod__needs_wakeup(&s->fill))
 		recvfrom(s->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
@@ -144,7 +157,7 @@ static void tx_reap(struct xdp_sock *s)
 {
 	uint32_t idx, n = xsk_ring_cons__peek(&s->comp, XL_TX_CHUNKS, &idx);
 
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n && s->ntx_free < XL_TX_CHUNKS; i++)
 		s->tx_free[s->ntx_free++] = *xsk_ring_cons__comp_addr(&s->comp, idx + i);
 	xsk_ring_cons__release(&s->comp, n);
 }
@@ -379,10 +392,8 @@ static void xdp_close(struct xr_link *l)
 
 	for (unsigned i = 0; i < x->npending; i++)
 		pool_put(&x->pool, x->pending[i]);
-	if (x->sock->cur) {
-		pool_put(&x->pool, x->sock->cur);
-		x->sock->cur = NULL;
-	}
+	pool_put(&x->pool, x->sock->cur);   /* a frame half received (NULL: none) */
+	x->sock->cur = NULL;
 	sock_close(x);
 	pool_fini(&x->pool);
 	pthread_mutex_destroy(&x->rx_lock);

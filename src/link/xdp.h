@@ -63,7 +63,8 @@ struct xdp_sock {
 	unsigned ntx_free;
 	struct xr_frame *cur;             /* a multi-buffer frame being put together */
 	size_t cur_len;
-	bool cur_oversize;
+	bool in_frame;                    /* the next descriptor continues a frame */
+	enum { XDP_KEEP, XDP_DROP_NO_FRAME, XDP_DROP_OVERSIZE } cur_drop;
 };
 
 struct xdp_neigh {

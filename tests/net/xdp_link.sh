@@ -5,7 +5,7 @@
 # every xroce-perf test with --verify over --link xdp (IPv4, path MTU
 # 4096 on veth MTU 9000, so frames span two UMEM chunks), IPv6 with
 # neighbour discovery, generic XDP, mixed pairs (xdp against raw and against
-# the kernel's UDP socket), the kernel's own ping over the same veth while
+# the kernel's UDP socket), hostile datagrams (oversized, junk), the kernel's own ping over the same veth while
 # the XDP socket is bound (and during a transfer), a link reopened after
 # its process was killed (nothing left behind), and the errors a user sees (no interface, no
 # privileges). A second veth pair carries the out-of-band TCP exchange.
@@ -25,6 +25,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# A private copy: a rebuild of the tree during the run cannot pull it away.
+cp "$perf" "$work/xroce-perf" && perf=$work/xroce-perf
 
 ip netns add "$A"
 ip netns add "$B"
@@ -98,6 +100,27 @@ if ip -n "$B" neigh show 10.0.0.1 dev vb | grep -q "lladdr $va_mac"; then
   ok "B's kernel resolved 10.0.0.1 to $va_mac through A's XDP link (ARP reply)"
 else
   fail "B's kernel has no ARP entry 10.0.0.1 -> $va_mac: $(ip -n "$B" neigh show)"
+fi
+# Hostile input to the link's address: an 8000-byte datagram to port 4791
+# (three UMEM chunks, longer than any RoCE frame) and junk, from B's
+# kernel; then a verified transfer on the same link. Dropped, counted, no harm.
+port=$((port + 1)); cases=$((cases + 1))
+XROCE_XDP_DEBUG=1 timeout 60 ip netns exec "$A" "$perf" write_bw $X_A -p "$port" -n 200 -m 4096 --verify \
+  >"$work/s.log" 2>&1 &
+srv=$!
+sleep 0.7
+ip netns exec "$B" python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for p in (b"x" * 8000, b"junk", b"\xff" * 64):
+    s.sendto(p, ("10.0.0.1", 4791))'
+if timeout 60 ip netns exec "$B" "$perf" write_bw --link udp --bind 10.0.0.2 -p "$port" -n 200 -m 4096 --verify 10.99.0.1 \
+     >"$work/c.log" 2>&1 && wait "$srv" && grep -qE "rx oversize [1-9]" "$work/s.log" &&
+   grep -q "0 errors" "$work/c.log"; then
+  ok "hostile datagrams: $(grep -oE 'rx oversize [0-9]+' "$work/s.log") counted, then $(grep -oE '[0-9]+ messages checked, 0 errors' "$work/c.log")"
+else
+  fail "hostile datagrams:"; grep -hE "^xroce xdp|error|FAIL" "$work/s.log" "$work/c.log" | sed 's/^/     /'
+  wait "$srv" 2>/dev/null || true
 fi
 ip -n "$B" addr flush dev vb
 
