@@ -298,9 +298,15 @@ static double xdp_blast(char **argv, const char *aa, const char *ab)
 	if (xdp_links(argv, aa, ab, &la, &lb))
 		return -1;
 	if (!blaster_frame(frame, sizeof(frame), la->mac, lb->mac, aa, ab)) {
+		struct xr_link_xdp_info in;
 		fps = xdp_blaster(la, lb, frame, FRAME, SECONDS, BATCH);
 		if (fps < 0)
 			fprintf(stderr, "bench-links: AF_XDP blaster: %s\n", strerror(errno));
+		/* Where the blaster's frames were lost, if they were: the sink's socket. */
+		if (!xr_link_xdp_info(lb, &in) && (in.k_rx_dropped || in.k_rx_ring_full || in.k_fill_empty))
+			fprintf(stderr, "  (AF_XDP blaster's sink: kernel dropped %llu, rx ring full %llu, fill ring empty %llu)\n",
+				(unsigned long long)in.k_rx_dropped, (unsigned long long)in.k_rx_ring_full,
+				(unsigned long long)in.k_fill_empty);
 	}
 	xr_link_close(la);
 	xr_link_close(lb);

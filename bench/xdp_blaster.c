@@ -86,7 +86,7 @@ double xdp_blaster(struct xr_link *la, struct xr_link *lb, const uint8_t *frame,
 	struct xdp_sock *s = xdp_link_sock(la);
 	struct xsink k = { .s = xdp_link_sock(lb), .frame = len };
 	unsigned cpf = (unsigned)((len + XL_CHUNK - 1) / XL_CHUNK), nslots, next = 0;
-	uint64_t slot[XL_TX_CHUNKS], inflight = 0;
+	uint64_t slot[XL_TX_CHUNKS], inflight = 0, sent = 0;
 	pthread_t t;
 	double t0, t1;
 
@@ -131,6 +131,7 @@ double xdp_blaster(struct xr_link *la, struct xr_link *lb, const uint8_t *frame,
 				}
 			xsk_ring_prod__submit(&s->tx, frames * cpf);
 			inflight += (uint64_t)frames * cpf;
+			sent += frames;
 		}
 		/* One kick per burst, repeated while the kernel says more wait,
 		 * as the link kicks. */
@@ -145,6 +146,8 @@ double xdp_blaster(struct xr_link *la, struct xr_link *lb, const uint8_t *frame,
 	}
 	k.stop = 1;
 	pthread_join(t, NULL);
+	fprintf(stderr, "  (AF_XDP blaster: %llu frames sent, %llu received)\n", (unsigned long long)sent,
+		(unsigned long long)k.frames);
 	if (k.bad)
 		fprintf(stderr, "  (AF_XDP blaster: %llu frames of the wrong length)\n", (unsigned long long)k.bad);
 	return (double)k.frames / (t1 - t0);
