@@ -370,7 +370,11 @@ enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val)
 			qp->rq_pi = (uint16_t)val;
 		else
 			qp->sq_pi = (uint16_t)val;
-		xr_qp_mark_busy(e, qp);
+		/* A receive is work only to be flushed (qp_has_work): otherwise
+		 * waking the progress thread per posted receive costs a program
+		 * that reposts hundreds of them a context switch each. */
+		if (!(addr & 4) || qp->ctx.state == XR_QPS_ERR)
+			xr_qp_mark_busy(e, qp);
 		pthread_mutex_unlock(&qp->lock);
 		xr_evlog_add(e, XR_EV_WQE_POSTED, qpn, (addr & 4) ? 1 : 0, val);
 		return XR_AXI_OKAY;
