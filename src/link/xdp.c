@@ -300,6 +300,14 @@ static int xdp_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
 		tx_kick(x);
 		pthread_mutex_unlock(&x->tx_lock);
 	}
+	/* Nothing arrived and nothing kept back: no lock for an idle poll (read
+	 * only; a frame that lands now is seen by the next call). */
+	if (!__atomic_load_n(&x->npending, __ATOMIC_RELAXED) &&
+	    __atomic_load_n(x->sock->rx.producer, __ATOMIC_ACQUIRE) == __atomic_load_n(x->sock->rx.consumer, __ATOMIC_RELAXED)) {
+		if (xsk_ring_prod__needs_wakeup(&x->sock->fill))   /* zero-copy drivers idle until told */
+			recvfrom(x->sock->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+		return 0;
+	}
 	pthread_mutex_lock(&x->rx_lock);
 	while (got < n && x->npending) {
 		f[got++] = x->pending[0];
