@@ -371,6 +371,12 @@ void xr_dp_quiesce(struct xr_engine *e)
  * waits for its time slice behind the program's own spinning thread. */
 #define SPIN_NS 5000
 
+/* A pass that moved this many frames is part of a stream; after it the
+ * thread polls STREAM_SPIN_NS for the next burst. A ping-pong's pass moves
+ * a frame or two and the program needs the core for its reply. */
+#define BURST_WORK 4
+#define STREAM_SPIN_NS 50000
+
 /* A caller assisted this recently: the thread does not spin beside it
  * (it sleeps on the fds, so a frame that arrives once the caller has
  * stopped polling still wakes it). */
@@ -422,12 +428,16 @@ static void *progress_thread(void *arg)
 	struct xr_engine *e = arg;
 	uint64_t last_work = mono_ns();
 
+	bool streaming = false;
+
 	while (atomic_load(&e->progress.run)) {
 		uint64_t now;
-		int link_fd;
+		int link_fd, work;
 
-		if (progress_pass(e, true)) {
+		work = progress_pass(e, true);
+		if (work) {
 			last_work = mono_ns();
+			streaming = work >= BURST_WORK;
 			continue;
 		}
 		/* Spin only while a requester waits for its peer (a reply is due
@@ -438,6 +448,11 @@ static void *progress_thread(void *arg)
 		if (now - last_work < SPIN_NS && __atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) &&
 		    !assisted_lately(e, now))
 			continue;
+		/* A stream (a pass that moved a burst) has its next frames on the
+		 * way: a wakeup per burst would cost both ends more than this. */
+		if (streaming && now - last_work < STREAM_SPIN_NS)
+			continue;
+		streaming = false;
 		atomic_store(&e->progress.sleeping, true);
 		link_fd = e->link->ops->wait_fd(e->link);
 		/* Work queued (or a frame received) between the last pass and the
