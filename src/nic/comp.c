@@ -344,8 +344,10 @@ static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct
 	}
 	/* The response sequence (rxe check_ack, B12): a READ's responses start
 	 * with FIRST or ONLY and go on with MIDDLE and LAST (a retry of its
-	 * tail is answered MIDDLE..LAST); anything else is a broken responder. */
-	if (!!m->read_done != !(p->op->flags & XR_OPF_FIRST)) {
+	 * tail is answered MIDDLE..LAST), and LAST (or ONLY) lands on the
+	 * READ's last PSN; anything else is a broken responder. */
+	if (!!m->read_done != !(p->op->flags & XR_OPF_FIRST) ||
+	    !(p->op->flags & XR_OPF_LAST) != (p->psn != m->last_psn)) {
 		xr_count(e, XR_CNT_DROP_RESP_UNEXPECTED, 1);
 		fail_tail(e, qp, XR_WC_BAD_RESP_ERR);
 		return;
