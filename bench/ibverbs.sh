@@ -44,7 +44,10 @@ pair() {   # out-file, field, server cmd... -- client cmd... : prints the client
   for i in $(seq 100); do "${ns[@]}" ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.05; done
   timeout 120 "${ns[@]}" "${c[@]}" 127.0.0.1 >"$work/c" 2>&1
   wait $spid
-  grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+ ' "$work/c" | tail -1 | awk -v f="$field" '{print $f}' >>"$out"
+  local v
+  v=$(grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+ ' "$work/c" | tail -1 | awk -v f="$field" '{print $f}')
+  if [ -n "$v" ]; then echo "$v" >>"$out"; else
+    echo "  (a round of ${c[*]:0:3} gave no result: $(grep -m1 -iE 'error|fail|couldn' "$work/c"))" >&2; fi
 }
 median() { sort -g "$1" | awk '{v[NR]=$1} END {print (NR ? v[int((NR+1)/2)] : "nan")}'; }
 
