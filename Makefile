@@ -54,6 +54,8 @@ bench: build
 	@echo
 	@bench/host.sh build/bin
 	@echo
+	@bench/ibverbs.sh build/bin
+	@echo
 	@bench/links.sh build/bin/bench-links
 
 # xroce-run into $(PREFIX)/bin, the drop-in libibverbs into $(PREFIX)/lib/xroce
