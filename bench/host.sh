@@ -29,6 +29,9 @@ secs=2 lat_iters=20000 rounds=3
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 port=19700
+# perftest's ib_write_bw/ib_write_lat over the drop-in libibverbs on the
+# host link, in the same rounds, when perftest and the library are there.
+perftest=$(command -v ib_write_bw >/dev/null && [ -x "$bin/xroce-run" ] && echo perftest || true)
 
 # one KIND TEST ARGS...: a result in $tmp/KIND.TEST.N.json
 one() {
@@ -44,19 +47,31 @@ one() {
       "$bin/xroce-perf" $test "${a[@]}" -p $port "$@" >/dev/null 2>&1 &
       "$bin/xroce-perf" $test "${b[@]}" -p $port "$@" --out_json_file="$out" 127.0.0.1 >/dev/null
       wait $! ;;
+    perftest)   # perftest's own tool over the drop-in libibverbs, host link
+      local tool=ib_$test args=(-d xroce0 -x 0 -F -p $port)
+      [ $test = write_bw ] && args+=(-s 65536 -D $secs) || args+=(-s 8 -n $lat_iters)
+      "$bin/xroce-run" --link host --addr 10.250.6.1 $tool "${args[@]}" >/dev/null 2>&1 &
+      sleep 0.5
+      "$bin/xroce-run" --link host --addr 10.250.6.2 $tool "${args[@]}" 127.0.0.1 >"$out.txt" 2>&1
+      wait $!
+      # the result row: BW average (MB/s) or t_typical (us), as JSON for the summary
+      awk -v t=$test '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 {
+          v = (t == "write_bw") ? $4 * 1e6 / 1048576 : $5 }
+        END { if (v == "") exit 1; printf "{\"results\": [{\"BW_average\": %s, \"t_typical\": %s}]}\n", v, v }' \
+        "$out.txt" >"$out" ;;
   esac
 }
 
 for n in $(seq $rounds); do
-  for kind in mem host udp; do
+  for kind in mem host udp $perftest; do
     one $kind write_bw $n -s 65536 -m 4096 -D $secs
     one $kind write_lat $n -s 8 -m 4096 -n $lat_iters
   done
 done
 
-python3 - "$tmp" "$rounds" "$(nproc)" "$boost" <<'PY'
+python3 - "$tmp" "$rounds" "$(nproc)" "$boost" "$perftest" <<'PY'
 import json, statistics, sys
-tmp, rounds, cpus, boost = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+tmp, rounds, cpus, boost, perftest = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 def val(kind, test, n):
     r = json.load(open(f"{tmp}/{kind}.{test}.{n}.json"))["results"][-1]
     return r["BW_average"] * (1 << 20) / 1e9 if test == "write_bw" else r["t_typical"]
@@ -77,4 +92,9 @@ print(f"host link bandwidth = {r_bw:.2f} of the mem link's   target >= 0.80: {ve
 print(f"host link latency   = {r_lat:.2f}x the mem link's     target <= 1.50: {verdict(r_lat <= 1.5)}")
 print(f"host link vs UDP on loopback: {ratio('host', 'udp', 'write_bw'):.1f}x the bandwidth, "
       f"{ratio('udp', 'host', 'write_lat'):.1f}x less latency")
+if perftest:
+    pb, pl = med("perftest", "write_bw"), med("perftest", "write_lat")
+    print(f"perftest over the drop-in libibverbs, host link: ib_write_bw {pb:.2f} GB/s "
+          f"({ratio('perftest', 'host', 'write_bw'):.2f} of xroce-perf's), ib_write_lat {pl:.2f} us "
+          f"({ratio('perftest', 'host', 'write_lat'):.2f}x xroce-perf's)")
 PY
