@@ -8,6 +8,16 @@
 #   programs.sh BINDIR
 set -u
 bin=$1
+# As root, in a network namespace of its own: 127.0.0.1/.2 and port 4791
+# are then ours alone, whatever else runs on this host's loopback.
+if [ "$(id -u)" = 0 ] && [ -z "${XRV_PROGRAMS_NS:-}" ] && command -v ip >/dev/null; then
+  ns=xrvprog$$
+  ip netns add "$ns" && ip -n "$ns" link set lo up || exit 1
+  XRV_PROGRAMS_NS=$ns ip netns exec "$ns" "$0" "$@"; rc=$?
+  ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+  ip netns del "$ns"
+  exit $rc
+fi
 run="$bin/xroce-run"
 fail=0
 t0=$SECONDS
