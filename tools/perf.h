@@ -62,6 +62,10 @@ struct side {
 	int mtu;                   /* enum */
 	int rc;
 	uint64_t verify_errors, verified;
+	/* Latency tests: completions of the other kind (a receive while the
+	 * send's ACK is late) kept for the wait that wants them. */
+	struct xr_wc early[4];
+	unsigned early_n;
 	FILE *out;                 /* results: the client's stdout; the mem server's is quiet */
 	FILE *quiet_out;
 };

@@ -201,6 +201,7 @@ struct xr_link_host_stats {
 	uint64_t tx_drop_stalled;        /* the peer's ring stayed full (a stopped process) */
 	uint64_t tx_drop_not_ip;         /* a frame without an IPv4/IPv6 destination */
 	uint64_t rx_drop_bad_len;        /* a slot with an impossible length */
+	uint64_t rx_drop_bad_index;      /* a slot index a peer sent or gave back that cannot be */
 	uint64_t peers_connected, peers_accepted, peers_gone;
 	uint64_t refused_uid;            /* a connecting process of another user */
 	uint64_t refused_hello;          /* a malformed handshake or mapping */

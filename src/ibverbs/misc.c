@@ -127,7 +127,12 @@ XRV_EXPORT const char *ibv_get_sysfs_path(void)
 
 XRV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
 {
-	(void)dir, (void)file, (void)buf, (void)size;
+	(void)dir, (void)buf, (void)size;
+	/* librdmacm's first step (its ABI check) is this read: the one place
+	 * to say which feature a program asking for the RDMA CM misses. */
+	if (file && (strstr(file, "rdma_cm") || strstr(file, "infiniband_ucma")))
+		xrv_unsupported("librdmacm", "the RDMA connection manager (rdma_cm; perftest -R): xroce has no "
+				"kernel CM, connect over the program's own TCP exchange");
 	errno = ENOENT;   /* xroce0 has no sysfs node */
 	return -1;
 }

@@ -17,51 +17,82 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "xroce/link.h"
 
 #define HOST_MAGIC 0x78726f68u         /* "xroh" */
-#define HOST_VERSION 1
-#define HOST_SLOTS 128                 /* frame slots per direction */
+#define HOST_VERSION 2                 /* 2: slots travel by index (no fixed ring positions) */
+#define HOST_SLOTS 128                 /* frame slots per direction, owned by its sender */
 #define HOST_MAX_CONNS 128
 #define HOST_MAX_NEG 256               /* remembered non-local destinations */
 #define HOST_NEG_NS 100000000ull       /* retry a non-local destination after 100 ms */
-#define HOST_STALL_NS 50000000ull      /* a ring full this long: the peer is stalled, drop */
+#define HOST_STALL_NS 50000000ull      /* no free slot this long: the peer is stalled, drop */
 /* Past the last slot: any 16-bit length a peer writes stays inside the mapping. */
 #define HOST_TAIL_PAD 65536u
 
-/* One direction's indices, each on its own cache line (shared memory). */
-struct host_ring_ctl {
-	_Alignas(64) _Atomic uint32_t tail;   /* producer */
-	_Alignas(64) _Atomic uint32_t head;   /* consumer: slots before it are free */
-	_Alignas(64) _Atomic uint32_t armed;  /* consumer sleeps: producer writes its eventfd */
+/* One direction, as the mem pair: its sender's slots go to the receiver
+ * by index through `sent` and come back through `ret` once the receiver's
+ * engine is done with them, so a frame is built in its slot and never
+ * copied. Each index is on its own cache line (shared memory). */
+struct host_dir {
+	_Alignas(64) _Atomic uint32_t tail;       /* sender: entries in sent[] */
+	_Alignas(64) _Atomic uint32_t armed;      /* receiver sleeps: sender writes its eventfd */
+	_Alignas(64) _Atomic uint32_t ret_tail;   /* receiver: entries in ret[] */
+	_Alignas(64) _Atomic uint32_t sent[HOST_SLOTS];
+	_Alignas(64) _Atomic uint32_t ret[HOST_SLOTS];
 };
 
 /* The start of the shared mapping; the slots follow at HOST_SLOTS_OFF. */
 struct host_shm {
 	uint32_t magic, version, slots, slot_size;
 	uint64_t size;
-	struct host_ring_ctl ring[2];   /* [0] connector to acceptor, [1] back */
+	struct host_dir dir[2];   /* [0] connector to acceptor, [1] back */
 };
 #define HOST_SLOTS_OFF 4096u
+_Static_assert(sizeof(struct host_shm) <= HOST_SLOTS_OFF, "the slots start after the indices");
+_Static_assert((HOST_SLOTS & (HOST_SLOTS - 1)) == 0, "index arithmetic masks");
+
+/* The handshake message (SOCK_SEQPACKET; host_ep.c). */
+struct host_hello {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t reply;      /* 0: hello, 1: reply */
+	uint32_t slots;
+	int32_t status;      /* reply: 0 or -errno */
+	uint8_t addr[16];    /* hello: the connecting device's address */
+};
+
+static inline size_t host_shm_size(void)
+{
+	return HOST_SLOTS_OFF + 2 * (size_t)HOST_SLOTS * sizeof(struct xr_frame) + HOST_TAIL_PAD;
+}
+
+/* Where one of our slots is; the peer's slots need only "held by us". */
+enum host_tx_state { TX_FREE, TX_ENGINE, TX_PEER };
 
 struct host_conn {
 	int sock;                    /* SOCK_SEQPACKET to the peer; EOF: it exited */
 	int peer_efd;                /* the peer's eventfd, written when it armed */
 	uint8_t *map;
 	size_t size;
-	struct host_ring_ctl *tx, *rx;
+	struct host_dir *tx, *rx;    /* tx: we send in it; rx: the peer does */
 	struct xr_frame *tx_slot, *rx_slot;
-	uint32_t slots, mask;
-	uint32_t tx_tail;            /* ours; the shared copy is only published */
-	uint32_t rx_taken;           /* slots handed to the caller */
-	uint32_t rx_head;            /* slots given back (published as rx->head) */
-	uint8_t *rx_done;            /* per slot: handed out and given back */
+	/* Private copies: a peer can scribble on the shared ones, never on these. */
+	uint32_t tx_tail;            /* entries we put in tx->sent (published) */
+	uint32_t tx_ret_head;        /* entries of tx->ret taken back */
+	uint32_t rx_head;            /* entries of rx->sent taken */
+	uint32_t rx_ret_tail;        /* entries we put in rx->ret (published) */
+	uint8_t tx_state[HOST_SLOTS];   /* enum host_tx_state */
+	uint32_t tx_free[HOST_SLOTS], ntx_free;
+	unsigned tx_engine;          /* our slots the caller holds: freed only after */
+	uint8_t rx_held[HOST_SLOTS]; /* the peer's slots the caller holds */
+	unsigned nrx_held;
 	xr_gid peer;
 	_Atomic bool dead;           /* set by the control thread */
-	uint64_t full_since;         /* the tx ring has been full since (0: not full) */
+	uint64_t full_since;         /* no free slot since (0: there is one) */
 };
 
 struct host_neg {
@@ -98,16 +129,22 @@ struct host_ep {
 int host_ep_open(struct host_ep **out, const xr_gid *addr);
 void host_ep_close(struct host_ep *h);
 
-/* Copies frames into their peers' rings, in order. Frames whose
- * destination has no local device stop the burst (*not_local set), or
- * with drop_unknown are dropped and counted. A full ring stops it too.
- * Returns how many frames are done with: the caller frees them. */
+/* Sends frames to their peers, in order: a frame built in a slot of the
+ * destination's connection (host_ep_alloc) goes as it is, any other is
+ * copied into a free slot. Frames whose destination has no local device
+ * stop the burst (*not_local set), or with drop_unknown are dropped and
+ * counted. No free slot stops it too. Returns how many frames are done
+ * with: of those, the ones that were slots are the endpoint's again and
+ * set to NULL; the caller frees the others. */
 unsigned host_ep_send(struct host_ep *h, struct xr_frame **f, unsigned n, bool drop_unknown, bool *not_local);
 /* Whether a frame's destination is a local device (may connect to it). */
 bool host_ep_is_local(struct host_ep *h, const struct xr_frame *f);
-/* Up to n received frames, in the rings themselves (no copy). */
+/* A slot of the last destination's connection to build a frame in, or
+ * NULL (none yet, or the peer holds them all): use a frame of your own. */
+struct xr_frame *host_ep_alloc(struct host_ep *h);
+/* Up to n received frames, in the peers' slots themselves (no copy). */
 unsigned host_ep_recv(struct host_ep *h, struct xr_frame **f, unsigned n);
-/* Gives a received frame back: false when f is not a ring slot. */
+/* Gives a slot back (received, or from host_ep_alloc): false when f is not one. */
 bool host_ep_release(struct host_ep *h, struct xr_frame *f);
 /* Arms the wakeup and returns the eventfd to poll. */
 int host_ep_wait_fd(struct host_ep *h);

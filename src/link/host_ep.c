@@ -30,20 +30,6 @@
 
 #define HANDSHAKE_TIMEOUT_MS 200
 
-struct hello {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t reply;      /* 0: hello, 1: reply */
-	uint32_t slots;
-	int32_t status;      /* reply: 0 or -errno */
-	uint8_t addr[16];    /* hello: the connecting device's address */
-};
-
-static size_t shm_size(uint32_t slots)
-{
-	return HOST_SLOTS_OFF + 2 * (size_t)slots * sizeof(struct xr_frame) + HOST_TAIL_PAD;
-}
-
 /* "@xroce-host/ADDR": abstract, so nothing to clean up after a crash. */
 static socklen_t rendezvous_name(const xr_gid *a, struct sockaddr_un *sa)
 {
@@ -80,7 +66,7 @@ static void set_timeouts(int fd)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
-static int send_msg(int fd, const struct hello *m, const int *fds, unsigned nfds)
+static int send_msg(int fd, const struct host_hello *m, const int *fds, unsigned nfds)
 {
 	union { char buf[CMSG_SPACE(2 * sizeof(int))]; struct cmsghdr align; } ctl;
 	struct iovec iov = { (void *)m, sizeof(*m) };
@@ -101,7 +87,7 @@ static int send_msg(int fd, const struct hello *m, const int *fds, unsigned nfds
 }
 
 /* Receives one message with exactly nfds descriptors; any others are closed. */
-static int recv_msg(int fd, struct hello *m, int *fds, unsigned nfds)
+static int recv_msg(int fd, struct host_hello *m, int *fds, unsigned nfds)
 {
 	union { char buf[CMSG_SPACE(4 * sizeof(int))]; struct cmsghdr align; } ctl;
 	struct iovec iov = { m, sizeof(*m) };
@@ -130,29 +116,26 @@ static int recv_msg(int fd, struct hello *m, int *fds, unsigned nfds)
 	return -EPROTO;
 }
 
-/* Lays the connection over its mapping; dir is the direction we send in. */
+/* Lays the connection over its mapping; dir is the direction we send in.
+ * The mapping is new (zeroed): every index starts at 0, all our slots free. */
 static struct host_conn *conn_new(uint8_t *map, size_t size, unsigned dir, const uint8_t peer[16])
 {
 	struct host_shm *shm = (struct host_shm *)map;
 	struct host_conn *c = calloc(1, sizeof(*c));
 	struct xr_frame *slots = (struct xr_frame *)(map + HOST_SLOTS_OFF);
 
-	if (!c || !(c->rx_done = calloc(HOST_SLOTS, 1))) {
-		free(c);
+	if (!c)
 		return NULL;
-	}
 	c->sock = -1;
 	c->peer_efd = -1;
 	c->map = map;
 	c->size = size;
-	c->slots = HOST_SLOTS;
-	c->mask = HOST_SLOTS - 1;
-	c->tx = &shm->ring[dir];
-	c->rx = &shm->ring[!dir];
+	c->tx = &shm->dir[dir];
+	c->rx = &shm->dir[!dir];
 	c->tx_slot = slots + (size_t)dir * HOST_SLOTS;
 	c->rx_slot = slots + (size_t)!dir * HOST_SLOTS;
-	c->tx_tail = atomic_load(&c->tx->tail);
-	c->rx_taken = c->rx_head = atomic_load(&c->rx->head);
+	for (uint32_t i = 0; i < HOST_SLOTS; i++)
+		c->tx_free[c->ntx_free++] = HOST_SLOTS - 1 - i;
 	memcpy(c->peer.raw, peer, 16);
 	atomic_init(&c->dead, false);
 	return c;
@@ -168,7 +151,6 @@ void host_conn_free(struct host_conn *c)
 		close(c->peer_efd);
 	if (c->map)
 		munmap(c->map, c->size);
-	free(c->rx_done);
 	free(c);
 }
 
@@ -202,8 +184,8 @@ struct host_conn *host_ep_connect(struct host_ep *h, const xr_gid *addr)
 {
 	struct sockaddr_un sa;
 	socklen_t salen = rendezvous_name(addr, &sa);
-	size_t size = shm_size(HOST_SLOTS);
-	struct hello m = { HOST_MAGIC, HOST_VERSION, 0, HOST_SLOTS, 0, { 0 } }, r;
+	size_t size = host_shm_size();
+	struct host_hello m = { HOST_MAGIC, HOST_VERSION, 0, HOST_SLOTS, 0, { 0 } }, r;
 	struct host_conn *c = NULL;
 	int s, mfd = -1, peer_efd = -1, fds[2];
 	uint8_t *map = MAP_FAILED;
@@ -272,9 +254,9 @@ fail:
 }
 
 /* Checks what a connecting peer handed over; the mapping or NULL. */
-static uint8_t *check_mapping(int mfd, const struct hello *m)
+static uint8_t *check_mapping(int mfd, const struct host_hello *m)
 {
-	size_t size = shm_size(HOST_SLOTS);
+	size_t size = host_shm_size();
 	struct stat st;
 	int seals = fcntl(mfd, F_GET_SEALS);
 	uint8_t *map;
@@ -297,7 +279,7 @@ static uint8_t *check_mapping(int mfd, const struct hello *m)
 
 static void accept_one(struct host_ep *h, int s)
 {
-	struct hello m, r = { HOST_MAGIC, HOST_VERSION, 1, HOST_SLOTS, 0, { 0 } };
+	struct host_hello m, r = { HOST_MAGIC, HOST_VERSION, 1, HOST_SLOTS, 0, { 0 } };
 	int fds[2], err = 0;
 	uint8_t *map = NULL;
 	struct host_conn *c = NULL;
@@ -317,13 +299,13 @@ static void accept_one(struct host_ep *h, int s)
 		err = -EPROTO;
 	else if (!reserve(h))
 		err = -ENOSPC;
-	else if (!(c = conn_new(map, shm_size(HOST_SLOTS), 1, m.addr)))
+	else if (!(c = conn_new(map, host_shm_size(), 1, m.addr)))
 		err = -ENOMEM;
 	close(fds[0]);
 	r.status = err;
 	if (err) {
 		if (map)
-			munmap(map, shm_size(HOST_SLOTS));
+			munmap(map, host_shm_size());
 		if (err == -ENOMEM)
 			atomic_fetch_sub(&h->reserved, 1);
 		ctl_count(h, err == -ENOSPC ? &h->ctl_st.refused_full : &h->ctl_st.refused_hello);

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The host endpoint's data path. A frame sent is copied once, into a slot
- * of the destination's ring; a frame received is handed over in its slot
- * (no copy) and the slot is free again when the caller gives the frame
- * back. A peer shares the mapping, so it could rewrite a slot we are
- * reading: lengths are checked when the slot is taken, and the mapping
- * ends with HOST_TAIL_PAD bytes so that any length a peer writes later
- * still reads inside it (the ICRC then fails, as on a corrupting wire).
+ * The host endpoint's data path. Each direction's sender owns its slots:
+ * the caller builds a frame in one (host_ep_alloc), sending passes its
+ * index to the peer, the peer's engine reads the frame where it is and
+ * its index comes back when that engine gives the frame back. No copy,
+ * unless a frame was built elsewhere (the UDP link's own pool, another
+ * connection's slot, no slot free at the time): then it is copied once.
+ * A peer shares the mapping, so it could rewrite anything in it: indices
+ * are checked against our private record of who holds each slot,
+ * lengths when a slot is taken, and the mapping ends with HOST_TAIL_PAD
+ * bytes so that any length a peer writes later still reads inside it
+ * (the ICRC then fails, as on a corrupting wire).
  *
  * Wakeups as the mem link: the receiver arms before sleeping, the sender
  * writes the receiver's eventfd only when armed.
@@ -119,7 +123,7 @@ bool host_ep_is_local(struct host_ep *h, const struct xr_frame *f)
 	return local;
 }
 
-/* Publishes what was written to c's ring and wakes the peer if it sleeps. */
+/* Publishes what was put in c's ring and wakes the peer if it sleeps. */
 static void publish(struct host_conn *c)
 {
 	uint64_t one = 1;
@@ -135,21 +139,114 @@ static void publish(struct host_conn *c)
 	}
 }
 
-/* Room for one frame in c's ring: 1, 0 (full: retry later) or -1 (full
- * for HOST_STALL_NS: the peer is stopped or stuck, drop). */
-static int room(struct host_conn *c)
+/* Takes back the slots the peer gave back. An index we did not send is
+ * the peer's scribble: counted, ignored (our record says who holds what). */
+static void reclaim(struct host_ep *h, struct host_conn *c)
 {
-	uint32_t used = c->tx_tail - atomic_load_explicit(&c->tx->head, memory_order_acquire);
+	uint32_t tail = atomic_load_explicit(&c->tx->ret_tail, memory_order_acquire);
+
+	if (tail - c->tx_ret_head > HOST_SLOTS) {   /* not a count: take nothing, go on from it */
+		h->st.rx_drop_bad_index++;
+		c->tx_ret_head = tail;
+		return;
+	}
+	for (; c->tx_ret_head != tail; c->tx_ret_head++) {
+		uint32_t i = atomic_load_explicit(&c->tx->ret[c->tx_ret_head & (HOST_SLOTS - 1)], memory_order_relaxed);
+		if (i >= HOST_SLOTS || c->tx_state[i] != TX_PEER) {
+			h->st.rx_drop_bad_index++;
+			continue;
+		}
+		c->tx_state[i] = TX_FREE;
+		c->tx_free[c->ntx_free++] = i;
+	}
+}
+
+/* A free slot of c for the caller (state TX_ENGINE), or -1. */
+static int32_t slot_take(struct host_ep *h, struct host_conn *c)
+{
+	uint32_t i;
+
+	if (!c->ntx_free)
+		reclaim(h, c);
+	if (!c->ntx_free)
+		return -1;
+	i = c->tx_free[--c->ntx_free];
+	c->tx_state[i] = TX_ENGINE;
+	c->tx_engine++;
+	return (int32_t)i;
+}
+
+/* The caller is done with our slot i without sending it. */
+static void slot_put(struct host_conn *c, uint32_t i)
+{
+	c->tx_state[i] = TX_FREE;
+	c->tx_free[c->ntx_free++] = i;
+	c->tx_engine--;
+}
+
+/* Passes our slot i (the caller's) to the peer; published later. */
+static void slot_send(struct host_conn *c, uint32_t i)
+{
+	atomic_store_explicit(&c->tx->sent[c->tx_tail & (HOST_SLOTS - 1)], i, memory_order_relaxed);
+	c->tx_tail++;
+	c->tx_state[i] = TX_PEER;
+	c->tx_engine--;
+	c->full_since = 0;
+}
+
+/* The connection whose own slot f is (*i its index), or NULL. */
+static struct host_conn *tx_owner(struct host_ep *h, const struct xr_frame *f, uint32_t *i)
+{
+	struct host_conn *c = h->last;
+
+	if (c && f >= c->tx_slot && f < c->tx_slot + HOST_SLOTS) {
+		*i = (uint32_t)(f - c->tx_slot);
+		return c;
+	}
+	for (unsigned k = 0; k < h->nconn; k++) {
+		c = h->conn[k];
+		if (f >= c->tx_slot && f < c->tx_slot + HOST_SLOTS) {
+			*i = (uint32_t)(f - c->tx_slot);
+			return c;
+		}
+	}
+	return NULL;
+}
+
+struct xr_frame *host_ep_alloc(struct host_ep *h)
+{
+	struct host_conn *c;
+	struct xr_frame *f = NULL;
+	int32_t i;
+
+	pthread_mutex_lock(&h->lock);
+	c = h->last;
+	if (c && !atomic_load_explicit(&c->dead, memory_order_acquire) && (i = slot_take(h, c)) >= 0)
+		f = &c->tx_slot[i];
+	pthread_mutex_unlock(&h->lock);
+	if (f) {
+		f->next = NULL;
+		f->len = 0;
+		f->rx_flags = 0;
+	}
+	return f;
+}
+
+/* A free slot of c to copy into: its index, -2 (none: retry later) or -1
+ * (none for HOST_STALL_NS: the peer is stopped or stuck, drop). */
+static int32_t room(struct host_ep *h, struct host_conn *c)
+{
+	int32_t i = slot_take(h, c);
 	uint64_t now;
 
-	if (used < c->slots) {
+	if (i >= 0) {
 		c->full_since = 0;
-		return 1;
+		return i;
 	}
 	now = now_ns();
 	if (!c->full_since)
 		c->full_since = now;
-	return now - c->full_since > HOST_STALL_NS ? -1 : 0;
+	return now - c->full_since > HOST_STALL_NS ? -1 : -2;
 }
 
 unsigned host_ep_send(struct host_ep *h, struct xr_frame **f, unsigned n, bool drop_unknown, bool *not_local)
@@ -161,19 +258,21 @@ unsigned host_ep_send(struct host_ep *h, struct xr_frame **f, unsigned n, bool d
 	pthread_mutex_lock(&h->lock);
 	adopt_pending(h);
 	for (i = 0; i < n; i++) {
-		struct xr_frame *fr = f[i], *slot;
-		struct host_conn *c;
+		struct xr_frame *fr = f[i];
+		struct host_conn *c, *own;
+		uint32_t own_i = 0;
+		int32_t slot;
 		xr_gid dst;
 		bool gone;
-		int r;
 
+		own = tx_owner(h, fr, &own_i);
 		if (!frame_dst(fr, &dst)) {
 			if (!drop_unknown) {
 				*not_local = true;
 				break;
 			}
 			h->st.tx_drop_not_ip++;
-			continue;
+			goto done;
 		}
 		c = route(h, &dst, &gone);
 		if (!c) {
@@ -185,26 +284,37 @@ unsigned host_ep_send(struct host_ep *h, struct xr_frame **f, unsigned n, bool d
 				h->st.tx_drop_peer_gone++;
 			else
 				h->st.tx_drop_no_peer++;
-			continue;
+			goto done;
 		}
 		if (open && open != c) {
 			publish(open);
 			open = NULL;
 		}
-		r = room(c);
-		if (r == 0)
-			break;   /* the caller keeps the rest, in order */
-		if (r < 0) {
-			h->st.tx_drop_stalled++;
+		if (own == c) {   /* built in place: nothing to copy */
+			slot_send(c, own_i);
+			f[i] = NULL;
+			open = c;
+			h->st.tx_host++;
 			continue;
 		}
-		slot = &c->tx_slot[c->tx_tail & c->mask];
-		slot->len = fr->len;
-		slot->rx_flags = 0;
-		memcpy(slot->data, fr->data, fr->len);
-		c->tx_tail++;
+		slot = room(h, c);
+		if (slot == -2)
+			break;   /* the caller keeps the rest, in order */
+		if (slot < 0) {
+			h->st.tx_drop_stalled++;
+			goto done;
+		}
+		c->tx_slot[slot].len = fr->len;
+		c->tx_slot[slot].rx_flags = 0;
+		memcpy(c->tx_slot[slot].data, fr->data, fr->len);
+		slot_send(c, (uint32_t)slot);
 		open = c;
 		h->st.tx_host++;
+done:
+		if (own) {   /* another connection's slot, copied or dropped */
+			slot_put(own, own_i);
+			f[i] = NULL;
+		}
 	}
 	if (open)
 		publish(open);
@@ -212,28 +322,23 @@ unsigned host_ep_send(struct host_ep *h, struct xr_frame **f, unsigned n, bool d
 	return i;
 }
 
-/* Slots given back in order free the ring up to the first still held. */
-static void advance_head(struct host_conn *c)
+/* Gives the peer's slot i back to it. The ring cannot overflow from an
+ * honest peer (it has HOST_SLOTS slots); a dishonest one only loses its own. */
+static void give_back(struct host_conn *c, uint32_t i)
 {
-	uint32_t head = c->rx_head;
-
-	while (head != c->rx_taken && c->rx_done[head & c->mask]) {
-		c->rx_done[head & c->mask] = 0;
-		head++;
-	}
-	if (head != c->rx_head) {
-		c->rx_head = head;
-		atomic_store_explicit(&c->rx->head, head, memory_order_release);
-	}
+	atomic_store_explicit(&c->rx->ret[c->rx_ret_tail & (HOST_SLOTS - 1)], i, memory_order_relaxed);
+	c->rx_ret_tail++;
+	atomic_store_explicit(&c->rx->ret_tail, c->rx_ret_tail, memory_order_release);
 }
 
-/* Frees connections whose peer has gone, once nothing of theirs is held. */
+/* Frees connections whose peer has gone, once nothing of theirs is held
+ * and nothing it sent is left to read. */
 static void reap(struct host_ep *h)
 {
 	for (unsigned i = 0; i < h->nconn;) {
 		struct host_conn *c = h->conn[i];
-		if (!atomic_load_explicit(&c->dead, memory_order_acquire) || c->rx_head != c->rx_taken ||
-		    atomic_load_explicit(&c->rx->tail, memory_order_acquire) != c->rx_taken) {
+		if (!atomic_load_explicit(&c->dead, memory_order_acquire) || c->nrx_held || c->tx_engine ||
+		    atomic_load_explicit(&c->rx->tail, memory_order_acquire) != c->rx_head) {
 			i++;
 			continue;
 		}
@@ -254,20 +359,27 @@ unsigned host_ep_recv(struct host_ep *h, struct xr_frame **f, unsigned n)
 	reap(h);
 	for (unsigned k = 0; k < h->nconn && got < n; k++) {
 		struct host_conn *c = h->conn[(h->rr + k) % h->nconn];
-		uint32_t avail = atomic_load_explicit(&c->rx->tail, memory_order_acquire) - c->rx_taken;
+		uint32_t avail = atomic_load_explicit(&c->rx->tail, memory_order_acquire) - c->rx_head;
 
-		if (avail > c->slots)
+		if (avail > HOST_SLOTS)
 			avail = 0;   /* a peer's scribble, not a count: take nothing */
 		for (; avail && got < n; avail--) {
-			uint32_t idx = c->rx_taken++ & c->mask;
-			struct xr_frame *s = &c->rx_slot[idx];
-			uint16_t len = s->len;
-			if (len < XR_ETH_HLEN || len > XR_MAX_FRAME) {
-				h->st.rx_drop_bad_len++;
-				c->rx_done[idx] = 1;
-				advance_head(c);
+			uint32_t i = atomic_load_explicit(&c->rx->sent[c->rx_head++ & (HOST_SLOTS - 1)], memory_order_relaxed);
+			struct xr_frame *s;
+			uint16_t len;
+			if (i >= HOST_SLOTS || c->rx_held[i]) {
+				h->st.rx_drop_bad_index++;
 				continue;
 			}
+			s = &c->rx_slot[i];
+			len = *(volatile uint16_t *)&s->len;   /* read once: the peer may rewrite it */
+			if (len < XR_ETH_HLEN || len > XR_MAX_FRAME) {
+				h->st.rx_drop_bad_len++;
+				give_back(c, i);
+				continue;
+			}
+			c->rx_held[i] = 1;
+			c->nrx_held++;
 			s->rx_flags = 0;
 			s->next = NULL;
 			f[got++] = s;
@@ -283,15 +395,24 @@ unsigned host_ep_recv(struct host_ep *h, struct xr_frame **f, unsigned n)
 bool host_ep_release(struct host_ep *h, struct xr_frame *f)
 {
 	bool found = false;
+	uint32_t i;
 
 	pthread_mutex_lock(&h->lock);
-	for (unsigned i = 0; i < h->nconn; i++) {
-		struct host_conn *c = h->conn[i];
-		if (f >= c->rx_slot && f < c->rx_slot + c->slots) {
-			c->rx_done[f - c->rx_slot] = 1;
-			advance_head(c);
+	for (unsigned k = 0; k < h->nconn && !found; k++) {
+		struct host_conn *c = h->conn[k];
+		if (f >= c->rx_slot && f < c->rx_slot + HOST_SLOTS) {
+			i = (uint32_t)(f - c->rx_slot);
 			found = true;
-			break;
+			if (c->rx_held[i]) {
+				c->rx_held[i] = 0;
+				c->nrx_held--;
+				give_back(c, i);
+			}
+		} else if (f >= c->tx_slot && f < c->tx_slot + HOST_SLOTS) {
+			i = (uint32_t)(f - c->tx_slot);
+			found = true;
+			if (c->tx_state[i] == TX_ENGINE)
+				slot_put(c, i);
 		}
 	}
 	pthread_mutex_unlock(&h->lock);
@@ -312,7 +433,7 @@ int host_ep_wait_fd(struct host_ep *h)
 		atomic_store(&h->conn[i]->rx->armed, 1);
 	atomic_thread_fence(memory_order_seq_cst);
 	for (unsigned i = 0; i < h->nconn && !waiting; i++)
-		waiting = atomic_load_explicit(&h->conn[i]->rx->tail, memory_order_acquire) != h->conn[i]->rx_taken;
+		waiting = atomic_load_explicit(&h->conn[i]->rx->tail, memory_order_acquire) != h->conn[i]->rx_head;
 	pthread_mutex_unlock(&h->lock);
 	if (waiting) {
 		v = 1;   /* already there: make the fd readable now */

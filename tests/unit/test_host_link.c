@@ -4,16 +4,20 @@
  * order through the shared rings with sleeping receivers woken, one
  * device per address, a missing peer and a killed peer dropped and
  * counted with the rendezvous gone with it, a stopped peer's full ring
- * pushing back and then dropping, a malformed handshake refused, and a
- * 16-process mesh. Addresses 10.250.9.x/10.250.8.x are this file's only.
+ * pushing back and then dropping, a malformed handshake refused, a
+ * hand-made peer that scribbles on the shared mapping counted and never
+ * trusted (frames built in place in its slots), and a 16-process mesh. Addresses 10.250.9.x/10.250.8.x are this file's only.
  */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -22,6 +26,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "link/host.h"
 #include "xroce/link.h"
 
 #define LEN_OFF 34   /* after Ethernet + IPv4: source index, sequence */
@@ -315,6 +320,161 @@ static void test_bad_handshake_refused(void **state)
 	xr_link_close(a);
 }
 
+
+/* A peer made by hand: the test speaks the handshake itself, then writes
+ * the shared mapping as a buggy or hostile process could. */
+struct rogue {
+	int sock, efd, dev_efd;
+	struct host_shm *shm;
+	struct xr_frame *to_dev, *from_dev;   /* dir[0]'s slots (ours), dir[1]'s (the device's) */
+};
+
+static void rogue_connect(struct rogue *r, const char *dev, const char *me)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct host_hello m = { HOST_MAGIC, HOST_VERSION, 0, HOST_SLOTS, 0, { 0 } }, reply;
+	union { char buf[CMSG_SPACE(2 * sizeof(int))]; struct cmsghdr align; } ctl;
+	struct iovec iov = { &m, sizeof(m) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			      .msg_controllen = CMSG_SPACE(2 * sizeof(int)) };
+	struct cmsghdr *c;
+	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "xroce-host/%s", dev);
+	int mfd = memfd_create("rogue", MFD_ALLOW_SEALING), fds[2];
+	xr_gid g;
+	uint8_t *map;
+
+	assert_int_equal(ftruncate(mfd, (off_t)host_shm_size()), 0);
+	assert_int_equal(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	map = mmap(NULL, host_shm_size(), PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	assert_true(map != MAP_FAILED);
+	r->shm = (struct host_shm *)map;
+	*r->shm = (struct host_shm){ HOST_MAGIC, HOST_VERSION, HOST_SLOTS, sizeof(struct xr_frame), host_shm_size(), { { 0 } } };
+	r->to_dev = (struct xr_frame *)(map + HOST_SLOTS_OFF);
+	r->from_dev = r->to_dev + HOST_SLOTS;
+	assert_int_equal(xr_gid_parse(&g, me), 0);
+	memcpy(m.addr, g.raw, 16);
+	r->efd = eventfd(0, EFD_NONBLOCK);
+	r->sock = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	assert_int_equal(connect(r->sock, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)), 0);
+	memset(&ctl, 0, sizeof(ctl));
+	c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+	fds[0] = mfd;
+	fds[1] = r->efd;
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	assert_int_equal(sendmsg(r->sock, &msg, 0), (ssize_t)sizeof(m));
+	iov.iov_base = &reply;
+	msg.msg_controllen = sizeof(ctl.buf);
+	assert_int_equal(recvmsg(r->sock, &msg, 0), (ssize_t)sizeof(reply));
+	assert_int_equal(reply.reply, 1);
+	assert_int_equal(reply.status, 0);
+	memcpy(&r->dev_efd, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
+	close(mfd);
+}
+
+static void test_rogue_peer_counted_not_trusted(void **state)
+{
+	struct xr_link *a = xr_link_host("10.250.9.10");
+	struct xr_link_host_stats st;
+	struct rogue r;
+	struct host_dir *in, *out;
+	struct xr_frame *f[8], *o, *stuck = NULL;
+	const uint32_t idx[] = { 0, 999, 0, 1, 2 };   /* bad, already held, bad length */
+	uint32_t first, sent = 0, in_place = HOST_SLOTS;
+	int got;
+
+	(void)state;
+	rogue_connect(&r, "10.250.9.10", "10.250.9.11");
+	in = &r.shm->dir[0];
+	out = &r.shm->dir[1];
+	make_frame(&r.to_dev[0], "10.250.9.11", "10.250.9.10", 11, 0);
+	r.to_dev[1].len = 5;
+	make_frame(&r.to_dev[2], "10.250.9.11", "10.250.9.10", 11, 1);
+	for (unsigned k = 0; k < 5; k++)
+		atomic_store(&in->sent[k], idx[k]);
+	atomic_store(&in->tail, 5);
+	got = recv_wait(a, f, 8, 1000);
+	assert_int_equal(got, 2);
+	assert_true(frame_is(f[0], "10.250.9.11", "10.250.9.10", 11, 0));
+	assert_true(frame_is(f[1], "10.250.9.11", "10.250.9.10", 11, 1));
+	xr_link_host_stats(a, &st);
+	assert_int_equal(st.rx_host, 2);
+	assert_int_equal(st.rx_drop_bad_index, 2);
+	assert_int_equal(st.rx_drop_bad_len, 1);
+	/* The bad length's slot came back at once, the others once freed. */
+	assert_int_equal(atomic_load(&in->ret_tail), 1);
+	assert_int_equal(atomic_load(&in->ret[0]), 1);
+	xr_link_frame_free(a, f[0]);
+	xr_link_frame_free(a, f[1]);
+	assert_int_equal(atomic_load(&in->ret_tail), 3);
+	/* A tail that is no count: nothing taken. */
+	atomic_store(&in->tail, 5 + 1000);
+	assert_int_equal(xr_link_recv(a, f, 8), 0);
+	atomic_store(&in->tail, 5);
+
+	/* Before any frame to it the device builds in its own pool (copied on send)... */
+	o = xr_link_frame_alloc(a);
+	make_frame(o, "10.250.9.10", "10.250.9.11", 10, sent++);
+	assert_int_equal(xr_link_send(a, &o, 1), 1);
+	assert_int_equal(atomic_load(&out->tail), 1);
+	first = atomic_load(&out->sent[0]);
+	assert_true(first < HOST_SLOTS);
+	assert_true(frame_is(&r.from_dev[first], "10.250.9.10", "10.250.9.11", 10, 0));
+	/* ...then in a slot we can see before it is even sent: no copy. */
+	o = xr_link_frame_alloc(a);
+	make_frame(o, "10.250.9.10", "10.250.9.11", 10, sent);
+	for (uint32_t i = 0; i < HOST_SLOTS; i++)
+		if (frame_is(&r.from_dev[i], "10.250.9.10", "10.250.9.11", 10, sent))
+			in_place = i;
+	assert_true(in_place < HOST_SLOTS);
+	assert_int_equal(xr_link_send(a, &o, 1), 1);
+	assert_int_equal(atomic_load(&out->sent[sent++]), in_place);
+	/* We give nothing back: once we hold every slot, the device pushes back. */
+	while (sent < 2 * HOST_SLOTS) {
+		o = xr_link_frame_alloc(a);
+		make_frame(o, "10.250.9.10", "10.250.9.11", 10, sent);
+		if (xr_link_send(a, &o, 1) != 1) {
+			stuck = o;
+			break;
+		}
+		sent++;
+	}
+	assert_non_null(stuck);
+	assert_int_equal(sent, HOST_SLOTS);
+	/* One good return, then one twice and one out of range: counted, ignored. */
+	atomic_store(&out->ret[0], first);
+	atomic_store(&out->ret[1], first);
+	atomic_store(&out->ret[2], 4242);
+	atomic_store(&out->ret_tail, 3);
+	assert_int_equal(xr_link_send(a, &stuck, 1), 1);
+	assert_int_equal(atomic_load(&out->sent[sent & (HOST_SLOTS - 1)]), first);
+	assert_true(frame_is(&r.from_dev[first], "10.250.9.10", "10.250.9.11", 10, sent));
+	xr_link_host_stats(a, &st);
+	assert_int_equal(st.rx_drop_bad_index, 4);
+	assert_int_equal(st.tx_host, HOST_SLOTS + 1);
+	/* A return count that is no count: counted, the device goes on. */
+	atomic_store(&out->ret_tail, 3 + 100000);
+	o = xr_link_frame_alloc(a);
+	assert_non_null(o);
+	xr_link_frame_free(a, o);
+	xr_link_host_stats(a, &st);
+	assert_int_equal(st.rx_drop_bad_index, 5);
+
+	/* The peer goes: noticed, and its mapping freed once drained. */
+	close(r.sock);
+	for (uint64_t t0 = ms_now(); !st.peers_gone && ms_now() - t0 < 5000;) {
+		recv_wait(a, f, 8, 20);
+		xr_link_host_stats(a, &st);
+	}
+	assert_int_equal(st.peers_gone, 1);
+	close(r.efd);
+	close(r.dev_efd);
+	munmap(r.shm, host_shm_size());
+	xr_link_close(a);
+}
+
 #define MESH 16
 #define MESH_FRAMES 100
 
@@ -409,6 +569,7 @@ int main(void)
 		cmocka_unit_test(test_killed_peer_is_noticed),
 		cmocka_unit_test(test_stopped_peer_pushes_back_then_drops),
 		cmocka_unit_test(test_bad_handshake_refused),
+		cmocka_unit_test(test_rogue_peer_counted_not_trusted),
 		cmocka_unit_test(test_mesh_of_16_processes),
 	};
 	signal(SIGPIPE, SIG_IGN);
