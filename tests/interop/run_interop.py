@@ -39,6 +39,7 @@ RAW_ADDR = "10.77.0.3"  # the raw link's own address on xr0; the kernel keeps HO
 LINKS = os.environ.get("XR_LINKS", "udp,raw").split(",")
 results = []
 rxe_rcvd = {}   # MTU phase -> rxe's rcvd_pkts at its end
+rd_atom = {}    # device -> its max_qp_rd_atom (ibv_devinfo -v), for the drop-in rows
 CAPTURE_CAP = 1_000_000_000   # bytes per capture (tshark's filesize counts kB of 1000 bytes)
 
 
@@ -220,6 +221,7 @@ def run_dropin_cases(vm, ib_mtu, only, mtu):
     xdev = sh(f"{os.path.join(bindir, 'xroce-run')} --link udp --addr {HOST} ibv_devinfo -v", capture_output=True, text=True)
     vdev = vm.run("ibv_devinfo -d rxe0 -v", 30)[1]
     limits = (dropin.max_qp_rd_atom(xdev.stdout), dropin.max_qp_rd_atom(vdev))
+    rd_atom.update(xroce0=limits[0], rxe0=limits[1])
     if None in limits:
         raise RuntimeError(f"no max_qp_rd_atom from ibv_devinfo -v (xroce0, rxe0: {limits}): {xdev.stderr.strip()[-200:]}")
     for tool, args in dropin.selected(only, min(limits), mtu):
@@ -353,7 +355,7 @@ def write_doc(versions, malformed):
         for k, v in versions.items():
             f.write(f"- {k}: `{v}`\n")
         f.write(f"- frames whose RoCE headers tshark found malformed: {malformed}\n\n")
-        f.write("## xroce-perf against perftest\n\n")
+        f.write("## xroce-perf against perftest, and the checks over all of a phase's frames\n\n")
         f.write("| case | role | xroce link | path MTU | result | figure (peer's report) | note |\n|---|---|---|---|---|---|---|\n")
         for r in results:
             if not r.get("drop_in"):
@@ -366,8 +368,14 @@ def write_doc(versions, malformed):
                 "path MTU with `-m`. `vm-server` = the VM's binary serves and the host's connects; `xroce-server` = the\n"
                 "reverse. A row passes when both ends exit 0 and print their result rows (the passive servers of\n"
                 "`ib_read_lat` and `ib_atomic_lat` print none, on rxe as on xroce: there the client's row is required),\n"
-                "and neither end reports a failure; `ibv_rc_pingpong -c` checks every received buffer on both ends.\n\n"
-                % (HOST, RAW_ADDR))
+                "and neither end reports a failure (`ibv_rc_pingpong -c`: its server checks its buffer after the last\n"
+                "receive, the first byte of every page, and prints `invalid data` otherwise). perftest takes the number of\n"
+                "outstanding reads the *peer* announces as its own QP's `max_rd_atomic`, by default the peer device's\n"
+                "`max_qp_rd_atom`: rxe0's (%s) is above xroce0's (%s), which xroce refuses at RTS as rxe and mlx5 refuse\n"
+                "more than their own. As between any two devices with different limits, the read and atomic tools are\n"
+                "given `-o` with the smaller one on both ends. The wire checks of the first table (malformed frames, rxe's\n"
+                "`rcvd_pkts`) cover these rows' frames too.\n\n"
+                % (HOST, RAW_ADDR, rd_atom.get("rxe0", "?"), rd_atom.get("xroce0", "?")))
         f.write("| case | role | xroce link | path MTU | result | xroce end's report | rxe end's report | note |\n"
                 "|---|---|---|---|---|---|---|---|\n")
         for r in results:
