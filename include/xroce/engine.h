@@ -50,6 +50,19 @@ int xr_engine_start_thread(struct xr_engine *e);
  * their way (on a small machine it would take the cores they spin on and
  * be preempted holding the pipeline); it takes over when they stop. */
 int xr_engine_assist(struct xr_engine *e);
+/* Doorbells this thread rings between begin and end do not wake the
+ * engine's thread: end runs the pass that sends the work itself (an
+ * ibverbs post_send: the packets leave from the caller's thread), and
+ * wakes the thread only if a pass of the thread's was in the way.
+ * end returns what the pass did. */
+void xr_engine_post_begin(struct xr_engine *e);
+int xr_engine_post_end(struct xr_engine *e);
+/* The engine's thread at real-time priority (SCHED_FIFO prio): it sleeps
+ * whenever it has nothing to do, and woken by a frame it then takes a
+ * core from a program spinning on memory at once, not after the spinner's
+ * time slice. 0, -EPERM (no CAP_SYS_NICE or RLIMIT_RTPRIO), -EINVAL, or
+ * -ESRCH (no thread). */
+int xr_engine_thread_realtime(struct xr_engine *e, int prio);
 void xr_engine_stop_thread(struct xr_engine *e);
 
 /* The engine's timer clock (ACK and RNR timers, event timestamps): fn(ctx)

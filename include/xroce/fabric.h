@@ -106,8 +106,8 @@ struct xr_fabric_port_stats {
 	uint64_t ecn_marked;                 /* ECT frames set to CE here (egress) */
 	uint64_t ecn_not_ect;                /* Not-ECT frames that would have been marked: passed unchanged */
 	uint64_t ecn_already_ce;             /* CE frames that arrived marked */
-	uint64_t pfc_sent[XR_FABRIC_PRIOS];  /* XOFF/XON frames sent out of this port, per priority (XOFF) */
-	uint64_t pfc_xon_sent[XR_FABRIC_PRIOS];
+	uint64_t pfc_sent[XR_FABRIC_PRIOS];  /* XOFF frames sent out of this port (toward its sender), per priority */
+	uint64_t pfc_xon_sent[XR_FABRIC_PRIOS]; /* XON (zero-time) frames sent */
 	uint64_t pfc_rcvd[XR_FABRIC_PRIOS];  /* PFC frames received naming the priority with a non-zero time */
 	uint64_t pause_rcvd;                 /* 802.3x PAUSE frames received */
 	uint64_t paused_ns[XR_FABRIC_PRIOS]; /* time the egress priority stood paused */
@@ -176,7 +176,8 @@ double xr_fabric_ecn_prob(const struct xr_fabric_ecn_cfg *cfg, double q);
  * A host's NIC MAC on a port: frames leave at rate_bps on the fabric's
  * clock (0: the port's rate; unpaced: as fast as the engine sends), and
  * PFC/PAUSE frames the switch sends are honoured (the engine does not do
- * this itself yet) unless ignore_pause. The host's neighbour table is the
+ * this itself yet) unless ignore_pause, which also hands MAC control frames
+ * on to the engine (for PFC in the engine). The host's neighbour table is the
  * fabric's: resolve answers with the MAC of whichever host holds the GID.
  */
 struct xr_fabric_host_cfg {

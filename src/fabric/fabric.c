@@ -204,7 +204,7 @@ static void enqueue(struct xr_fabric *fab, struct port *in, unsigned in_idx, str
 	struct queue *q = &eg->q[prio];
 	struct cell *c;
 
-	if (!eg->link->ops->is_up(eg->link)) {
+	if (!eg->up) {
 		eg->st.drops[XR_FABRIC_DROP_EGRESS_DOWN]++;
 		return;
 	}
@@ -319,15 +319,18 @@ static uint64_t start_time(const struct port *p, uint8_t prio, uint64_t now)
 	return t > p->pause_until[prio] ? t : p->pause_until[prio];
 }
 
-static void dequeue(struct xr_fabric *fab, struct port *p, uint8_t prio)
+/* The head of (p, prio) left at time t. */
+static void dequeue(struct xr_fabric *fab, struct port *p, uint8_t prio, uint64_t t)
 {
 	struct queue *q = &p->q[prio];
 	struct cell *c = q->head;
 	struct port *in = fab->ports[c->in_port];
 
 	q->head = c->next;
-	if (!q->head)
+	if (!q->head) {
 		q->tail = NULL;
+		q->idle_since = t;
+	}
 	q->bytes -= c->len;
 	p->qbytes -= c->len;
 	in->in_bytes[prio] -= c->len;
@@ -356,15 +359,20 @@ static void tx_port(struct xr_fabric *fab, struct port *p, int *moved)
 			return;
 		struct cell *c = p->q[best].head;
 		struct xr_frame *f = xr_link_frame_alloc(p->link);
-		if (!f) {
-			p->st.tx_stalls++;
-			return;
+		if (f) {
+			f->len = c->len;
+			memcpy(f->data, c->data, c->len);
+			if (xr_link_send(p->link, &f, 1) != 1) {
+				xr_link_frame_free(p->link, f);
+				f = NULL;
+			}
 		}
-		f->len = c->len;
-		memcpy(f->data, c->data, c->len);
-		if (xr_link_send(p->link, &f, 1) != 1) {
-			xr_link_frame_free(p->link, f);
-			p->st.tx_stalls++;   /* the far side is not reading: keep it, try next step */
+		if (!f) {
+			/* The far side is not taking frames: keep this one for the next
+			 * step, and do not let the time lost now be caught up later
+			 * faster than the line rate. */
+			p->st.tx_stalls++;
+			p->tx_free_ns = now;
 			return;
 		}
 		xr_fab_pcap(fab, p, c->data, c->len, start);
@@ -372,7 +380,7 @@ static void tx_port(struct xr_fabric *fab, struct port *p, int *moved)
 		p->st.tx_frames++;
 		p->st.tx_bytes += c->len;
 		p->st.tx_wire_bytes += (uint64_t)c->len + XR_FABRIC_WIRE_OVERHEAD;
-		dequeue(fab, p, (uint8_t)best);
+		dequeue(fab, p, (uint8_t)best, start);
 		(*moved)++;
 	}
 }
@@ -389,6 +397,9 @@ int xr_fabric_step(struct xr_fabric *fab, uint64_t now_ns)
 		now_ns = last;
 	atomic_store_explicit(&fab->prev, last, memory_order_relaxed);
 	atomic_store_explicit(&fab->now, now_ns, memory_order_release);
+	/* Once per step: an interface port asks the kernel. */
+	for (unsigned i = 0; i < fab->nports; i++)
+		fab->ports[i]->up = fab->ports[i]->link->ops->is_up(fab->ports[i]->link);
 	for (unsigned i = 0; i < fab->nports; i++)
 		rx_port(fab, i, &moved);
 	for (unsigned i = 0; i < fab->nports; i++) {

@@ -50,6 +50,29 @@ static void set_ce(uint8_t *d, const struct frame_info *fi)
 	}
 }
 
+/* x^n by squaring (the library does without libm). */
+static double power(double x, uint64_t n)
+{
+	double r = 1;
+
+	for (; n && r > 1e-12; n >>= 1, x *= x)
+		if (n & 1)
+			r *= x;
+	return n ? 0 : r;
+}
+
+/* RED's idle rule: an empty queue's average decays as if m small frames
+ * had arrived to it, m being how many the port could have sent meanwhile. */
+static void idle_decay(struct xr_fabric *fab, struct port *eg, struct queue *q, double w)
+{
+	uint64_t now = atomic_load_explicit(&fab->now, memory_order_relaxed);
+	uint64_t slot = xr_fab_ser_ns(64 + XR_FABRIC_WIRE_OVERHEAD, eg->cfg.rate_bps);
+
+	if (q->bytes || q->avg == 0 || now <= q->idle_since)
+		return;
+	q->avg = slot ? q->avg * power(1 - w, (now - q->idle_since) / slot) : 0;
+}
+
 void xr_fab_ecn_enqueue(struct xr_fabric *fab, struct port *eg, struct queue *q, struct cell *c)
 {
 	const struct xr_fabric_ecn_cfg *cfg = &eg->cfg.ecn;
@@ -60,6 +83,7 @@ void xr_fab_ecn_enqueue(struct xr_fabric *fab, struct port *eg, struct queue *q,
 	if (!cfg->enable)
 		return;
 	if (cfg->avg_weight > 0) {
+		idle_decay(fab, eg, q, cfg->avg_weight);
 		q->avg = (1 - cfg->avg_weight) * q->avg + cfg->avg_weight * (double)q->bytes;
 		len = q->avg;
 	} else {

@@ -71,7 +71,8 @@ static int host_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 	return (int)i;
 }
 
-/* A MAC control frame from the switch: pause or resume our priorities. */
+/* A MAC control frame from the switch: pause or resume our priorities.
+ * True when it is consumed here. */
 static bool mac_control(struct host *h, const struct xr_frame *f)
 {
 	const uint8_t *d = f->data;
@@ -91,7 +92,8 @@ static bool mac_control(struct host *h, const struct xr_frame *f)
 			if (d[17] & (1u << i))
 				h->pause_until[i] = now + xr_fabric_quanta_ns(get_be16(d + 18 + 2 * i), h->rate_bps);
 	}
-	return true;   /* MAC control never reaches the engine, known opcode or not */
+	/* Consumed here, known opcode or not, unless the engine does PFC itself. */
+	return !h->ignore_pause;
 }
 
 static int host_recv(struct xr_link *l, struct xr_frame **f, unsigned n)

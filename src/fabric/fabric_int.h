@@ -40,6 +40,7 @@ struct queue {
 	struct cell *head, *tail;
 	uint64_t bytes;
 	double avg;            /* RED's averaged length */
+	uint64_t idle_since;   /* when the queue last went empty */
 };
 
 struct port {
@@ -49,6 +50,7 @@ struct port {
 	struct queue q[XR_FABRIC_PRIOS];
 	uint64_t qbytes;                     /* all priorities */
 	uint64_t tx_free_ns;                 /* the transmitter is busy until */
+	bool up;                             /* the link's state, read once per step */
 	/* Honouring received pauses, per egress priority. */
 	uint64_t pause_until[XR_FABRIC_PRIOS];
 	uint64_t pause_from[XR_FABRIC_PRIOS];

@@ -87,10 +87,12 @@ static uint64_t p99(const struct port *p)
 	want = (p->st.samples * 99 + 99) / 100;   /* the sample ranked at 99 % */
 	for (unsigned b = 0; b < QHIST_BUCKETS; b++) {
 		seen += p->qhist[b];
-		if (seen >= want)
-			return ((uint64_t)b + 1) << 10;   /* the bucket's upper edge */
+		if (seen >= want) {   /* the bucket's upper edge, never above what was seen */
+			uint64_t edge = ((uint64_t)b + 1) << 10;
+			return edge < p->st.qlen_max ? edge : p->st.qlen_max;
+		}
 	}
-	return (uint64_t)QHIST_BUCKETS << 10;
+	return p->st.qlen_max;
 }
 
 int xr_fabric_port_stats(const struct xr_fabric *fab, unsigned port, struct xr_fabric_port_stats *out)

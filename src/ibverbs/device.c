@@ -55,6 +55,7 @@ struct xrv_config {
 	char why[160];                /* how the address was chosen, when it was not given */
 	bool retry7_forever;
 	bool no_host_path;           /* XROCE_HOST_PATH=0: local peers over UDP too */
+	bool engine_rt;              /* XROCE_ENGINE_RT=0: the engine's thread at normal priority */
 };
 
 /* The interface of the IPv4 default route, from /proc/net/route. */
@@ -118,6 +119,7 @@ static void read_config(struct xrv_config *cfg)
 		pick_address(cfg);
 	cfg->retry7_forever = r7 && *r7 && strcmp(r7, "0");
 	cfg->no_host_path = getenv("XROCE_HOST_PATH") && !strcmp(getenv("XROCE_HOST_PATH"), "0");
+	cfg->engine_rt = !(getenv("XROCE_ENGINE_RT") && !strcmp(getenv("XROCE_ENGINE_RT"), "0"));
 }
 
 /* ---- the device ---- */
@@ -241,6 +243,13 @@ static int backend_get(struct xrv_context *x)
 		pthread_mutex_unlock(&backend.lock);
 		return err;
 	}
+	/* Programs spin on memory (ib_write_lat) while the engine's thread
+	 * delivers: at real-time priority a woken thread preempts the spinner
+	 * at once instead of after its time slice (milliseconds). It sleeps
+	 * whenever it is idle, so it never holds a core from the program for
+	 * longer than the work takes. Without the privilege: normal priority. */
+	if (cfg.engine_rt)
+		xr_engine_thread_realtime(xr_context_engine(backend.xr), 1);
 	snprintf(backend.addr, sizeof(backend.addr), "%s", cfg.addr);
 	backend.ifindex = cfg.ifname[0] ? if_nametoindex(cfg.ifname) : 0;
 	backend.refs = 1;

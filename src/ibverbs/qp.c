@@ -290,7 +290,7 @@ static int convert_send(const struct ibv_send_wr *w, struct xr_send_wr *o)
 	return 0;
 }
 
-int xrv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+static int post_send_all(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct xr_qp *xqp = XRV_OF(xrv_qp, qp)->xr;
 
@@ -322,6 +322,19 @@ int xrv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
 		}
 	}
 	return 0;
+}
+
+/* The work leaves from the caller's thread: no wakeup of the engine's
+ * thread (on a small machine a wakeup costs more than the pass). */
+int xrv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct xr_engine *e = xr_context_engine(xrv_ctx(qp->context)->xr);
+	int rc;
+
+	xr_engine_post_begin(e);
+	rc = post_send_all(qp, wr, bad);
+	xr_engine_post_end(e);
+	return rc;
 }
 
 int xrv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)

@@ -4,8 +4,10 @@
  * share. One endpoint per local address; it registers the address in a
  * host-local rendezvous (an abstract UNIX socket, so per network
  * namespace, gone with the process) and keeps one connection per peer
- * process. A connection is a memfd mapping with two single-producer
- * single-consumer rings of frame slots, one per direction.
+ * process. A connection is two memfds, one written by each side (its
+ * frame slots and the single-producer single-consumer index rings that
+ * lend them to the peer and give the peer's back), each mapped read only
+ * by the other side.
  *
  * Files: host_ep.c (rendezvous, handshake, the control thread that
  * accepts peers and notices those that exit), host_path.c (the data path:
@@ -24,7 +26,7 @@
 #include "xroce/link.h"
 
 #define HOST_MAGIC 0x78726f68u         /* "xroh" */
-#define HOST_VERSION 2                 /* 2: slots travel by index (no fixed ring positions) */
+#define HOST_VERSION 3                 /* 3: a memfd per side, slots passed by index */
 #define HOST_SLOTS 128                 /* frame slots per direction, owned by its sender */
 #define HOST_MAX_CONNS 128
 #define HOST_MAX_NEG 256               /* remembered non-local destinations */
@@ -33,26 +35,25 @@
 /* Past the last slot: any 16-bit length a peer writes stays inside the mapping. */
 #define HOST_TAIL_PAD 65536u
 
-/* One direction, as the mem pair: its sender's slots go to the receiver
- * by index through `sent` and come back through `ret` once the receiver's
- * engine is done with them, so a frame is built in its slot and never
- * copied. Each index is on its own cache line (shared memory). */
-struct host_dir {
-	_Alignas(64) _Atomic uint32_t tail;       /* sender: entries in sent[] */
-	_Alignas(64) _Atomic uint32_t armed;      /* receiver sleeps: sender writes its eventfd */
-	_Alignas(64) _Atomic uint32_t ret_tail;   /* receiver: entries in ret[] */
-	_Alignas(64) _Atomic uint32_t sent[HOST_SLOTS];
-	_Alignas(64) _Atomic uint32_t ret[HOST_SLOTS];
-};
-
-/* The start of the shared mapping; the slots follow at HOST_SLOTS_OFF. */
-struct host_shm {
+/* What one process of a connection writes, in a memfd of its own that
+ * it seals against any further writable mapping: the peer maps it read
+ * only, so nobody can touch our slots or our indices. As the mem pair:
+ * our slots go to the peer by index through `sent` and come back through
+ * the peer's `ret` once its engine is done with them, so a frame is built
+ * in its slot and never copied. Each index on its own cache line. */
+struct host_out {
 	uint32_t magic, version, slots, slot_size;
 	uint64_t size;
-	struct host_dir dir[2];   /* [0] connector to acceptor, [1] back */
+	_Alignas(64) _Atomic uint32_t tail;       /* entries in sent[] */
+	_Alignas(64) _Atomic uint32_t ret_tail;   /* entries in ret[] */
+	/* Bumped each time we arm before sleeping: the peer writes our
+	 * eventfd once per new value (it cannot clear a flag of ours). */
+	_Alignas(64) _Atomic uint32_t sleeps;
+	_Alignas(64) _Atomic uint32_t sent[HOST_SLOTS];   /* our slots, for the peer */
+	_Alignas(64) _Atomic uint32_t ret[HOST_SLOTS];    /* the peer's slots, given back */
 };
-#define HOST_SLOTS_OFF 4096u
-_Static_assert(sizeof(struct host_shm) <= HOST_SLOTS_OFF, "the slots start after the indices");
+/* The slots start on the page after the indices. */
+#define HOST_SLOTS_OFF ((sizeof(struct host_out) + 4095u) & ~(size_t)4095u)
 _Static_assert((HOST_SLOTS & (HOST_SLOTS - 1)) == 0, "index arithmetic masks");
 
 /* The handshake message (SOCK_SEQPACKET; host_ep.c). */
@@ -65,9 +66,10 @@ struct host_hello {
 	uint8_t addr[16];    /* hello: the connecting device's address */
 };
 
-static inline size_t host_shm_size(void)
+/* One process's memfd: its indices, its slots, the padding. */
+static inline size_t host_out_size(void)
 {
-	return HOST_SLOTS_OFF + 2 * (size_t)HOST_SLOTS * sizeof(struct xr_frame) + HOST_TAIL_PAD;
+	return HOST_SLOTS_OFF + (size_t)HOST_SLOTS * sizeof(struct xr_frame) + HOST_TAIL_PAD;
 }
 
 /* Where one of our slots is; the peer's slots need only "held by us". */
@@ -76,15 +78,17 @@ enum host_tx_state { TX_FREE, TX_ENGINE, TX_PEER };
 struct host_conn {
 	int sock;                    /* SOCK_SEQPACKET to the peer; EOF: it exited */
 	int peer_efd;                /* the peer's eventfd, written when it armed */
-	uint8_t *map;
-	size_t size;
-	struct host_dir *tx, *rx;    /* tx: we send in it; rx: the peer does */
-	struct xr_frame *tx_slot, *rx_slot;
-	/* Private copies: a peer can scribble on the shared ones, never on these. */
-	uint32_t tx_tail;            /* entries we put in tx->sent (published) */
-	uint32_t tx_ret_head;        /* entries of tx->ret taken back */
-	uint32_t rx_head;            /* entries of rx->sent taken */
-	uint32_t rx_ret_tail;        /* entries we put in rx->ret (published) */
+	uint8_t *out_map, *in_map;   /* host_out_size() each */
+	struct host_out *out;        /* ours, read-write */
+	const struct host_out *in;   /* the peer's, read only; it may change under us */
+	struct xr_frame *tx_slot;    /* ours */
+	struct xr_frame *rx_slot;    /* the peer's: mapped read only, never written */
+	/* Private: what the peer writes is checked against these. */
+	uint32_t tx_tail;            /* entries we put in out->sent (published) */
+	uint32_t tx_ret_head;        /* entries of in->ret taken back */
+	uint32_t rx_head;            /* entries of in->sent taken */
+	uint32_t rx_ret_tail;        /* entries we put in out->ret (published) */
+	uint32_t woken;              /* the peer's `sleeps` we last woke it for */
 	uint8_t tx_state[HOST_SLOTS];   /* enum host_tx_state */
 	uint32_t tx_free[HOST_SLOTS], ntx_free;
 	unsigned tx_engine;          /* our slots the caller holds: freed only after */
@@ -107,7 +111,7 @@ struct host_ep {
 	 * connections over here, and counts here. */
 	pthread_mutex_t pending_lock;
 	struct host_conn *pending[HOST_MAX_CONNS];
-	unsigned npending;
+	_Atomic unsigned npending;   /* read unlocked: the data path skips the lock when 0 */
 	struct xr_link_host_stats ctl_st;
 	_Atomic unsigned reserved;   /* connections in the table or pending: at most HOST_MAX_CONNS */
 	xr_gid addr;

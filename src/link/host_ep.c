@@ -4,11 +4,14 @@
  * hands a shared mapping and the eventfds over, and the control thread that
  * accepts peers and notices those that exit (their socket closes).
  *
- * Handshake (SOCK_SEQPACKET): the connecting side makes the memfd, sizes
- * and seals it (so the acceptor cannot be made to fault by a shrinking
- * file), and sends a hello with [memfd, its eventfd]; the acceptor checks
- * the peer's user, the size, seals and header, maps it and replies with
- * [its eventfd]. The control thread replies before it touches anything a
+ * Handshake (SOCK_SEQPACKET): each side makes a memfd of its own (what
+ * it writes: indices and slots), maps it, then seals it against resizing
+ * (the peer cannot be made to fault by a shrinking file) and against any
+ * further writable mapping (the peer can only read it). The connecting
+ * side sends a hello with [its memfd, its eventfd]; the acceptor checks
+ * the peer's user, the size, seals and header, maps it read only and
+ * replies with [its memfd, its eventfd], which the connecting side checks
+ * the same way. The control thread replies before it touches anything a
  * data path may hold, so two processes connecting to each other at once
  * never wait on each other.
  */
@@ -116,24 +119,22 @@ static int recv_msg(int fd, struct host_hello *m, int *fds, unsigned nfds)
 	return -EPROTO;
 }
 
-/* Lays the connection over its mapping; dir is the direction we send in.
- * The mapping is new (zeroed): every index starts at 0, all our slots free. */
-static struct host_conn *conn_new(uint8_t *map, size_t size, unsigned dir, const uint8_t peer[16])
+/* Lays the connection over the two mappings. Ours is new (zeroed):
+ * every index starts at 0, all our slots free. */
+static struct host_conn *conn_new(uint8_t *out_map, uint8_t *in_map, const uint8_t peer[16])
 {
-	struct host_shm *shm = (struct host_shm *)map;
 	struct host_conn *c = calloc(1, sizeof(*c));
-	struct xr_frame *slots = (struct xr_frame *)(map + HOST_SLOTS_OFF);
 
 	if (!c)
 		return NULL;
 	c->sock = -1;
 	c->peer_efd = -1;
-	c->map = map;
-	c->size = size;
-	c->tx = &shm->dir[dir];
-	c->rx = &shm->dir[!dir];
-	c->tx_slot = slots + (size_t)dir * HOST_SLOTS;
-	c->rx_slot = slots + (size_t)!dir * HOST_SLOTS;
+	c->out_map = out_map;
+	c->in_map = in_map;
+	c->out = (struct host_out *)out_map;
+	c->in = (const struct host_out *)in_map;
+	c->tx_slot = (struct xr_frame *)(out_map + HOST_SLOTS_OFF);
+	c->rx_slot = (struct xr_frame *)(in_map + HOST_SLOTS_OFF);
 	for (uint32_t i = 0; i < HOST_SLOTS; i++)
 		c->tx_free[c->ntx_free++] = HOST_SLOTS - 1 - i;
 	memcpy(c->peer.raw, peer, 16);
@@ -149,9 +150,68 @@ void host_conn_free(struct host_conn *c)
 		close(c->sock);
 	if (c->peer_efd >= 0)
 		close(c->peer_efd);
-	if (c->map)
-		munmap(c->map, c->size);
+	if (c->out_map)
+		munmap(c->out_map, host_out_size());
+	if (c->in_map)
+		munmap(c->in_map, host_out_size());
 	free(c);
+}
+
+/* Our side's memfd, mapped read-write and then sealed: no resizing, no
+ * writable mapping after ours (the peer's is read only). 0 or -errno. */
+static int out_make(int *fd, uint8_t **map)
+{
+	size_t size = host_out_size();
+	int mfd = memfd_create("xroce-host", MFD_CLOEXEC | MFD_ALLOW_SEALING), err;
+	struct host_out *o;
+
+	if (mfd < 0)
+		return -errno;
+	*map = ftruncate(mfd, (off_t)size) ? MAP_FAILED : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	if (*map == MAP_FAILED)
+		goto fail;
+	o = (struct host_out *)*map;
+	o->magic = HOST_MAGIC;
+	o->version = HOST_VERSION;
+	o->slots = HOST_SLOTS;
+	o->slot_size = sizeof(struct xr_frame);
+	o->size = size;
+	if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL)) {
+		err = -errno;
+		munmap(*map, size);
+		close(mfd);
+		return err;
+	}
+	*fd = mfd;
+	return 0;
+fail:
+	err = -errno;
+	close(mfd);
+	return err;
+}
+
+/* Checks the peer's memfd and maps it read only; the mapping or NULL. */
+static uint8_t *in_map_checked(int mfd, const struct host_hello *m)
+{
+	size_t size = host_out_size();
+	struct stat st;
+	int seals = fcntl(mfd, F_GET_SEALS);
+	uint8_t *map;
+	const struct host_out *o;
+
+	if (m->slots != HOST_SLOTS || fstat(mfd, &st) || (size_t)st.st_size != size || seals < 0 ||
+	    !(seals & F_SEAL_SHRINK))
+		return NULL;
+	map = mmap(NULL, size, PROT_READ, MAP_SHARED, mfd, 0);
+	if (map == MAP_FAILED)
+		return NULL;
+	o = (const struct host_out *)map;
+	if (o->magic != HOST_MAGIC || o->version != HOST_VERSION || o->slots != HOST_SLOTS ||
+	    o->slot_size != sizeof(struct xr_frame) || o->size != size) {
+		munmap(map, size);
+		return NULL;
+	}
+	return map;
 }
 
 /* A table place for one more connection, or false when full. */
@@ -184,11 +244,10 @@ struct host_conn *host_ep_connect(struct host_ep *h, const xr_gid *addr)
 {
 	struct sockaddr_un sa;
 	socklen_t salen = rendezvous_name(addr, &sa);
-	size_t size = host_shm_size();
 	struct host_hello m = { HOST_MAGIC, HOST_VERSION, 0, HOST_SLOTS, 0, { 0 } }, r;
-	struct host_conn *c = NULL;
-	int s, mfd = -1, peer_efd = -1, fds[2];
-	uint8_t *map = MAP_FAILED;
+	struct host_conn *c;
+	int s, mfd = -1, fds[2], pfds[2];
+	uint8_t *omap = NULL, *imap = NULL;
 
 	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (s < 0 || connect(s, (struct sockaddr *)&sa, salen))
@@ -202,49 +261,35 @@ struct host_conn *host_ep_connect(struct host_ep *h, const xr_gid *addr)
 		goto fail;
 	}
 	set_timeouts(s);
-	mfd = memfd_create("xroce-host", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (mfd < 0 || ftruncate(mfd, (off_t)size) ||
-	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL))
+	if (out_make(&mfd, &omap)) {
+		omap = NULL;
 		goto unreserve;
-	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
-	if (map == MAP_FAILED)
-		goto unreserve;
-	{
-		struct host_shm *shm = (struct host_shm *)map;
-		shm->magic = HOST_MAGIC;
-		shm->version = HOST_VERSION;
-		shm->slots = HOST_SLOTS;
-		shm->slot_size = sizeof(struct xr_frame);
-		shm->size = size;
 	}
 	memcpy(m.addr, h->addr.raw, 16);
 	fds[0] = mfd;
 	fds[1] = h->efd;
-	if (send_msg(s, &m, fds, 2) || recv_msg(s, &r, &peer_efd, 1))
+	/* A refusal carries no descriptors: recv_msg fails on it. */
+	if (send_msg(s, &m, fds, 2) || recv_msg(s, &r, pfds, 2))
 		goto unreserve;
-	if (!r.reply || r.status) {
-		close(peer_efd);
+	imap = r.reply && !r.status ? in_map_checked(pfds[0], &r) : NULL;
+	close(pfds[0]);
+	if (!imap || !(c = conn_new(omap, imap, addr->raw))) {
+		close(pfds[1]);
 		goto unreserve;
 	}
 	close(mfd);
-	c = conn_new(map, size, 0, addr->raw);
-	if (!c) {
-		close(peer_efd);
-		munmap(map, size);
-		atomic_fetch_sub(&h->reserved, 1);
-		close(s);
-		return NULL;
-	}
 	c->sock = s;
-	c->peer_efd = peer_efd;
+	c->peer_efd = pfds[1];
 	h->conn[h->nconn++] = c;
 	h->st.peers_connected++;
 	watch(h, c);
 	return c;
 unreserve:
 	atomic_fetch_sub(&h->reserved, 1);
-	if (map != MAP_FAILED)
-		munmap(map, size);
+	if (imap)
+		munmap(imap, host_out_size());
+	if (omap)
+		munmap(omap, host_out_size());
 	if (mfd >= 0)
 		close(mfd);
 fail:
@@ -253,35 +298,11 @@ fail:
 	return NULL;
 }
 
-/* Checks what a connecting peer handed over; the mapping or NULL. */
-static uint8_t *check_mapping(int mfd, const struct host_hello *m)
-{
-	size_t size = host_shm_size();
-	struct stat st;
-	int seals = fcntl(mfd, F_GET_SEALS);
-	uint8_t *map;
-	struct host_shm *shm;
-
-	if (m->reply || m->slots != HOST_SLOTS || fstat(mfd, &st) || (size_t)st.st_size != size ||
-	    seals < 0 || !(seals & F_SEAL_SHRINK))
-		return NULL;
-	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
-	if (map == MAP_FAILED)
-		return NULL;
-	shm = (struct host_shm *)map;
-	if (shm->magic != HOST_MAGIC || shm->version != HOST_VERSION || shm->slots != HOST_SLOTS ||
-	    shm->slot_size != sizeof(struct xr_frame) || shm->size != size) {
-		munmap(map, size);
-		return NULL;
-	}
-	return map;
-}
-
 static void accept_one(struct host_ep *h, int s)
 {
 	struct host_hello m, r = { HOST_MAGIC, HOST_VERSION, 1, HOST_SLOTS, 0, { 0 } };
-	int fds[2], err = 0;
-	uint8_t *map = NULL;
+	int fds[2], rfds[2], mfd = -1, err = 0;
+	uint8_t *imap = NULL, *omap = NULL;
 	struct host_conn *c = NULL;
 
 	if (!uid_allowed(h, s)) {
@@ -295,28 +316,36 @@ static void accept_one(struct host_ep *h, int s)
 		close(s);
 		return;
 	}
-	if (!(map = check_mapping(fds[0], &m)))
+	if (m.reply || !(imap = in_map_checked(fds[0], &m)))
 		err = -EPROTO;
 	else if (!reserve(h))
 		err = -ENOSPC;
-	else if (!(c = conn_new(map, host_shm_size(), 1, m.addr)))
-		err = -ENOMEM;
+	else if ((err = out_make(&mfd, &omap)) || !(c = conn_new(omap, imap, m.addr))) {
+		atomic_fetch_sub(&h->reserved, 1);
+		err = err ? err : -ENOMEM;
+	}
 	close(fds[0]);
 	r.status = err;
 	if (err) {
-		if (map)
-			munmap(map, host_shm_size());
-		if (err == -ENOMEM)
-			atomic_fetch_sub(&h->reserved, 1);
+		if (imap)
+			munmap(imap, host_out_size());
+		if (mfd >= 0) {
+			munmap(omap, host_out_size());
+			close(mfd);
+		}
 		ctl_count(h, err == -ENOSPC ? &h->ctl_st.refused_full : &h->ctl_st.refused_hello);
-		send_msg(s, &r, &h->efd, 1);
+		send_msg(s, &r, NULL, 0);
 		close(fds[1]);
 		close(s);
 		return;
 	}
 	c->sock = s;
 	c->peer_efd = fds[1];
-	if (send_msg(s, &r, &h->efd, 1)) {
+	rfds[0] = mfd;
+	rfds[1] = h->efd;
+	err = send_msg(s, &r, rfds, 2);
+	close(mfd);
+	if (err) {
 		host_conn_free(c);
 		atomic_fetch_sub(&h->reserved, 1);
 		ctl_count(h, &h->ctl_st.refused_hello);

@@ -6,14 +6,16 @@
  * its index comes back when that engine gives the frame back. No copy,
  * unless a frame was built elsewhere (the UDP link's own pool, another
  * connection's slot, no slot free at the time): then it is copied once.
- * A peer shares the mapping, so it could rewrite anything in it: indices
- * are checked against our private record of who holds each slot,
- * lengths when a slot is taken, and the mapping ends with HOST_TAIL_PAD
- * bytes so that any length a peer writes later still reads inside it
- * (the ICRC then fails, as on a corrupting wire).
+ * A peer can write only its own memfd (ours it maps read only), but that
+ * one may change under us while we read it: its indices are checked
+ * against our private record of who holds each slot, lengths when a slot
+ * is taken, and it ends with HOST_TAIL_PAD bytes so that any length the
+ * peer writes later still reads inside it (the ICRC then fails, as on a
+ * corrupting wire).
  *
- * Wakeups as the mem link: the receiver arms before sleeping, the sender
- * writes the receiver's eventfd only when armed.
+ * Wakeups as the mem link: the receiver arms before sleeping (bumps its
+ * `sleeps`), the sender writes the receiver's eventfd only when armed (a
+ * value it has not woken it for yet).
  */
 #include <errno.h>
 #include <string.h>
@@ -58,6 +60,8 @@ static bool frame_dst(const struct xr_frame *f, xr_gid *dst)
 /* Connections the control thread accepted join the table. Lock held. */
 static void adopt_pending(struct host_ep *h)
 {
+	if (!atomic_load_explicit(&h->npending, memory_order_relaxed))
+		return;   /* the common case: no lock per burst */
 	pthread_mutex_lock(&h->pending_lock);
 	for (unsigned i = 0; i < h->npending; i++)
 		h->conn[h->nconn++] = h->pending[i];   /* reserve() keeps this in bounds */
@@ -127,12 +131,15 @@ bool host_ep_is_local(struct host_ep *h, const struct xr_frame *f)
 static void publish(struct host_conn *c)
 {
 	uint64_t one = 1;
+	uint32_t sleeps;
 
-	atomic_store_explicit(&c->tx->tail, c->tx_tail, memory_order_release);
+	atomic_store_explicit(&c->out->tail, c->tx_tail, memory_order_release);
 	/* Pairs with the fence in host_ep_wait_fd: either the peer's last
-	 * pass sees the frame, or we see it armed. */
+	 * pass sees the frame, or we see it armed (a new `sleeps`). */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&c->tx->armed, memory_order_relaxed) && atomic_exchange(&c->tx->armed, 0)) {
+	sleeps = atomic_load_explicit(&c->in->sleeps, memory_order_relaxed);
+	if (sleeps != c->woken) {
+		c->woken = sleeps;
 		if (write(c->peer_efd, &one, sizeof(one)) < 0) {
 			/* a full counter wakes the peer anyway */
 		}
@@ -143,7 +150,7 @@ static void publish(struct host_conn *c)
  * the peer's scribble: counted, ignored (our record says who holds what). */
 static void reclaim(struct host_ep *h, struct host_conn *c)
 {
-	uint32_t tail = atomic_load_explicit(&c->tx->ret_tail, memory_order_acquire);
+	uint32_t tail = atomic_load_explicit(&c->in->ret_tail, memory_order_acquire);
 
 	if (tail - c->tx_ret_head > HOST_SLOTS) {   /* not a count: take nothing, go on from it */
 		h->st.rx_drop_bad_index++;
@@ -151,7 +158,7 @@ static void reclaim(struct host_ep *h, struct host_conn *c)
 		return;
 	}
 	for (; c->tx_ret_head != tail; c->tx_ret_head++) {
-		uint32_t i = atomic_load_explicit(&c->tx->ret[c->tx_ret_head & (HOST_SLOTS - 1)], memory_order_relaxed);
+		uint32_t i = atomic_load_explicit(&c->in->ret[c->tx_ret_head & (HOST_SLOTS - 1)], memory_order_relaxed);
 		if (i >= HOST_SLOTS || c->tx_state[i] != TX_PEER) {
 			h->st.rx_drop_bad_index++;
 			continue;
@@ -187,11 +194,18 @@ static void slot_put(struct host_conn *c, uint32_t i)
 /* Passes our slot i (the caller's) to the peer; published later. */
 static void slot_send(struct host_conn *c, uint32_t i)
 {
-	atomic_store_explicit(&c->tx->sent[c->tx_tail & (HOST_SLOTS - 1)], i, memory_order_relaxed);
+	atomic_store_explicit(&c->out->sent[c->tx_tail & (HOST_SLOTS - 1)], i, memory_order_relaxed);
 	c->tx_tail++;
 	c->tx_state[i] = TX_PEER;
 	c->tx_engine--;
 	c->full_since = 0;
+}
+
+/* A frame for a peer carries the peer's MAC (host_mac_of): the UDP link
+ * has no L2 to learn it from, and the receiver cannot write the frame. */
+static void addressed(struct xr_frame *f, const xr_gid *dst)
+{
+	host_mac_of(dst, f->data + ETH_OFF_DMAC);
 }
 
 /* The connection whose own slot f is (*i its index), or NULL. */
@@ -291,6 +305,7 @@ unsigned host_ep_send(struct host_ep *h, struct xr_frame **f, unsigned n, bool d
 			open = NULL;
 		}
 		if (own == c) {   /* built in place: nothing to copy */
+			addressed(fr, &dst);
 			slot_send(c, own_i);
 			f[i] = NULL;
 			open = c;
@@ -304,9 +319,12 @@ unsigned host_ep_send(struct host_ep *h, struct xr_frame **f, unsigned n, bool d
 			h->st.tx_drop_stalled++;
 			goto done;
 		}
+		/* fr is private memory or a slot of ours: frame_dst checked its length. */
+		c->tx_slot[slot].next = NULL;
 		c->tx_slot[slot].len = fr->len;
 		c->tx_slot[slot].rx_flags = 0;
 		memcpy(c->tx_slot[slot].data, fr->data, fr->len);
+		addressed(&c->tx_slot[slot], &dst);
 		slot_send(c, (uint32_t)slot);
 		open = c;
 		h->st.tx_host++;
@@ -326,9 +344,9 @@ done:
  * honest peer (it has HOST_SLOTS slots); a dishonest one only loses its own. */
 static void give_back(struct host_conn *c, uint32_t i)
 {
-	atomic_store_explicit(&c->rx->ret[c->rx_ret_tail & (HOST_SLOTS - 1)], i, memory_order_relaxed);
+	atomic_store_explicit(&c->out->ret[c->rx_ret_tail & (HOST_SLOTS - 1)], i, memory_order_relaxed);
 	c->rx_ret_tail++;
-	atomic_store_explicit(&c->rx->ret_tail, c->rx_ret_tail, memory_order_release);
+	atomic_store_explicit(&c->out->ret_tail, c->rx_ret_tail, memory_order_release);
 }
 
 /* Frees connections whose peer has gone, once nothing of theirs is held
@@ -338,7 +356,7 @@ static void reap(struct host_ep *h)
 	for (unsigned i = 0; i < h->nconn;) {
 		struct host_conn *c = h->conn[i];
 		if (!atomic_load_explicit(&c->dead, memory_order_acquire) || c->nrx_held || c->tx_engine ||
-		    atomic_load_explicit(&c->rx->tail, memory_order_acquire) != c->rx_head) {
+		    atomic_load_explicit(&c->in->tail, memory_order_acquire) != c->rx_head) {
 			i++;
 			continue;
 		}
@@ -359,12 +377,12 @@ unsigned host_ep_recv(struct host_ep *h, struct xr_frame **f, unsigned n)
 	reap(h);
 	for (unsigned k = 0; k < h->nconn && got < n; k++) {
 		struct host_conn *c = h->conn[(h->rr + k) % h->nconn];
-		uint32_t avail = atomic_load_explicit(&c->rx->tail, memory_order_acquire) - c->rx_head;
+		uint32_t avail = atomic_load_explicit(&c->in->tail, memory_order_acquire) - c->rx_head;
 
 		if (avail > HOST_SLOTS)
 			avail = 0;   /* a peer's scribble, not a count: take nothing */
 		for (; avail && got < n; avail--) {
-			uint32_t i = atomic_load_explicit(&c->rx->sent[c->rx_head++ & (HOST_SLOTS - 1)], memory_order_relaxed);
+			uint32_t i = atomic_load_explicit(&c->in->sent[c->rx_head++ & (HOST_SLOTS - 1)], memory_order_relaxed);
 			struct xr_frame *s;
 			uint16_t len;
 			if (i >= HOST_SLOTS || c->rx_held[i]) {
@@ -380,9 +398,7 @@ unsigned host_ep_recv(struct host_ep *h, struct xr_frame **f, unsigned n)
 			}
 			c->rx_held[i] = 1;
 			c->nrx_held++;
-			s->rx_flags = 0;
-			s->next = NULL;
-			f[got++] = s;
+			f[got++] = s;   /* read only: the sender set next, rx_flags and our MAC */
 		}
 	}
 	if (h->nconn)
@@ -430,10 +446,10 @@ int host_ep_wait_fd(struct host_ep *h)
 	pthread_mutex_lock(&h->lock);
 	adopt_pending(h);
 	for (unsigned i = 0; i < h->nconn; i++)
-		atomic_store(&h->conn[i]->rx->armed, 1);
+		atomic_fetch_add(&h->conn[i]->out->sleeps, 1);   /* only we write it: no race on the add */
 	atomic_thread_fence(memory_order_seq_cst);
 	for (unsigned i = 0; i < h->nconn && !waiting; i++)
-		waiting = atomic_load_explicit(&h->conn[i]->rx->tail, memory_order_acquire) != h->conn[i]->rx_head;
+		waiting = atomic_load_explicit(&h->conn[i]->in->tail, memory_order_acquire) != h->conn[i]->rx_head;
 	pthread_mutex_unlock(&h->lock);
 	if (waiting) {
 		v = 1;   /* already there: make the fd readable now */

@@ -371,14 +371,8 @@ static int udp_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
 	unsigned got = 0;
 	int net;
 
-	if (u->host) {
+	if (u->host)   /* addressed to our MAC by the sender's host path; read only */
 		got = host_ep_recv(u->host, f, n);
-		/* The sender's link had no MAC for us (UDP has no L2): as the
-		 * socket path, the frame is addressed to ours. The ICRC does not
-		 * cover Ethernet. */
-		for (unsigned i = 0; i < got; i++)
-			memcpy(f[i]->data + ETH_OFF_DMAC, u->link.mac, 6);
-	}
 	net = got < n ? socket_recv(u, f + got, n - got) : 0;
 	u->rx_net += (uint64_t)net;
 	got += (unsigned)net;

@@ -61,31 +61,9 @@ static void complete_tail(struct xr_engine *e, struct xr_qp *qp, uint8_t status,
 /* Fails the WQE at the tail and the QP with it. */
 static void fail_tail(struct xr_engine *e, struct xr_qp *qp, uint8_t status)
 {
-	if (qp->req.tail != qp->req.head)
+	if (qp->req.tail != qp->req.started_end)   /* also when rewound behind it */
 		complete_tail(e, qp, status, 0);
 	xr_qp_to_error(e, qp, status);
-}
-
-/* A fatal NAK at psn: the WQE holding that PSN fails with status (earlier
- * ones still outstanding are flushed before it, in order), and the QP
- * goes to ERR. */
-static void fail_at(struct xr_engine *e, struct xr_qp *qp, uint32_t psn, uint8_t status)
-{
-	struct xr_req *r = &qp->req;
-
-	for (uint16_t i = r->tail; i != r->started_end; i++) {   /* also beyond a rewound head */
-		struct xr_swqe_meta *m = meta_at(qp, i);
-		if (m->started && psn_cmp(psn, m->first_psn) >= 0 && psn_cmp(psn, m->last_psn) <= 0) {
-			if (i == r->tail) {
-				fail_tail(e, qp, status);
-			} else {
-				m->status = status;   /* xr_qp_flush completes it with this */
-				xr_qp_to_error(e, qp, status);
-			}
-			return;
-		}
-	}
-	fail_tail(e, qp, status);
 }
 
 static bool retry_forever(struct xr_engine *e, struct xr_qp *qp)
@@ -127,19 +105,26 @@ static uint32_t tail_expected_psn(struct xr_qp *qp);
 
 /* Everything up to psn is acknowledged: SEND/WRITE WQEs complete. A READ
  * or atomic still waiting for its response holds the acknowledged PSN
- * back: an ACK beyond it says its response was lost, not that it is done. */
+ * back: an ACK beyond it says its response was lost, not that it is done.
+ * A WQE being sent again after a rewind completes too once it was sent in
+ * full before (the head then moves past it), so a NAK's WQE is always the
+ * tail once this ran for the PSN before it (B17). */
 static void ack_upto(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 {
 	struct xr_req *r = &qp->req;
 	uint32_t next = psn_add(psn, 1);
 
-	while (r->tail != r->head) {
+	while (r->tail != r->started_end) {
 		struct xr_swqe_meta *m = meta_at(qp, r->tail);
-		if (is_rd_atomic(m->opcode) || psn_cmp(m->last_psn, psn) > 0)
+		if (!m->started || is_rd_atomic(m->opcode) || psn_cmp(m->last_psn, psn) > 0)
 			break;
-		if (r->cur_active && r->cur == r->tail)
+		if (psn_cmp(r->sent_end, m->last_psn) <= 0)
 			break;   /* not even fully sent yet (a stray ACK) */
+		if (r->cur_active && r->cur == r->tail)
+			r->cur_active = false;   /* its resend is not needed */
 		complete_tail(e, qp, XR_WC_SUCCESS, 0);
+		if ((uint16_t)(r->head - r->tail) > (uint16_t)(r->started_end - r->tail))
+			r->head = r->tail;   /* it was rewound behind the tail */
 	}
 	/* Not past the first READ/atomic still waiting, wherever it is: a
 	 * WRITE being resent may stand before it, and after a rewind it may
@@ -202,6 +187,26 @@ static uint32_t tail_expected_psn(struct xr_qp *qp)
 	return psn_add(m->first_psn, m->read_done / mtu);
 }
 
+/* A NAK or RNR NAK at a PSN beyond the oldest WQE, a READ or atomic still
+ * waiting for its response (rxe check_psn: COMPST_ERROR_RETRY): that
+ * response was lost. The NAK is not acted on; the requester goes back to
+ * the READ (one retry, once per gap) and sends everything after it again,
+ * so the NAKed request is answered again after the READ's response. */
+static bool implied_nak(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
+{
+	struct xr_req *r = &qp->req;
+	struct xr_swqe_meta *m;
+
+	if (r->tail == r->started_end)
+		return false;
+	m = meta_at(qp, r->tail);
+	if (!is_rd_atomic(m->opcode) || psn_cmp(psn, m->last_psn) <= 0)
+		return false;
+	if (!already_retrying(r, tail_expected_psn(qp)) && retry_from(e, qp, tail_expected_psn(qp)))
+		rearm(e, qp);
+	return true;
+}
+
 static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 {
 	struct xr_req *r = &qp->req;
@@ -234,7 +239,10 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 		break;
 	case XR_AETH_RNR_NAK:
 		xr_count(e, XR_CNT_RX_RNR_NAK, 1);
+		xr_evlog_add(e, XR_EV_NAK_RCVD, qp->qpn, syn, psn);
 		ack_upto(e, qp, psn_add(psn, XR_PSN_MASK));
+		if (implied_nak(e, qp, psn))
+			return;
 		if (qp->ctx.rnr_retry != RETRY_INFINITE) {
 			if (r->rnr_left == 0) {
 				xr_count(e, XR_CNT_RNR_RETRY_EXCEEDED, 1);
@@ -252,14 +260,18 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 		 * timer; the timer restarts when the retry is sent. */
 		r->timer_due_ns = 0;
 		xr_req_retransmit(e, qp, psn);
-		xr_evlog_add(e, XR_EV_NAK_RCVD, qp->qpn, syn, psn);
 		return;
 	case XR_AETH_NAK:
 		xr_evlog_add(e, XR_EV_NAK_RCVD, qp->qpn, syn, psn);
+		xr_count(e, syn == XR_AETH_NAK_PSN_SEQ ? XR_CNT_RX_NAK_SEQ : syn == XR_AETH_NAK_INV_REQ ?
+			    XR_CNT_RX_NAK_INV_REQ : syn == XR_AETH_NAK_REM_ACCESS ? XR_CNT_RX_NAK_REM_ACCESS :
+			    XR_CNT_RX_NAK_REM_OP, 1);
 		ack_upto(e, qp, psn_add(psn, XR_PSN_MASK));
+		if (implied_nak(e, qp, psn))
+			return;
+		/* Everything before psn is complete: the tail holds psn. */
 		switch (syn) {
 		case XR_AETH_NAK_PSN_SEQ:
-			xr_count(e, XR_CNT_RX_NAK_SEQ, 1);
 			/* One retry per gap: while it is under way, more NAKs for
 			 * the same PSN are the same news (B14). */
 			if (already_retrying(r, psn))
@@ -268,16 +280,13 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 				return;
 			break;
 		case XR_AETH_NAK_INV_REQ:
-			xr_count(e, XR_CNT_RX_NAK_INV_REQ, 1);
-			fail_at(e, qp, psn, XR_WC_REM_INV_REQ_ERR);
+			fail_tail(e, qp, XR_WC_REM_INV_REQ_ERR);
 			return;
 		case XR_AETH_NAK_REM_ACCESS:
-			xr_count(e, XR_CNT_RX_NAK_REM_ACCESS, 1);
-			fail_at(e, qp, psn, XR_WC_REM_ACCESS_ERR);
+			fail_tail(e, qp, XR_WC_REM_ACCESS_ERR);
 			return;
 		default:
-			xr_count(e, XR_CNT_RX_NAK_REM_OP, 1);
-			fail_at(e, qp, psn, XR_WC_REM_OP_ERR);
+			fail_tail(e, qp, XR_WC_REM_OP_ERR);
 			return;
 		}
 		break;

@@ -22,6 +22,22 @@
 
 /* ---- the busy list ---- */
 
+/* Doorbells of this thread between xr_engine_post_begin and _end. */
+static _Thread_local const struct xr_engine *post_defer;
+static _Thread_local bool post_deferred;
+
+static int progress_pass(struct xr_engine *e, bool block);
+static uint64_t mono_ns(void);
+
+static void wake_thread(struct xr_engine *e)
+{
+	uint64_t one = 1;
+
+	if (write(e->doorbell_efd, &one, sizeof(one)) < 0) {
+		/* Saturated counter: the thread is awake anyway. */
+	}
+}
+
 void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp)
 {
 	bool wake = false;
@@ -44,15 +60,39 @@ void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp)
 		qp->busy = true;
 	}
 	pthread_mutex_unlock(&e->busy_lock);
+	/* A poster that runs the pass itself (xr_engine_post_end) wakes no one. */
+	if (post_defer == e) {
+		post_deferred = true;
+		return;
+	}
 	/* Only a sleeping progress thread needs the syscall; a QP already on
 	 * the list (waiting for an ACK) still needs it woken for new work. */
 	wake = e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping);
-	if (wake) {
-		uint64_t one = 1;
-		if (write(e->doorbell_efd, &one, sizeof(one)) < 0) {
-			/* Saturated counter: the thread is awake anyway. */
-		}
-	}
+	if (wake)
+		wake_thread(e);
+}
+
+void xr_engine_post_begin(struct xr_engine *e)
+{
+	post_defer = e;
+	post_deferred = false;
+}
+
+int xr_engine_post_end(struct xr_engine *e)
+{
+	int work;
+
+	post_defer = NULL;
+	if (!post_deferred)
+		return 0;
+	post_deferred = false;
+	atomic_store_explicit(&e->progress.assist_ns, mono_ns(), memory_order_relaxed);
+	work = progress_pass(e, false);
+	/* The pass was someone else's (the thread's, about to sleep?): the
+	 * doorbell it did not hear is rung now. */
+	if (!work && e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping))
+		wake_thread(e);
+	return work;
 }
 
 /* ---- frames out ---- */
@@ -280,11 +320,14 @@ static int progress_locked(struct xr_engine *e)
  * interrupt handler deregistering) must not wait for itself. */
 static _Thread_local const struct xr_engine *pass_owner;
 
-int xr_engine_progress(struct xr_engine *e)
+/* block: wait for a pass another thread is running (the engine's thread:
+ * spinning on a busy lock could keep its holder, preempted on this core,
+ * from ever finishing). Callers that poll do not wait. */
+static int progress_pass(struct xr_engine *e, bool block)
 {
 	int work = 0;
 
-	if (!e->link || pthread_mutex_trylock(&e->dp_mutex))
+	if (!e->link || (block ? pthread_mutex_lock(&e->dp_mutex) : pthread_mutex_trylock(&e->dp_mutex)))
 		return 0;
 	pthread_rwlock_rdlock(&e->dp_lock);
 	atomic_fetch_add(&e->dp_epoch, 1);   /* odd: a pass is running */
@@ -296,6 +339,11 @@ int xr_engine_progress(struct xr_engine *e)
 	pthread_rwlock_unlock(&e->dp_lock);
 	pthread_mutex_unlock(&e->dp_mutex);
 	return work;
+}
+
+int xr_engine_progress(struct xr_engine *e)
+{
+	return progress_pass(e, false);
 }
 
 void xr_dp_quiesce(struct xr_engine *e)
@@ -317,76 +365,90 @@ void xr_dp_quiesce(struct xr_engine *e)
 
 /* ---- the engine's own thread ---- */
 
-/* Polls this many idle passes before sleeping: enough to catch a reply in
- * flight, short enough to leave the core to others on a busy machine. */
-#define IDLE_SPINS 64
+/* After the last pass that did something, the thread keeps polling this
+ * long (a reply in flight on a fast path), then sleeps on the link's wait
+ * fd and the doorbell: a woken thread gets a core at once, a spinning one
+ * waits for its time slice behind the program's own spinning thread. */
+#define SPIN_NS 5000
 
-/* A caller assisted this recently: the thread lets it drive. */
+/* A caller assisted this recently: the thread does not spin beside it
+ * (it sleeps on the fds, so a frame that arrives once the caller has
+ * stopped polling still wakes it). */
 #define ASSIST_HOLDOFF_NS 200000
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 int xr_engine_assist(struct xr_engine *e)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	atomic_store_explicit(&e->progress.assist_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
-			      memory_order_relaxed);
+	atomic_store_explicit(&e->progress.assist_ns, mono_ns(), memory_order_relaxed);
 	return xr_engine_progress(e);
 }
 
-static bool assisted_lately(struct xr_engine *e)
+static bool assisted_lately(struct xr_engine *e, uint64_t now)
 {
-	struct timespec ts;
 	uint64_t last = atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed);
 
-	if (!last)
-		return false;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec - last < ASSIST_HOLDOFF_NS;
+	return last && now - last < ASSIST_HOLDOFF_NS;
+}
+
+/* Until a frame, a doorbell or (while timers can be due) the next tick.
+ * link_fd was taken (and the link's wakeup armed) before the last pass. */
+static void sleep_on_fds(struct xr_engine *e, int link_fd)
+{
+	struct pollfd pf[2] = { { link_fd, POLLIN, 0 }, { e->doorbell_efd, POLLIN, 0 } };
+	uint64_t v;
+	int ready;
+
+	/* Timers run only for QPs on the busy list, and frames the link
+	 * refused wait in txq: with neither, nothing is due until a frame or
+	 * a doorbell, so an idle device sleeps for good. */
+	bool due = __atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) || e->txq->n;
+	ready = poll(pf, 2, due ? 1 : -1);
+	if (ready > 0 && (pf[1].revents & POLLIN)) {
+		if (read(e->doorbell_efd, &v, sizeof(v)) < 0) {
+			/* drained by another wakeup */
+		}
+	}
 }
 
 static void *progress_thread(void *arg)
 {
 	struct xr_engine *e = arg;
-	unsigned idle = 0;
+	uint64_t last_work = mono_ns();
 
 	while (atomic_load(&e->progress.run)) {
-		if (assisted_lately(e)) {
-			struct timespec nap = { 0, ASSIST_HOLDOFF_NS / 2 };
-			nanosleep(&nap, NULL);
+		uint64_t now;
+		int link_fd;
+
+		if (progress_pass(e, true)) {
+			last_work = mono_ns();
 			continue;
 		}
-		if (xr_engine_progress(e)) {
-			idle = 0;
+		/* Spin only while a requester waits for its peer (a reply is due
+		 * soon) and no polling caller is driving: with nothing in flight
+		 * the reply to what was just delivered comes from the program,
+		 * which needs the core. */
+		now = mono_ns();
+		if (now - last_work < SPIN_NS && __atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) &&
+		    !assisted_lately(e, now))
 			continue;
-		}
-		/* Then sleep until a frame, a doorbell or the next timer tick. */
-		if (++idle < IDLE_SPINS)
-			continue;
-		{
-			struct pollfd pf[2] = { { e->link->ops->wait_fd(e->link), POLLIN, 0 },
-						{ e->doorbell_efd, POLLIN, 0 } };
-			uint64_t v;
-			int ready;
-			atomic_store(&e->progress.sleeping, true);
-			/* Work queued between the last pass and the flag is found by this pass. */
-			if (xr_engine_progress(e)) {
-				atomic_store(&e->progress.sleeping, false);
-				idle = 0;
-				continue;
-			}
-			/* Timers run only for QPs on the busy list, and frames the link
-			 * refused wait in txq: with neither, nothing is due until a
-			 * frame or a doorbell, so an idle device sleeps for good. */
-			bool due = __atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) || e->txq->n;
-			ready = poll(pf, 2, due ? 1 : -1);
+		atomic_store(&e->progress.sleeping, true);
+		link_fd = e->link->ops->wait_fd(e->link);
+		/* Work queued (or a frame received) between the last pass and the
+		 * flag (the link's arming) is found by this pass. */
+		if (progress_pass(e, true)) {
 			atomic_store(&e->progress.sleeping, false);
-			if (ready > 0 && (pf[1].revents & POLLIN)) {
-				if (read(e->doorbell_efd, &v, sizeof(v)) < 0) {
-					/* drained by another wakeup */
-				}
-			}
+			last_work = mono_ns();
+			continue;
 		}
+		sleep_on_fds(e, link_fd);
+		atomic_store(&e->progress.sleeping, false);
 	}
 	return NULL;
 }
@@ -405,6 +467,15 @@ int xr_engine_start_thread(struct xr_engine *e)
 		return -err;
 	e->progress.started = true;
 	return 0;
+}
+
+int xr_engine_thread_realtime(struct xr_engine *e, int prio)
+{
+	struct sched_param sp = { .sched_priority = prio };
+
+	if (!e->progress.started)
+		return -ESRCH;
+	return -pthread_setschedparam(e->progress.thread, SCHED_FIFO, &sp);
 }
 
 void xr_engine_stop_thread(struct xr_engine *e)

@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "dma_hook.h"
 #include "engine.h"
 
 /* [va, va+len) inside [base, base+size), access allowed. */
@@ -83,9 +84,15 @@ static uint8_t *translate(const struct xr_mr *mr, uint64_t va, size_t *in_page)
 	return (uint8_t *)(uintptr_t)(mtt[page] + off);
 }
 
+void (*volatile xr_dma_write_hook)(void *arg);
+void *volatile xr_dma_write_hook_arg;
+
 void xr_dma_write(const struct xr_mr *mr, uint64_t va, const void *src, size_t len)
 {
 	const uint8_t *s = src;
+
+	if (__builtin_expect(xr_dma_write_hook != NULL, 0))
+		xr_dma_write_hook(xr_dma_write_hook_arg);
 
 	while (len) {
 		size_t room, n;

@@ -103,6 +103,8 @@ struct xr_resp {
 	uint8_t  q_head, q_len;
 	struct xr_rd_res *res;       /* res_cap entries allocated, nres (a power of 2) in use */
 	uint32_t nres, res_cap, res_next;
+	struct xr_resp_held *held;   /* requests waiting behind READ responses (resp_tx.c) */
+	uint8_t  held_head, held_len;
 };
 
 struct xr_qp {

@@ -96,6 +96,7 @@ void xr_qp_runtime_reset(struct xr_qp *qp)
 {
 	struct xr_swqe_meta *meta = qp->req.meta;
 	struct xr_rd_res *res = qp->resp.res;
+	struct xr_resp_held *held = qp->resp.held;   /* kept, emptied */
 	uint32_t slots = qp->req.meta_slots, nres = qp->resp.nres, cap = qp->resp.res_cap;
 
 	memset(&qp->req, 0, sizeof(qp->req));
@@ -105,6 +106,7 @@ void xr_qp_runtime_reset(struct xr_qp *qp)
 	qp->resp.res = res;
 	qp->resp.nres = nres;
 	qp->resp.res_cap = cap;
+	qp->resp.held = held;
 	if (meta)
 		memset(meta, 0, slots * sizeof(*meta));
 	if (res)
@@ -335,6 +337,7 @@ void xr_tables_free(struct xr_engine *e)
 			pthread_mutex_destroy(&e->qps[i]->lock);
 			free(e->qps[i]->req.meta);
 			free(e->qps[i]->resp.res);
+			free(e->qps[i]->resp.held);
 			free(e->qps[i]);
 			e->qps[i] = NULL;
 		}

@@ -9,39 +9,19 @@
  */
 #include <string.h>
 
-#include "engine.h"
-
-enum { RES_FREE, RES_READ, RES_ATOMIC };
+#include "resp.h"
 
 /* The largest RETH DMA length (C9-94): longer requests are invalid. */
 #define MAX_DMA_LEN (1ull << 31)
 
 /* ---- the response queue ---- */
 
-static struct xr_resp_item *q_at(struct xr_resp *rs, unsigned i)
-{
-	return &rs->q[(rs->q_head + i) % XR_RESP_QUEUE];
-}
-
 /* The last slot is kept for a fatal NAK: it always leaves. */
 static struct xr_resp_item *q_push(struct xr_resp *rs, bool fatal)
 {
 	if (rs->q_len >= XR_RESP_QUEUE - (fatal ? 0 : 1))
 		return NULL;
-	return q_at(rs, rs->q_len++);
-}
-
-/* Room for what one more request may queue (a response stream and an ACK)
- * besides the fatal NAK's slot. */
-static bool q_has_room(const struct xr_resp *rs)
-{
-	return rs->q_len + 3 <= XR_RESP_QUEUE;
-}
-
-static void q_pop(struct xr_resp *rs)
-{
-	rs->q_head = (uint8_t)((rs->q_head + 1) % XR_RESP_QUEUE);
-	rs->q_len--;
+	return xr_resp_q_at(rs, rs->q_len++);
 }
 
 /* An ACK, NAK or RNR NAK for psn, behind every response owed before it.
@@ -54,7 +34,7 @@ static void queue_ack(struct xr_engine *e, struct xr_qp *qp, uint8_t syndrome, u
 	struct xr_resp_item *it;
 
 	if (rs->q_len) {
-		it = q_at(rs, rs->q_len - 1u);
+		it = xr_resp_q_at(rs, rs->q_len - 1u);
 		/* A cumulative ACK replaces one waiting; a repeated RNR NAK for the
 		 * same PSN is the same NAK. */
 		if (it->kind == XR_ITEM_ACK &&
@@ -102,7 +82,7 @@ static void cancel_replay(struct xr_qp *qp, struct xr_rd_res *res)
 	uint8_t idx = (uint8_t)(res - rs->res);
 
 	for (unsigned i = 0; i < rs->q_len; i++) {
-		struct xr_resp_item *it = q_at(rs, i);
+		struct xr_resp_item *it = xr_resp_q_at(rs, i);
 		if (it->kind == XR_ITEM_RES && it->res == idx)
 			it->kind = XR_ITEM_CANCELLED;
 	}
@@ -234,7 +214,7 @@ static void duplicate_rd_atomic(struct xr_engine *e, struct xr_qp *qp, const str
 			res->stream_len = p->reth.len;
 			res->next_psn = p->psn;
 		}
-		if (!q_has_room(rs) || !queue_res(qp, res, true))
+		if (!xr_resp_q_has_room(rs) || !queue_res(qp, res, true))
 			xr_count(e, XR_CNT_DROP_RESP_BUSY, 1);
 		return;
 	}
@@ -465,18 +445,17 @@ static bool request_ok(struct xr_engine *e, struct xr_qp *qp, const struct xr_pk
 	return true;
 }
 
-void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, struct xr_tx *tx)
+void xr_resp_run(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 {
 	struct xr_resp *rs = &qp->resp;
 	uint32_t f = p->op->flags, psn = p->psn, epsn = qp->ctx.rq_psn, npsn = 1;
 	int32_t cmp = psn_cmp(psn, epsn);
 
-	(void)tx;
 	if (qp->ctx.state == XR_QPS_ERR)
 		return;
 	if (cmp > 0) {
 		xr_count(e, XR_CNT_OUT_OF_SEQ, 1);
-		if (!rs->nak_seq_sent && q_has_room(rs)) {
+		if (!rs->nak_seq_sent && xr_resp_q_has_room(rs)) {
 			rs->nak_seq_sent = true;
 			nak(e, qp, XR_AETH_NAK_PSN_SEQ, epsn, 0);
 		}
@@ -491,7 +470,7 @@ void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, s
 				  rs->acked_any ? rs->ack_psn : psn_add(epsn, XR_PSN_MASK), false);
 		return;
 	}
-	if (!q_has_room(rs)) {
+	if (!xr_resp_q_has_room(rs)) {
 		/* Not executed, ePSN unchanged: the requester sends it again. */
 		xr_count(e, XR_CNT_DROP_RESP_BUSY, 1);
 		return;
@@ -519,168 +498,42 @@ void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, s
 	}
 }
 
-/* ---- responses out ---- */
-
-static bool send_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_resp_item *it, struct xr_tx *tx)
+/* A READ stream (original or replay) still owed. */
+static bool read_queued(struct xr_resp *rs)
 {
-	static const enum xr_counter nak_cnt[] = {
-		XR_CNT_TX_NAK_SEQ, XR_CNT_TX_NAK_INV_REQ, XR_CNT_TX_NAK_REM_ACCESS, XR_CNT_TX_NAK_REM_OP,
-	};
-	uint8_t type = it->syndrome & XR_AETH_TYPE_MASK;
-	struct xr_pkt p;
-	struct xr_frame *f = xr_tx_begin(e, tx, qp, &p);
-
-	if (!f)
-		return false;
-	p.opcode = XR_OP_RC_ACKNOWLEDGE;
-	p.psn = it->psn;
-	p.aeth.syndrome = it->syndrome;
-	p.aeth.msn = it->msn;
-	xr_pkt_build_hdrs(&p, f->data, sizeof(f->data));
-	xr_tx_commit(e, tx, f, &p);
-	/* Counted as they leave: every NAK counted is on the wire. */
-	if (type == XR_AETH_ACK) {
-		xr_count(e, XR_CNT_TX_ACK, 1);
-		return true;
-	}
-	if (type == XR_AETH_RNR_NAK)
-		xr_count(e, XR_CNT_TX_RNR_NAK, 1);
-	else
-		xr_count(e, (it->syndrome & XR_AETH_VALUE_MASK) < 4 ? nak_cnt[it->syndrome & 3] : XR_CNT_TX_NAK_REM_OP, 1);
-	xr_evlog_add(e, XR_EV_NAK_SENT, qp->qpn, it->syndrome, it->psn);
-	return true;
-}
-
-/* The key was re-checked for a response and failed (the MR went away
- * after the request was accepted): NAK remote access error at the
- * request's PSN instead, and the QP goes to ERR (rxe read_reply). */
-static void response_refused(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_item *it,
-			     struct xr_rd_res *res)
-{
-	res->queued = false;
-	xr_count(e, XR_CNT_RKEY_VIOLATION, 1);
-	it->kind = XR_ITEM_ACK;
-	it->syndrome = XR_AETH_NAK_REM_ACCESS;
-	it->fatal = true;
-	it->psn = res->stream_psn;
-	it->msn = qp->ctx.msn;
-	xr_qp_to_error(e, qp, XR_WC_REM_ACCESS_ERR);
-}
-
-/* Sends the next response of a READ or the ATOMIC_ACK; false when the
- * burst is full. Pops the item when its last response has left. */
-static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_item *it, struct xr_tx *tx)
-{
-	struct xr_rd_res *res = &qp->resp.res[it->res];
-	uint32_t mtu = mtu_bytes(qp->ctx.path_mtu);
-	struct xr_mr *mr = NULL;
-	struct xr_pkt p;
-	struct xr_frame *f;
-	uint32_t n = 1, idx = 0, off = 0, len = 0;
-
-	if (res->kind == RES_READ) {
-		n = res->stream_len ? (uint32_t)(((uint64_t)res->stream_len + mtu - 1) / mtu) : 1;
-		idx = (res->next_psn - res->stream_psn) & XR_PSN_MASK;
-		off = idx * mtu;
-		len = res->stream_len - off < mtu ? res->stream_len - off : mtu;
-		if (len && xr_dma_check_rkey(e, res->rkey, qp->ctx.pd, qp->qpn, res->stream_va + off, len,
-					XR_ACCESS_REMOTE_READ, &mr) != XR_DMA_OK) {
-			response_refused(e, qp, it, res);
+	for (unsigned i = 0; i < rs->q_len; i++) {
+		const struct xr_resp_item *it = xr_resp_q_at(rs, i);
+		if (it->kind == XR_ITEM_RES && rs->res[it->res].kind == RES_READ)
 			return true;
-		}
 	}
-	f = xr_tx_begin(e, tx, qp, &p);
-	if (!f)
-		return false;
-	p.aeth.syndrome = XR_AETH_ACK_UNLIMITED;
-	p.aeth.msn = res->msn;
-	if (res->kind == RES_ATOMIC) {
-		p.opcode = XR_OP_RC_ATOMIC_ACKNOWLEDGE;
-		p.psn = res->first_psn;
-		p.atomic_orig = res->atomic_orig;
-		xr_pkt_build_hdrs(&p, f->data, sizeof(f->data));
-		xr_tx_commit(e, tx, f, &p);
-		res->queued = false;
-		q_pop(&qp->resp);
-		return true;
-	}
-	{
-		/* A stream starting at the READ's first PSN (the original, or a
-		 * replay of it) is ONLY or FIRST..LAST; a replay from the middle
-		 * goes on with MIDDLE and ends with LAST, as rxe answers it. */
-		bool first = idx == 0, last = idx + 1 >= n, at_start = res->stream_psn == res->first_psn;
-		if (first && last)
-			p.opcode = at_start ? XR_OP_RC_RDMA_READ_RESPONSE_ONLY : XR_OP_RC_RDMA_READ_RESPONSE_LAST;
-		else if (first)
-			p.opcode = at_start ? XR_OP_RC_RDMA_READ_RESPONSE_FIRST : XR_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
-		else if (last)
-			p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_LAST;
-		else
-			p.opcode = XR_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
-	}
-	p.psn = res->next_psn;
-	p.payload_len = len;
-	xr_pkt_build_hdrs(&p, f->data, sizeof(f->data));
-	if (len)
-		xr_dma_read(mr, res->stream_va + off, f->data + p.payload_off, len);
-	xr_tx_commit(e, tx, f, &p);
-	res->next_psn = psn_add(res->next_psn, 1);
-	if (idx + 1 >= n) {
-		res->queued = false;
-		q_pop(&qp->resp);
-	}
-	return true;
-}
-
-static bool fatal_pending(struct xr_resp *rs)
-{
-	for (unsigned i = 0; i < rs->q_len; i++)
-		if (q_at(rs, i)->fatal)
-			return true;
 	return false;
 }
 
-void xr_resp_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx)
+bool xr_resp_must_wait(struct xr_qp *qp, const struct xr_pkt *p)
 {
 	struct xr_resp *rs = &qp->resp;
 
-	while (rs->q_len) {
-		struct xr_resp_item *it = q_at(rs, 0);
-		if (qp->ctx.state == XR_QPS_ERR && !fatal_pending(rs)) {
-			/* In ERR the responses owed before the fatal NAK still
-			 * leave, then the NAK; nothing after it. */
-			xr_resp_flush(qp);
-			return;
-		}
-		if (it->kind == XR_ITEM_CANCELLED) {
-			q_pop(rs);
-		} else if (it->kind == XR_ITEM_ACK) {
-			if (!send_ack(e, qp, it, tx))
-				return;
-			q_pop(rs);
-		} else if (!send_response(e, qp, it, tx)) {
-			return;
-		}
+	/* Duplicates and later PSNs execute nothing: their answers queue. */
+	if (!rs->q_len || p->psn != qp->ctx.rq_psn || !read_queued(rs))
+		return false;
+	return !((p->op->flags & (XR_OPF_READ | XR_OPF_ATOMIC)) && resources_exhausted(rs));
+}
+
+/* A33 (rxe get_req, read_reply): requests run in PSN order, and a READ's
+ * responses are built in full before the next request runs, so the READ
+ * returns the memory as it was when it executed (a later WRITE, or a
+ * SEND_WITH_INV of its key, comes after it). They are built now when the
+ * link takes them; otherwise the request waits (resp_tx.c). */
+void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, struct xr_tx *tx)
+{
+	if (qp->resp.held_len) {
+		if (qp->ctx.state != XR_QPS_ERR)
+			xr_resp_hold(e, qp, p);
+		return;
 	}
-}
-
-bool xr_resp_has_work(const struct xr_qp *qp)
-{
-	return qp->resp.q_len != 0;
-}
-
-/* Drops what is owed after the last fatal NAK (everything, without one):
- * the fatal NAK and what its requester is owed before it still leave. */
-void xr_resp_flush(struct xr_qp *qp)
-{
-	struct xr_resp *rs = &qp->resp;
-	unsigned keep = 0;
-
-	for (unsigned i = 0; i < rs->q_len; i++)
-		if (q_at(rs, i)->fatal)
-			keep = i + 1;
-	for (unsigned i = keep; i < rs->q_len; i++)
-		if (q_at(rs, i)->kind == XR_ITEM_RES)
-			rs->res[q_at(rs, i)->res].queued = false;
-	rs->q_len = (uint8_t)keep;
+	if (xr_resp_must_wait(qp, p) && (!xr_resp_send_queued(e, qp, tx) || xr_resp_must_wait(qp, p))) {
+		xr_resp_hold(e, qp, p);
+		return;
+	}
+	xr_resp_run(e, qp, p);
 }

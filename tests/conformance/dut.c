@@ -51,6 +51,87 @@ static bool add_region(struct run *r, const char *name, size_t len, int access, 
 	return true;
 }
 
+/* N's end of the link, in front of the mem pair: `hold frames=N` makes
+ * it push back after N more frames (the engine keeps the rest, in order). */
+struct gate {
+	struct xr_link link;
+	struct xr_link *inner;
+	struct run *r;
+};
+
+static int gate_send(struct xr_link *l, struct xr_frame **f, unsigned n)
+{
+	struct gate *g = l->priv;
+	int sent;
+
+	if (g->r->hold && g->r->hold_room >= 0 && n > (unsigned long)g->r->hold_room)
+		n = (unsigned)g->r->hold_room;
+	if (!n)
+		return 0;
+	sent = xr_link_send(g->inner, f, n);
+	if (sent > 0 && g->r->hold && g->r->hold_room >= 0)
+		g->r->hold_room -= sent;
+	return sent;
+}
+
+static int gate_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
+{
+	return xr_link_recv(((struct gate *)l->priv)->inner, f, n);
+}
+
+static int gate_wait_fd(struct xr_link *l)
+{
+	struct xr_link *in = ((struct gate *)l->priv)->inner;
+	return in->ops->wait_fd ? in->ops->wait_fd(in) : -1;
+}
+
+static struct xr_frame *gate_alloc(struct xr_link *l)
+{
+	return xr_link_frame_alloc(((struct gate *)l->priv)->inner);
+}
+
+static void gate_free(struct xr_link *l, struct xr_frame *f)
+{
+	xr_link_frame_free(((struct gate *)l->priv)->inner, f);
+}
+
+static bool gate_up(struct xr_link *l)
+{
+	struct xr_link *in = ((struct gate *)l->priv)->inner;
+	return !in->ops->is_up || in->ops->is_up(in);
+}
+
+static int gate_resolve(struct xr_link *l, const xr_gid *gid, uint8_t mac[6])
+{
+	return xr_link_resolve(((struct gate *)l->priv)->inner, gid, mac);
+}
+
+static void gate_close(struct xr_link *l)
+{
+	struct gate *g = l->priv;
+	xr_link_close(g->inner);
+	free(g);
+}
+
+static const struct xr_link_ops gate_ops = {
+	.send_burst = gate_send, .recv_burst = gate_recv, .wait_fd = gate_wait_fd, .frame_alloc = gate_alloc,
+	.frame_free = gate_free, .is_up = gate_up, .close = gate_close, .resolve = gate_resolve,
+};
+
+static struct xr_link *gate_open(struct run *r, struct xr_link *inner)
+{
+	struct gate *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return NULL;
+	g->inner = inner;
+	g->r = r;
+	g->link = *inner;   /* kind, mtu, mac */
+	g->link.ops = &gate_ops;
+	g->link.priv = g;
+	return &g->link;
+}
+
 bool dut_open(struct run *r)
 {
 	r->dut_ip = 0x0A000001;
@@ -61,6 +142,16 @@ bool dut_open(struct run *r)
 	if (!r->held || xr_link_mem_pair(&r->dut_link, &r->peer_link, 0)) {
 		fail(r, "cannot make the in-memory link");
 		return false;
+	}
+	{
+		struct xr_link *g = gate_open(r, r->dut_link);
+		if (!g) {
+			xr_link_close(r->dut_link);
+			r->dut_link = NULL;
+			fail(r, "cannot make the in-memory link");
+			return false;
+		}
+		r->dut_link = g;
 	}
 	r->dev = xr_open_device(r->dut_link, &(struct xr_device_opts){ .addr = "10.0.0.1",
 								     .progress = XR_PROGRESS_INLINE });
@@ -558,7 +649,16 @@ bool dut_action(struct run *r, char **tok, int ntok)
 	else if (!strcmp(c, "bind_mw")) act_bind_mw(r, tok, ntok);
 	else if (!strcmp(c, "dealloc_mw")) act_dealloc_mw(r, tok, ntok);
 	else if (!strcmp(c, "drain")) { settle(r); drain_held(r); }
-	else if (!strcmp(c, "hold")) { settle(r); r->hold = true; }
+	else if (!strcmp(c, "hold")) {
+		uint64_t room = 0;
+		settle(r);
+		r->hold = true;
+		r->hold_room = -1;
+		if (ntok > 1 && (strncmp(tok[1], "frames=", 7) || !eval(r, tok[1] + 7, &room)))
+			fail(r, "hold takes frames=N");
+		else if (ntok > 1)
+			r->hold_room = (long)room;
+	}
 	else if (!strcmp(c, "release")) {
 		/* Read (and forget) everything until N is quiet again. */
 		r->hold = false;

@@ -93,6 +93,7 @@ struct run {
 	struct held *held;
 	unsigned nheld, held_head;
 	bool hold;                   /* the peer stops reading: the link fills */
+	long hold_room;              /* with hold: frames N's link still takes (-1: until full) */
 	bool discard;                /* frames read are dropped (release) */
 
 	const struct dut_ops *ops;

@@ -61,6 +61,43 @@ for t in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat; do
 done
 rm -f /tmp/xrv_s.$$ /tmp/xrv_c.$$
 
+# ib_write_lat spins on a byte of its buffer while the engine's thread
+# delivers: the thread must get a core at once (it sleeps when idle and
+# runs at real-time priority when permitted), not after the spinner's time
+# slice (typical was 170-540 us here before, milliseconds under load).
+timeout 60 "$run" --addr 127.0.0.1 ib_write_lat -d xroce0 -n 2000 -s 8 -F >/tmp/xrv_s.$$ 2>&1 &
+spid=$!
+sleep 1
+timeout 60 "$run" --addr 127.0.0.2 ib_write_lat -d xroce0 -n 2000 -s 8 -F 127.0.0.1 >/tmp/xrv_c.$$ 2>&1; crc=$?
+wait $spid; src=$?
+typical=$(grep -E '^ 8 +2000 ' /tmp/xrv_c.$$ | awk '{print $5}')
+awk -v t="${typical:-1e9}" 'BEGIN { exit !(t < 100) }'
+check $((crc + src + $?)) "ib_write_lat 8 B: typical ${typical:-?} us (< 100 us)"
+rm -f /tmp/xrv_s.$$ /tmp/xrv_c.$$
+
+# An idle program costs no CPU: a server waiting for its client on TCP.
+# As root the engine's thread is SCHED_FIFO (policy 1 in /proc's stat);
+# XROCE_ENGINE_RT=0 leaves every thread at normal priority.
+idle_server() {   # env...: starts it, sets ipid
+  env "$@" "$run" --addr 127.0.0.1 ibv_rc_pingpong -d xroce0 -g 0 -p 18600 >/dev/null 2>&1 &
+  ipid=$!
+  for _ in $(seq 50); do [ "$(ls /proc/$ipid/task 2>/dev/null | wc -l)" -ge 2 ] && break; sleep 0.1; done
+  sleep 0.3
+}
+fifo_threads() { cat /proc/$ipid/task/*/stat 2>/dev/null | awk '$41 == 1' | wc -l; }
+idle_server XROCE_ENGINE_RT=1
+t1=$(awk '{print $14 + $15}' /proc/$ipid/stat); sleep 2; t2=$(awk '{print $14 + $15}' /proc/$ipid/stat)
+check $(( t2 - t1 > 1 )) "idle ibv_rc_pingpong server: $((t2 - t1)) ticks of CPU in 2 s (<= 1)"
+if [ "$(id -u)" -eq 0 ]; then
+  n=$(fifo_threads)
+  check $(( n != 1 )) "as root the engine's thread runs SCHED_FIFO ($n thread(s) of the program)"
+  kill $ipid; wait $ipid 2>/dev/null
+  idle_server XROCE_ENGINE_RT=0
+  n=$(fifo_threads)
+  check $(( n != 0 )) "XROCE_ENGINE_RT=0: no SCHED_FIFO thread ($n)"
+fi
+kill $ipid 2>/dev/null; wait $ipid 2>/dev/null
+
 # Without -g the program asks for an IB LID path: refused at RTR, clearly.
 timeout 20 "$run" --addr 127.0.0.1 ibv_rc_pingpong -d xroce0 -n 5 >/tmp/xrv_s.$$ 2>&1 &
 spid=$!

@@ -5,8 +5,9 @@
  * device per address, a missing peer and a killed peer dropped and
  * counted with the rendezvous gone with it, a stopped peer's full ring
  * pushing back and then dropping, a malformed handshake refused, a
- * hand-made peer that scribbles on the shared mapping counted and never
- * trusted (frames built in place in its slots), and a 16-process mesh. Addresses 10.250.9.x/10.250.8.x are this file's only.
+ * hand-made peer that scribbles on its shared memory counted and never
+ * trusted, and unable to write ours (frames built in place in our slots,
+ * which it only reads), and a 16-process mesh. Addresses 10.250.9.x/10.250.8.x are this file's only.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -322,11 +323,12 @@ static void test_bad_handshake_refused(void **state)
 
 
 /* A peer made by hand: the test speaks the handshake itself, then writes
- * the shared mapping as a buggy or hostile process could. */
+ * its own memfd as a buggy or hostile process could. */
 struct rogue {
-	int sock, efd, dev_efd;
-	struct host_shm *shm;
-	struct xr_frame *to_dev, *from_dev;   /* dir[0]'s slots (ours), dir[1]'s (the device's) */
+	int sock, efd, dev_efd, dev_mfd;
+	struct host_out *mine;           /* what the device reads from us */
+	const struct host_out *dev;      /* what it writes, mapped read only */
+	struct xr_frame *to_dev, *from_dev;
 };
 
 static void rogue_connect(struct rogue *r, const char *dev, const char *me)
@@ -340,17 +342,21 @@ static void rogue_connect(struct rogue *r, const char *dev, const char *me)
 	struct cmsghdr *c;
 	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "xroce-host/%s", dev);
 	int mfd = memfd_create("rogue", MFD_ALLOW_SEALING), fds[2];
+	size_t size = host_out_size();
 	xr_gid g;
 	uint8_t *map;
 
-	assert_int_equal(ftruncate(mfd, (off_t)host_shm_size()), 0);
-	assert_int_equal(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
-	map = mmap(NULL, host_shm_size(), PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	assert_int_equal(ftruncate(mfd, (off_t)size), 0);
+	assert_int_equal(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
 	assert_true(map != MAP_FAILED);
-	r->shm = (struct host_shm *)map;
-	*r->shm = (struct host_shm){ HOST_MAGIC, HOST_VERSION, HOST_SLOTS, sizeof(struct xr_frame), host_shm_size(), { { 0 } } };
+	r->mine = (struct host_out *)map;
+	r->mine->magic = HOST_MAGIC;
+	r->mine->version = HOST_VERSION;
+	r->mine->slots = HOST_SLOTS;
+	r->mine->slot_size = sizeof(struct xr_frame);
+	r->mine->size = size;
 	r->to_dev = (struct xr_frame *)(map + HOST_SLOTS_OFF);
-	r->from_dev = r->to_dev + HOST_SLOTS;
 	assert_int_equal(xr_gid_parse(&g, me), 0);
 	memcpy(m.addr, g.raw, 16);
 	r->efd = eventfd(0, EFD_NONBLOCK);
@@ -370,7 +376,16 @@ static void rogue_connect(struct rogue *r, const char *dev, const char *me)
 	assert_int_equal(recvmsg(r->sock, &msg, 0), (ssize_t)sizeof(reply));
 	assert_int_equal(reply.reply, 1);
 	assert_int_equal(reply.status, 0);
-	memcpy(&r->dev_efd, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
+	memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(fds));
+	r->dev_mfd = fds[0];
+	r->dev_efd = fds[1];
+	/* The device's memfd is sealed: we can read it, never write it. */
+	assert_true(mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, r->dev_mfd, 0) == MAP_FAILED);
+	map = mmap(NULL, size, PROT_READ, MAP_SHARED, r->dev_mfd, 0);
+	assert_true(map != MAP_FAILED);
+	assert_int_not_equal(mprotect(map, size, PROT_READ | PROT_WRITE), 0);
+	r->dev = (const struct host_out *)map;
+	r->from_dev = (struct xr_frame *)(map + HOST_SLOTS_OFF);
 	close(mfd);
 }
 
@@ -379,7 +394,6 @@ static void test_rogue_peer_counted_not_trusted(void **state)
 	struct xr_link *a = xr_link_host("10.250.9.10");
 	struct xr_link_host_stats st;
 	struct rogue r;
-	struct host_dir *in, *out;
 	struct xr_frame *f[8], *o, *stuck = NULL;
 	const uint32_t idx[] = { 0, 999, 0, 1, 2 };   /* bad, already held, bad length */
 	uint32_t first, sent = 0, in_place = HOST_SLOTS;
@@ -387,14 +401,12 @@ static void test_rogue_peer_counted_not_trusted(void **state)
 
 	(void)state;
 	rogue_connect(&r, "10.250.9.10", "10.250.9.11");
-	in = &r.shm->dir[0];
-	out = &r.shm->dir[1];
 	make_frame(&r.to_dev[0], "10.250.9.11", "10.250.9.10", 11, 0);
 	r.to_dev[1].len = 5;
 	make_frame(&r.to_dev[2], "10.250.9.11", "10.250.9.10", 11, 1);
 	for (unsigned k = 0; k < 5; k++)
-		atomic_store(&in->sent[k], idx[k]);
-	atomic_store(&in->tail, 5);
+		atomic_store(&r.mine->sent[k], idx[k]);
+	atomic_store(&r.mine->tail, 5);
 	got = recv_wait(a, f, 8, 1000);
 	assert_int_equal(got, 2);
 	assert_true(frame_is(f[0], "10.250.9.11", "10.250.9.10", 11, 0));
@@ -404,22 +416,22 @@ static void test_rogue_peer_counted_not_trusted(void **state)
 	assert_int_equal(st.rx_drop_bad_index, 2);
 	assert_int_equal(st.rx_drop_bad_len, 1);
 	/* The bad length's slot came back at once, the others once freed. */
-	assert_int_equal(atomic_load(&in->ret_tail), 1);
-	assert_int_equal(atomic_load(&in->ret[0]), 1);
+	assert_int_equal(atomic_load(&r.dev->ret_tail), 1);
+	assert_int_equal(atomic_load(&r.dev->ret[0]), 1);
 	xr_link_frame_free(a, f[0]);
 	xr_link_frame_free(a, f[1]);
-	assert_int_equal(atomic_load(&in->ret_tail), 3);
+	assert_int_equal(atomic_load(&r.dev->ret_tail), 3);
 	/* A tail that is no count: nothing taken. */
-	atomic_store(&in->tail, 5 + 1000);
+	atomic_store(&r.mine->tail, 5 + 1000);
 	assert_int_equal(xr_link_recv(a, f, 8), 0);
-	atomic_store(&in->tail, 5);
+	atomic_store(&r.mine->tail, 5);
 
 	/* Before any frame to it the device builds in its own pool (copied on send)... */
 	o = xr_link_frame_alloc(a);
 	make_frame(o, "10.250.9.10", "10.250.9.11", 10, sent++);
 	assert_int_equal(xr_link_send(a, &o, 1), 1);
-	assert_int_equal(atomic_load(&out->tail), 1);
-	first = atomic_load(&out->sent[0]);
+	assert_int_equal(atomic_load(&r.dev->tail), 1);
+	first = atomic_load(&r.dev->sent[0]);
 	assert_true(first < HOST_SLOTS);
 	assert_true(frame_is(&r.from_dev[first], "10.250.9.10", "10.250.9.11", 10, 0));
 	/* ...then in a slot we can see before it is even sent: no copy. */
@@ -430,7 +442,7 @@ static void test_rogue_peer_counted_not_trusted(void **state)
 			in_place = i;
 	assert_true(in_place < HOST_SLOTS);
 	assert_int_equal(xr_link_send(a, &o, 1), 1);
-	assert_int_equal(atomic_load(&out->sent[sent++]), in_place);
+	assert_int_equal(atomic_load(&r.dev->sent[sent++]), in_place);
 	/* We give nothing back: once we hold every slot, the device pushes back. */
 	while (sent < 2 * HOST_SLOTS) {
 		o = xr_link_frame_alloc(a);
@@ -444,18 +456,18 @@ static void test_rogue_peer_counted_not_trusted(void **state)
 	assert_non_null(stuck);
 	assert_int_equal(sent, HOST_SLOTS);
 	/* One good return, then one twice and one out of range: counted, ignored. */
-	atomic_store(&out->ret[0], first);
-	atomic_store(&out->ret[1], first);
-	atomic_store(&out->ret[2], 4242);
-	atomic_store(&out->ret_tail, 3);
+	atomic_store(&r.mine->ret[0], first);
+	atomic_store(&r.mine->ret[1], first);
+	atomic_store(&r.mine->ret[2], 4242);
+	atomic_store(&r.mine->ret_tail, 3);
 	assert_int_equal(xr_link_send(a, &stuck, 1), 1);
-	assert_int_equal(atomic_load(&out->sent[sent & (HOST_SLOTS - 1)]), first);
+	assert_int_equal(atomic_load(&r.dev->sent[sent & (HOST_SLOTS - 1)]), first);
 	assert_true(frame_is(&r.from_dev[first], "10.250.9.10", "10.250.9.11", 10, sent));
 	xr_link_host_stats(a, &st);
 	assert_int_equal(st.rx_drop_bad_index, 4);
 	assert_int_equal(st.tx_host, HOST_SLOTS + 1);
 	/* A return count that is no count: counted, the device goes on. */
-	atomic_store(&out->ret_tail, 3 + 100000);
+	atomic_store(&r.mine->ret_tail, 3 + 100000);
 	o = xr_link_frame_alloc(a);
 	assert_non_null(o);
 	xr_link_frame_free(a, o);
@@ -471,7 +483,9 @@ static void test_rogue_peer_counted_not_trusted(void **state)
 	assert_int_equal(st.peers_gone, 1);
 	close(r.efd);
 	close(r.dev_efd);
-	munmap(r.shm, host_shm_size());
+	close(r.dev_mfd);
+	munmap(r.mine, host_out_size());
+	munmap((void *)r.dev, host_out_size());
 	xr_link_close(a);
 }
 

@@ -8,14 +8,18 @@
  * the key check was still copying after dereg returned (under ASan: a
  * heap-use-after-free write once the region is freed).
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "nic/dma_hook.h"
 #include "rc_harness.h"
+#include "xroce/regio.h"
 
 #define MSG      (64u * 1024)
 #define REGION   (8u * MSG)
@@ -80,9 +84,146 @@ static void test_no_write_after_dereg(void **state)
 		one_round(r);
 }
 
+/* ---- the window between the key check and the copy, made wide ----
+ *
+ * The hook in the DMA path stops a's progress pass after a WRITE passed
+ * its key check and before it copies. Another thread then deregisters (or
+ * re-registers) the region and writes a canary over the memory once the
+ * call has returned, while the pass waits up to HOOK_WAIT_MS for it. With
+ * the quiesce the call cannot return while the pass runs: the pass goes on
+ * after the wait, copies into memory still registered, and only then does
+ * the call return and the canary go down; it stays intact. Without it the
+ * call returns at once and the copy lands on the canary (under ASan also a
+ * heap-use-after-free read of the freed page table). */
+#define HOOK_WAIT_MS 200
+#define HOOK_LEN     (64u * 1024)
+
+struct hook_run {
+	struct pair *p;
+	bool rereg;              /* re-register the index instead of deregistering */
+	uint8_t *other;          /* rereg: the memory the new registration maps */
+	uint64_t *other_mtt;
+	pthread_t thread;
+	atomic_bool armed, started, done;
+	int rc;
+};
+
+static void *hook_thread(void *arg)
+{
+	struct hook_run *h = arg;
+	struct end *a = &h->p->a;
+
+	while (!atomic_load(&h->started))
+		usleep(100);
+	if (h->rereg) {
+		/* A new registration of the same index over the same addresses,
+		 * translated to other pages (a COMMIT of an index in use). */
+		struct xr_regio *r = xr_context_regs(a->ctx);
+		struct xr_mr_ctx c;
+		uint32_t st = 0;
+		h->rc = xr_regio_mr_read(r, a->mr->handle, &c);
+		c.mtt = (uintptr_t)h->other_mtt;
+		if (!h->rc)
+			h->rc = xr_regio_mr_commit(r, a->mr->handle, &c, &st);
+		memset(h->other, CANARY, HOOK_LEN);
+	} else {
+		h->rc = xr_dereg_mr(a->mr);
+		a->mr = NULL;
+		memset(h_data(a), CANARY, HOOK_LEN);
+	}
+	atomic_store(&h->done, true);
+	return NULL;
+}
+
+static void in_the_window(void *arg)
+{
+	struct hook_run *h = arg;
+	uint64_t until = h_now_ms() + HOOK_WAIT_MS;
+
+	if (!atomic_exchange(&h->armed, false))
+		return;
+	atomic_store(&h->started, true);
+	while (!atomic_load(&h->done) && h_now_ms() < until)
+		usleep(1000);
+}
+
+static void window_round(bool rereg)
+{
+	struct h_opts o = { .mode = XR_PROGRESS_INLINE, .mtu = XR_MTU_4096, .buf_len = HOOK_LEN, .timeout = 10,
+			    .retry_cnt = 1, .rnr_retry = 1 };
+	struct hook_run h = { .rereg = rereg };
+	struct pair p;
+	struct xr_sge s;
+	struct xr_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+				.send_flags = XR_SEND_SIGNALED };
+	uint8_t *other_base = NULL;
+	size_t where = 0, pages = HOOK_LEN / 4096 + 1;
+	uint64_t until;
+
+	assert_int_equal(h_open(&p, &o), 0);
+	h.p = &p;
+	if (rereg) {
+		uintptr_t start = (uintptr_t)h_data(&p.a);
+		other_base = aligned_alloc(4096, (pages + 1) * 4096);
+		h.other_mtt = calloc(pages, sizeof(uint64_t));
+		assert_non_null(other_base);
+		assert_non_null(h.other_mtt);
+		h.other = other_base + (start & 4095);
+		for (size_t i = 0; i < pages; i++)
+			h.other_mtt[i] = (uint64_t)(uintptr_t)other_base + i * 4096;
+	}
+	memset(h_data(&p.b), 0xC3, HOOK_LEN);
+	/* 16 KiB from 16 KiB on: without the fix the stale page table the
+	 * copy reads is freed, and its first entries are the allocator's. */
+	s = (struct xr_sge){ (uintptr_t)h_data(&p.b), HOOK_LEN / 4, p.b.mr->lkey };
+	w.wr.rdma.remote_addr = (uintptr_t)h_data(&p.a) + HOOK_LEN / 4;
+	w.wr.rdma.rkey = p.a.mr->rkey;
+	assert_int_equal(pthread_create(&h.thread, NULL, hook_thread, &h), 0);
+	atomic_store(&h.armed, true);
+	xr_dma_write_hook_arg = &h;
+	xr_dma_write_hook = in_the_window;
+	assert_int_equal(xr_post_send(p.b.qp[0], &w, NULL), 0);
+	until = h_now_ms() + 2000;
+	while (!atomic_load(&h.done) && h_now_ms() < until)
+		h_progress(&p);
+	/* Let anything still in flight land. */
+	for (int i = 0; i < 2000; i++)
+		h_progress(&p);
+	xr_dma_write_hook = NULL;
+	pthread_join(h.thread, NULL);
+	assert_true(atomic_load(&h.done));
+	assert_int_equal(h.rc, 0);
+	if (rereg) {
+		if (!region_is_canary(h.other, HOOK_LEN, &where))
+			fail_msg("byte %zu of the new registration's memory written by a packet checked "
+				 "against the old one, after the COMMIT returned (0x%02x)", where, h.other[where]);
+	} else if (!region_is_canary(h_data(&p.a), HOOK_LEN, &where)) {
+		fail_msg("byte %zu of the region written after dereg_mr returned (0x%02x)", where,
+			 h_data(&p.a)[where]);
+	}
+	assert_true(h_guards_ok(&p.a));
+	h_close(&p);
+	free(other_base);
+	free(h.other_mtt);
+}
+
+static void test_dereg_in_the_window(void **state)
+{
+	(void)state;
+	window_round(false);
+}
+
+static void test_rereg_in_the_window(void **state)
+{
+	(void)state;
+	window_round(true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dereg_in_the_window),
+		cmocka_unit_test(test_rereg_in_the_window),
 		cmocka_unit_test(test_no_write_after_dereg),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
