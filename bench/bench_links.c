@@ -2,13 +2,15 @@
 /*
  * Goodput of xroce's network links for 64 KiB RDMA WRITEs at 4 KiB MTU,
  * against a plain blaster on the same path in the same run: UDP datagrams
- * of the same size with the same batching (sendmmsg/recvmmsg of 32), or
- * AF_PACKET frames of the same size. Both ends live in this process; each
+ * of the same size with the same batching (sendmmsg/recvmmsg of 32),
+ * AF_PACKET frames of the same size, or for the XDP link the same frames
+ * through bare AF_XDP sockets (xdp_blaster.c). Both ends live in this process; each
  * end's sockets are made inside its own network namespace (setns), so
  * traffic crosses the veth pair between them.
  *
  *   bench-links udp NS_A ADDR_A NS_B ADDR_B
  *   bench-links raw NS_A IF_A ADDR_A NS_B IF_B ADDR_B
+ *   bench-links xdp NS_A IF_A ADDR_A NS_B IF_B ADDR_B
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,6 +29,7 @@
 #include <unistd.h>
 
 #include "../tests/unit/rc_harness.h"
+#include "xdp_blaster.h"
 
 #define SECONDS 2.0
 #define PAYLOAD 4096
@@ -224,25 +227,15 @@ static int packet_socket(const char *ifname, struct sockaddr_ll *sll, uint8_t ma
 	return fd;
 }
 
-/* The blaster's frame is a real RoCE v2 WRITE MIDDLE between the same
+/* The blasters' frame is a real RoCE v2 WRITE MIDDLE between the same
  * addresses, so the kernel on the way (which also looks at IPv4 frames
  * for the interface) treats it exactly as it treats xroce's. */
-static double raw_blaster(const char *nsa, const char *ifa, const char *aa, const char *nsb, const char *ifb,
-			  const char *ab)
+static int blaster_frame(uint8_t *frame, size_t cap, const uint8_t mac_a[6], const uint8_t mac_b[6], const char *aa,
+			 const char *ab)
 {
-	struct sockaddr_ll la, lb;
-	uint8_t mac_a[6], mac_b[6];
-	static uint8_t frame[FRAME + 64], payload[PAYLOAD];
-	struct sink s = { .frame = FRAME };
+	static uint8_t payload[PAYLOAD];
 	struct xr_pkt pk;
-	int out;
 
-	enter_ns(nsb);
-	s.fd = packet_socket(ifb, &lb, mac_b);
-	enter_ns(nsa);
-	out = packet_socket(ifa, &la, mac_a);
-	if (s.fd < 0 || out < 0)
-		return -1;
 	memset(payload, 0x5A, sizeof(payload));
 	xr_pkt_init(&pk, XR_OP_RC_RDMA_WRITE_MIDDLE);
 	memcpy(pk.dmac, mac_b, 6);
@@ -252,16 +245,66 @@ static double raw_blaster(const char *nsa, const char *ifa, const char *aa, cons
 	pk.dqpn = 0x11;
 	pk.payload = payload;
 	pk.payload_len = PAYLOAD;
-	if (xr_pkt_build(&pk, frame, sizeof(frame)) != FRAME) {
+	if (xr_pkt_build(&pk, frame, cap) != FRAME) {
 		fprintf(stderr, "bench-links: the blaster's frame is not %d bytes\n", FRAME);
 		return -1;
 	}
+	return 0;
+}
+
+static double raw_blaster(const char *nsa, const char *ifa, const char *aa, const char *nsb, const char *ifb,
+			  const char *ab)
+{
+	struct sockaddr_ll la, lb;
+	uint8_t mac_a[6], mac_b[6];
+	static uint8_t frame[FRAME + 64];
+	struct sink s = { .frame = FRAME };
+	int out;
+
+	enter_ns(nsb);
+	s.fd = packet_socket(ifb, &lb, mac_b);
+	enter_ns(nsa);
+	out = packet_socket(ifa, &la, mac_a);
+	if (s.fd < 0 || out < 0 || blaster_frame(frame, sizeof(frame), mac_a, mac_b, aa, ab))
+		return -1;
 	{
 		double g = blast(out, &s, NULL, 0, frame, FRAME);
 		close(out);
 		close(s.fd);
 		return g;
 	}
+}
+
+/* The XDP links, each opened in its namespace; quiet: the mode is printed once. */
+static int xdp_links(char **argv, const char *aa, const char *ab, struct xr_link **la, struct xr_link **lb)
+{
+	struct xr_link_xdp_opts o = { .quiet = true };
+
+	if (enter_ns(argv[2]) || !(*la = xr_link_xdp(argv[3], aa, &o)) || enter_ns(argv[5]) ||
+	    !(*lb = xr_link_xdp(argv[6], ab, &o))) {
+		fprintf(stderr, "bench-links: xdp links: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The AF_XDP blaster on fresh sockets bound as the link binds them. */
+static double xdp_blast(char **argv, const char *aa, const char *ab)
+{
+	static uint8_t frame[FRAME + 64];
+	struct xr_link *la, *lb;
+	double fps = -1;
+
+	if (xdp_links(argv, aa, ab, &la, &lb))
+		return -1;
+	if (!blaster_frame(frame, sizeof(frame), la->mac, lb->mac, aa, ab)) {
+		fps = xdp_blaster(la, lb, frame, FRAME, SECONDS, BATCH);
+		if (fps < 0)
+			fprintf(stderr, "bench-links: AF_XDP blaster: %s\n", strerror(errno));
+	}
+	xr_link_close(la);
+	xr_link_close(lb);
+	return fps < 0 ? -1 : fps * PAYLOAD;
 }
 
 #define ROUNDS 3
@@ -279,11 +322,13 @@ int main(int argc, char **argv)
 	struct xr_link *la, *lb;
 	double x[ROUNDS], x1[ROUNDS], plain[ROUNDS], mx, mx1, mp;
 	bool udp = argc == 6 && !strcmp(argv[1], "udp"), raw = argc == 8 && !strcmp(argv[1], "raw");
+	bool xdp = argc == 8 && !strcmp(argv[1], "xdp");
+	const char *mode = "";
 	const char *aa = udp ? argv[3] : argv[4], *ab = udp ? argv[5] : argv[7];
 
-	if (!udp && !raw) {
+	if (!udp && !raw && !xdp) {
 		fprintf(stderr, "usage: bench-links udp NS_A ADDR_A NS_B ADDR_B\n"
-				"       bench-links raw NS_A IF_A ADDR_A NS_B IF_B ADDR_B\n");
+				"       bench-links raw|xdp NS_A IF_A ADDR_A NS_B IF_B ADDR_B\n");
 		return 2;
 	}
 	/* Rounds alternate the three measurements, so a noisy spell on this
@@ -294,6 +339,18 @@ int main(int argc, char **argv)
 				fprintf(stderr, "bench-links: udp links: %s\n", strerror(errno));
 				return 1;
 			}
+		} else if (xdp) {
+			xr_gid ga, gb;
+			struct xr_link_xdp_info in;
+			if (xdp_links(argv, aa, ab, &la, &lb))
+				return 1;
+			xr_gid_parse(&ga, aa);
+			xr_gid_parse(&gb, ab);
+			xr_link_xdp_add_neigh(la, &gb, lb->mac);
+			xr_link_xdp_add_neigh(lb, &ga, la->mac);
+			if (!xr_link_xdp_info(la, &in))
+				mode = in.zerocopy ? (in.attach[0] == 'n' ? " (native XDP, zero-copy)" : " (generic XDP, zero-copy)")
+						   : (in.attach[0] == 'n' ? " (native XDP, copy mode)" : " (generic XDP, copy mode)");
 		} else {
 			xr_gid ga, gb;
 			if (enter_ns(argv[2]) || !(la = xr_link_raw(argv[3], aa, 0, 0)) || enter_ns(argv[5]) ||
@@ -312,7 +369,8 @@ int main(int argc, char **argv)
 		x[r] = xroce_goodput(la, lb, aa, ab, true);
 		xr_link_close(la);
 		xr_link_close(lb);
-		plain[r] = udp ? udp_blaster(argv[2], aa, argv[4], ab) : raw_blaster(argv[2], argv[3], aa, argv[5], argv[6], ab);
+		plain[r] = udp ? udp_blaster(argv[2], aa, argv[4], ab)
+			 : xdp ? xdp_blast(argv, aa, ab) : raw_blaster(argv[2], argv[3], aa, argv[5], argv[6], ab);
 		if (x[r] < 0 || x1[r] < 0 || plain[r] <= 0)
 			return 1;
 	}
@@ -322,11 +380,12 @@ int main(int argc, char **argv)
 	/* Like for like: the blaster runs a sender and a sink thread, so the
 	 * ratio takes xroce with a thread per end; one thread for both ends is
 	 * shown beside it. */
-	printf("%s link (median of %d rounds): plain %s blaster (%d-byte %s, batches of %d, sender + sink thread) "
+	printf("%s link%s (median of %d rounds): plain %s blaster (%d-byte %s, batches of %d, sender + sink thread) "
 	       "%.2f GB/s of payload\n"
-	       "  xroce RDMA WRITE 64 KiB @ 4 KiB MTU, a thread per end: %.2f GB/s; ratio %.2f (target >= 0.80)\n"
+	       "  xroce RDMA WRITE 64 KiB @ 4 KiB MTU, a thread per end: %.2f GB/s; ratio %.2f (target >= %.2f)\n"
 	       "  xroce, one thread for both ends: %.2f GB/s (%.2f)\n",
-	       udp ? "UDP" : "raw", ROUNDS, udp ? "UDP" : "AF_PACKET", udp ? DGRAM : FRAME, udp ? "datagrams" : "frames",
-	       BATCH, mp / 1e9, mx / 1e9, mx / mp, mx1 / 1e9, mx1 / mp);
+	       udp ? "UDP" : xdp ? "XDP" : "raw", mode, ROUNDS, udp ? "UDP" : xdp ? "AF_XDP" : "AF_PACKET",
+	       udp ? DGRAM : FRAME, udp ? "datagrams" : "frames", BATCH, mp / 1e9, mx / 1e9, mx / mp,
+	       xdp ? 0.90 : 0.80, mx1 / 1e9, mx1 / mp);
 	return 0;
 }

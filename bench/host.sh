@@ -13,8 +13,15 @@
 # machine may be shared, so figures are never compared across runs: each
 # round runs the three cases back to back, and a ratio is the median over
 # the rounds of that round's ratio (the cases of a round saw the same load).
+# XROCE_BENCH_BOOST=1 (root) runs it all in a session of its own at
+# autogroup nice -20: on a machine others load, both cases then keep their
+# cores (nice alone does nothing across sessions with autogroup on).
 #   usage: bench/host.sh [BIN_DIR] [--quick]   (--quick: one short round, a smoke run)
 set -euo pipefail
+if [ "${XROCE_BENCH_BOOST:-}" = 1 ] && [ -z "${XROCE_BENCH_BOOSTED:-}" ]; then
+  exec env XROCE_BENCH_BOOSTED=1 setsid -w bash -c 'echo -20 > /proc/self/autogroup && exec "$0" "$@"' "$0" "$@"
+fi
+boost=$([ -n "${XROCE_BENCH_BOOSTED:-}" ] && echo "autogroup nice -20" || echo "not boosted")
 bin=${1:-build/bin}
 quick=${2:-}
 secs=2 lat_iters=20000 rounds=3
@@ -47,9 +54,9 @@ for n in $(seq $rounds); do
   done
 done
 
-python3 - "$tmp" "$rounds" "$(nproc)" <<'PY'
+python3 - "$tmp" "$rounds" "$(nproc)" "$boost" <<'PY'
 import json, statistics, sys
-tmp, rounds, cpus = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+tmp, rounds, cpus, boost = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 def val(kind, test, n):
     r = json.load(open(f"{tmp}/{kind}.{test}.{n}.json"))["results"][-1]
     return r["BW_average"] * (1 << 20) / 1e9 if test == "write_bw" else r["t_typical"]
@@ -63,7 +70,7 @@ r_bw, r_lat = ratio("host", "mem", "write_bw"), ratio("host", "mem", "write_lat"
 def verdict(ok):
     return "PASS" if ok else "FAIL"
 print(f"each case: 2 busy threads (one per side, inline progress); mem: 1 process, host/UDP: 2 processes; "
-      f"{cpus} CPUs, {rounds} round(s) interleaved")
+      f"{cpus} CPUs, {rounds} round(s) interleaved, {boost}")
 print(f"write_bw 64 KiB (GB/s, median):  mem link {bw['mem']:.2f}   host link {bw['host']:.2f}   UDP loopback {bw['udp']:.2f}")
 print(f"write_lat 8 B (us, median):      mem link {lat['mem']:.2f}   host link {lat['host']:.2f}   UDP loopback {lat['udp']:.2f}")
 print(f"host link bandwidth = {r_bw:.2f} of the mem link's   target >= 0.80: {verdict(r_bw >= 0.8)}")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs bench-links across a veth pair between two namespaces made here
-# (removed on exit): the UDP link, then the raw link. Needs root.
+# (removed on exit): the UDP link, then the raw link, then the AF_XDP link
+# (against bare AF_XDP sockets on the same path). Needs root.
 set -euo pipefail
 bin=${1:-build/bin/bench-links}
 [ "$(id -u)" -eq 0 ] || { echo "bench/links.sh needs root (namespaces, AF_PACKET)"; exit 1; }
@@ -14,3 +15,5 @@ sleep 0.3
 "$bin" udp "$A" 10.0.0.1 "$B" 10.0.0.2
 ip -n "$A" addr flush dev va; ip -n "$B" addr flush dev vb
 "$bin" raw "$A" va 10.0.0.1 "$B" vb 10.0.0.2
+# The XDP link owns the addresses as the raw link does (none in the kernel).
+"$bin" xdp "$A" va 10.0.0.1 "$B" vb 10.0.0.2

@@ -9,10 +9,12 @@ PKGS=(
   libisal-dev                        # ICRC fast path (ISA-L CRC-32)
   libcmocka-dev                      # unit tests
   libpcap-dev                        # pcap files (xroce-gen, pcap tap)
+  libxdp-dev libbpf-dev              # the AF_XDP link (its XDP filter is built with clang)
   clang libclang-rt-14-dev           # libFuzzer target for the parser
   tshark                             # independent checker: Wireshark's dissector
   python3 python3-scapy              # independent checker: scapy recomputes ICRC
   iproute2 nftables                  # network namespaces and faults for link tests
+  iputils-ping                       # the kernel's own traffic beside the XDP link (tests/net/xdp_link.sh)
   libibverbs-dev                     # the drop-in libibverbs builds against the system's verbs.h
   ibverbs-utils perftest             # unmodified programs the drop-in libibverbs is tested with
 )

@@ -160,10 +160,11 @@ void print_link_paths(struct side *s)
 	fprintf(s->out, "   %-26s %" PRIu64 " sent, %" PRIu64 " received\n", "host (shared memory)", h.tx_host, h.rx_host);
 	if (!strcmp(s->base_link->kind, "udp"))
 		fprintf(s->out, "   %-26s %" PRIu64 " sent, %" PRIu64 " received\n", "network (UDP)", h.tx_net, h.rx_net);
-	if (h.tx_drop_no_peer || h.tx_drop_peer_gone || h.tx_drop_stalled || h.tx_drop_not_ip || h.rx_drop_bad_len)
+	if (h.tx_drop_no_peer || h.tx_drop_peer_gone || h.tx_drop_stalled || h.tx_drop_not_ip || h.rx_drop_bad_len ||
+	    h.rx_drop_bad_index)
 		fprintf(s->out, "   drops: no_peer %" PRIu64 " peer_gone %" PRIu64 " stalled %" PRIu64 " not_ip %" PRIu64
-			" bad_len %" PRIu64 "\n", h.tx_drop_no_peer, h.tx_drop_peer_gone, h.tx_drop_stalled,
-			h.tx_drop_not_ip, h.rx_drop_bad_len);
+			" bad_len %" PRIu64 " bad_index %" PRIu64 "\n", h.tx_drop_no_peer, h.tx_drop_peer_gone,
+			h.tx_drop_stalled, h.tx_drop_not_ip, h.rx_drop_bad_len, h.rx_drop_bad_index);
 	fprintf(s->out, "   %-26s %" PRIu64 " connected, %" PRIu64 " accepted, %" PRIu64 " gone\n", "peers",
 		h.peers_connected, h.peers_accepted, h.peers_gone);
 }

@@ -173,15 +173,57 @@ struct xr_link *xr_link_udp_ex(const char *addr, const struct xr_link_udp_opts *
  */
 struct xr_link *xr_link_raw(const char *ifname, const char *addr, uint16_t vid, uint8_t pcp);
 /*
+ * AF_XDP link on an interface (libxdp): the raw link's frames, ARP and ND
+ * through an XDP socket on one queue. A small XDP filter sends the socket
+ * only RoCE v2 (UDP 4791) to addr, ARP and ND about addr, and PFC frames;
+ * the kernel keeps everything else. Native XDP where the driver has it,
+ * else generic; zero-copy where offered, else copy mode; frames larger
+ * than a UMEM chunk as multi-buffer. The bound mode is printed on stderr
+ * at open (unless quiet) and in xr_link_xdp_info. Untagged only.
+ * Errors: ENODEV (no interface), EPERM (needs CAP_NET_ADMIN, CAP_BPF and
+ * CAP_NET_RAW), EAFNOSUPPORT (no AF_XDP in the kernel, or built without
+ * libxdp), EOPNOTSUPP (the interface takes no XDP program in that mode),
+ * EBUSY (another live xroce link or another XDP program holds the
+ * interface), EINVAL. The filter is attached through a BPF link: it goes
+ * when the link closes or its process dies.
+ */
+enum xr_xdp_mode { XR_XDP_AUTO, XR_XDP_NATIVE, XR_XDP_GENERIC };
+struct xr_link_xdp_opts {
+	uint32_t queue;            /* the interface queue (0) */
+	enum xr_xdp_mode mode;     /* AUTO: native, falling back to generic */
+	bool no_zerocopy;          /* copy mode even where zero-copy is offered */
+	bool quiet;                /* say nothing on stderr */
+};
+struct xr_link *xr_link_xdp(const char *ifname, const char *addr, const struct xr_link_xdp_opts *opts);
+struct xr_link_xdp_info {
+	const char *attach;        /* "native" or "generic" XDP */
+	bool zerocopy, multibuffer, need_wakeup;
+	uint32_t queue;
+	/* the filter, in the kernel: frames sent to the socket by kind; passed to the kernel */
+	uint64_t filt_roce, filt_arp, filt_nd, filt_pfc, filt_pass, filt_no_xsk;
+	/* the link's drops, one reason each */
+	uint64_t rx_drop_oversize, rx_drop_no_frame, rx_drop_pending_full, rx_drop_not_ours;
+	uint64_t tx_drop_bad_len, tx_drop_oversize, tx_kick_errors;
+	/* the kernel's socket counters (XDP_STATISTICS) */
+	uint64_t k_rx_dropped, k_rx_invalid, k_tx_invalid, k_rx_ring_full, k_fill_empty, k_tx_ring_empty;
+	uint64_t arp_replies, nd_replies, pfc_rcvd;
+};
+/* 0, or -ENOTSUP when l is not an XDP link. */
+int xr_link_xdp_info(struct xr_link *l, struct xr_link_xdp_info *out);
+/* A static neighbour entry, as xr_link_raw_add_neigh; 0 or -EINVAL. */
+int xr_link_xdp_add_neigh(struct xr_link *xdp, const xr_gid *gid, const uint8_t mac[6]);
+/*
  * Host link: devices in different processes of one host, through shared
  * memory. The device registers addr (any IPv4/IPv6 address; the kernel
  * need not hold it) in a host-local rendezvous: the abstract UNIX socket
  * "@xroce-host/ADDR", so per network namespace and gone when the process
  * exits. On the first frame to an address the link connects to its
- * rendezvous; the two processes then share a memfd mapping holding, per
- * direction, a lock-free single-producer single-consumer ring of frame
- * slots, and wake each other through eventfds only when the receiver
- * armed its wakeup before sleeping. Frames stay whole RoCE v2 frames
+ * rendezvous; each process then writes a memfd of its own (its frame
+ * slots, and lock-free single-producer single-consumer rings of slot
+ * indices) that the other maps read only: a frame is built in a slot and
+ * lent to the peer, never copied. They wake each other through eventfds
+ * only when the receiver armed its wakeup before sleeping. Frames stay
+ * whole RoCE v2 frames
  * (ICRC and all); no process maps another's registered memory.
  * Only processes of the same effective user may connect (SO_PEERCRED);
  * XROCE_HOST_UIDS="uid,uid" admits others. A peer that exits is noticed
@@ -213,9 +255,9 @@ int xr_link_host_stats(struct xr_link *l, struct xr_link_host_stats *out);
 
 /* Link selection, as every tool offers it. */
 struct xr_link_spec {
-	const char *kind;      /* "udp", "raw" or "host" ("mem" is a pair: xr_link_mem_pair) */
+	const char *kind;      /* "udp", "raw", "xdp" or "host" ("mem" is a pair: xr_link_mem_pair) */
 	const char *addr;      /* local IPv4/IPv6 address */
-	const char *ifname;    /* raw: the interface */
+	const char *ifname;    /* raw, xdp: the interface */
 	uint16_t vid;          /* raw: 802.1Q VLAN (0: untagged) */
 	uint8_t pcp;           /* raw: 802.1Q priority */
 	bool strict_icrc;      /* udp: see xr_link_udp_opts */

@@ -2,9 +2,38 @@
 /* Link selection with errors a user can act on. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "xroce/link.h"
+
+/* The XDP link's own causes; false for those the common switch words. */
+static bool xdp_error(int err, const char *ifname, char *msg, size_t len)
+{
+	switch (err) {
+	case EAFNOSUPPORT:
+		snprintf(msg, len, "AF_XDP is not available (a kernel without CONFIG_XDP_SOCKETS, or xroce "
+			 "built without libxdp: scripts/deps.sh); --link raw works everywhere");
+		break;
+	case EPERM:
+	case EACCES:
+		snprintf(msg, len, "the XDP link needs CAP_NET_ADMIN, CAP_BPF and CAP_NET_RAW (run as root); "
+			 "--link raw needs only CAP_NET_RAW (XROCE_XDP_DEBUG=1 shows the kernel's "
+			 "answer, e.g. a refused filter)");
+		break;
+	case EOPNOTSUPP:
+		snprintf(msg, len, "'%s' takes no XDP program (native or generic)", ifname);
+		break;
+	case EBUSY:
+	case EEXIST:
+		snprintf(msg, len, "'%s' has an XDP program or socket on that queue already (another xroce?)", ifname);
+		break;
+	default:
+		return false;
+	}
+	errno = err;
+	return true;
+}
 
 struct xr_link *xr_link_open(const struct xr_link_spec *s, char *msg, size_t len)
 {
@@ -14,7 +43,7 @@ struct xr_link *xr_link_open(const struct xr_link_spec *s, char *msg, size_t len
 	if (msg && len)
 		msg[0] = '\0';
 	if (!s || !s->kind || !s->addr) {
-		snprintf(msg, len, "a link needs a kind (udp, raw, host) and a local address");
+		snprintf(msg, len, "a link needs a kind (udp, raw, xdp, host) and a local address");
 		errno = EINVAL;
 		return NULL;
 	}
@@ -35,8 +64,22 @@ struct xr_link *xr_link_open(const struct xr_link_spec *s, char *msg, size_t len
 			return NULL;
 		}
 		l = xr_link_raw(s->ifname, s->addr, s->vid, s->pcp);
+	} else if (!strcmp(s->kind, "xdp")) {
+		struct xr_link_xdp_opts o = { .mode = XR_XDP_AUTO };
+		const char *m = getenv("XROCE_XDP_MODE");   /* native|generic: to test one path */
+		if (!s->ifname) {
+			snprintf(msg, len, "the XDP link needs an interface (--ifname)");
+			errno = EINVAL;
+			return NULL;
+		}
+		if (m)
+			o.mode = !strcmp(m, "native") ? XR_XDP_NATIVE : !strcmp(m, "generic") ? XR_XDP_GENERIC : XR_XDP_AUTO;
+		o.no_zerocopy = getenv("XROCE_XDP_COPY") != NULL;
+		l = xr_link_xdp(s->ifname, s->addr, &o);
+		if (!l && xdp_error(errno, s->ifname, msg, len))
+			return NULL;
 	} else {
-		snprintf(msg, len, "unknown link '%s' (mem, udp, raw or host)", s->kind);
+		snprintf(msg, len, "unknown link '%s' (mem, udp, raw, xdp or host)", s->kind);
 		errno = EINVAL;
 		return NULL;
 	}

@@ -122,7 +122,8 @@ static void ack_upto(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 			break;   /* not even fully sent yet (a stray ACK) */
 		if (r->cur_active && r->cur == r->tail)
 			r->cur_active = false;   /* its resend is not needed */
-		complete_tail(e, qp, XR_WC_SUCCESS, 0);
+		/* byte_len: the WR's length (B23, rxe make_send_cqe) */
+		complete_tail(e, qp, XR_WC_SUCCESS, xr_sq_slot(qp, r->tail)->length);
 		if ((uint16_t)(r->head - r->tail) > (uint16_t)(r->started_end - r->tail))
 			r->head = r->tail;   /* it was rewound behind the tail */
 	}
@@ -339,6 +340,14 @@ static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct
 		/* Out of order: a gap means lost responses; ask again, once per gap. */
 		if (psn_cmp(p->psn, tail_expected_psn(qp)) > 0 && !already_retrying(r, tail_expected_psn(qp)))
 			retry_from(e, qp, tail_expected_psn(qp));
+		return;
+	}
+	/* The response sequence (rxe check_ack, B12): a READ's responses start
+	 * with FIRST or ONLY and go on with MIDDLE and LAST (a retry of its
+	 * tail is answered MIDDLE..LAST); anything else is a broken responder. */
+	if (!!m->read_done != !(p->op->flags & XR_OPF_FIRST)) {
+		xr_count(e, XR_CNT_DROP_RESP_UNEXPECTED, 1);
+		fail_tail(e, qp, XR_WC_BAD_RESP_ERR);
 		return;
 	}
 	w = xr_sq_slot(qp, r->tail);

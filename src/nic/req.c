@@ -4,7 +4,8 @@
  * packets. Messages are segmented FIRST/MIDDLE/LAST (or ONLY); each packet
  * takes one PSN and a READ of N response packets takes N; AckReq goes on
  * every message's last packet and after 64 packets without one; at most
- * 128 PSNs are unacknowledged and max_rd_atomic READs/atomics outstanding.
+ * 129 PSNs are unacknowledged (rxe's 128 beyond the oldest) and max_rd_atomic
+ * READs/atomics outstanding.
  * Retransmission rewinds to a PSN, reusing the original PSNs and resuming
  * mid-message (a partly answered READ is re-requested for what is left).
  */
@@ -192,8 +193,10 @@ static bool start_wqe(struct xr_engine *e, struct xr_qp *qp)
 			xr_count(e, XR_CNT_RDMA_SENDS, 1);
 	}
 	if (is_rd_atomic(m->opcode)) {
-		uint32_t max = qp->ctx.max_rd_atomic ? qp->ctx.max_rd_atomic : 1;
-		if (r->rd_atomic_out >= max)
+		/* max_rd_atomic 0 lets none out: the WQE waits, and the send
+		 * queue behind it, until a modify raises the limit or the QP
+		 * fails (B5, rxe check_init_depth; no error completion). */
+		if (r->rd_atomic_out >= qp->ctx.max_rd_atomic)
 			return false;
 		r->rd_atomic_out++;
 	}
@@ -364,7 +367,9 @@ void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx)
 			if (!r->cur_active)
 				continue;   /* a LOCAL_INV ran */
 		}
-		if (psn_cmp(r->cur_psn, psn_add(r->una_psn, MAX_UNACKED_PSNS)) >= 0)
+		/* As rxe: no packet more than 128 PSNs beyond the oldest
+		 * unacknowledged one, so 129 in flight (B2). */
+		if (psn_cmp(r->cur_psn, psn_add(r->una_psn, MAX_UNACKED_PSNS)) > 0)
 			return;   /* window full */
 		if (!send_packet(e, qp, tx, now))
 			return;

@@ -84,7 +84,9 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 	if (!f)
 		return false;
 	p.aeth.syndrome = XR_AETH_ACK_UNLIMITED;
-	p.aeth.msn = res->msn;
+	/* The MSN when the response is built (A22, rxe prepare_ack_packet): a
+	 * replay carries today's, the original the one its request made. */
+	p.aeth.msn = res->replay ? qp->ctx.msn : res->msn;
 	if (res->kind == RES_ATOMIC) {
 		p.opcode = XR_OP_RC_ATOMIC_ACKNOWLEDGE;
 		p.psn = res->first_psn;

@@ -150,6 +150,7 @@ void qp_line(struct run *r, char **tok, int ntok)
 		else if (!strcmp(k, "scq_depth")) r->o.scq_depth = (unsigned)x;
 		else if (!strcmp(k, "rcq_depth")) r->o.rcq_depth = (unsigned)x;
 		else if (!strcmp(k, "sig_all")) r->o.sig_all = x != 0;
+		else if (!strcmp(k, "retry7_forever")) r->o.retry7_forever = x != 0;
 		else
 			fail(r, "unknown qp option '%s'", k);
 	}

@@ -207,6 +207,14 @@ bool dut_connect(struct run *r)
 		if (!strcmp(r->reg[i].name, "lbuf"))
 			for (size_t k = 0; k < r->reg[i].len; k++)
 				r->reg[i].mem[k] = (uint8_t)(0x40 + k);
+	if (r->o.retry7_forever) {
+		struct xr_regio *io = xr_context_regs(r->dev);
+		uint32_t ctrl = 0;
+		if (xr_regio_read(io, XR_REG_CTRL, &ctrl) || xr_regio_write(io, XR_REG_CTRL, ctrl | XR_CTRL_RETRY7_FOREVER)) {
+			fail(r, "cannot set CTRL.retry7_forever");
+			return false;
+		}
+	}
 	r->scq = xr_create_cq(r->dev, (int)r->o.scq_depth);
 	r->rcq = xr_create_cq(r->dev, (int)r->o.rcq_depth);
 	memset(&ia, 0, sizeof(ia));
@@ -472,6 +480,29 @@ static void act_dereg(struct run *r, char **tok, int ntok)
 	settle(r);
 }
 
+/* reg_mr NAME: registers a deregistered region again, over the same memory
+ * with the same access and PD; NAME.rkey/.lkey are the new keys, the
+ * previous ones stay as NAME.old_rkey/.old_lkey. */
+static void act_reg(struct run *r, char **tok, int ntok)
+{
+	struct region *g = ntok == 2 ? region_by_name(r, tok[1]) : NULL;
+
+	if (!g || g->mr || g->mw || !g->mem) {
+		fail(r, "reg_mr NAME (a deregistered region)");
+		return;
+	}
+	g->mr = xr_reg_mr(g->other_pd ? r->pd2 : r->pd, g->mem, g->len, g->access);
+	if (!g->mr) {
+		fail(r, "reg_mr of region '%s' failed", g->name);
+		return;
+	}
+	g->old_lkey = g->lkey;
+	g->old_rkey = g->rkey;
+	g->lkey = g->mr->lkey;
+	g->rkey = g->mr->rkey;
+	settle(r);
+}
+
 /* ---- memory windows ---- */
 
 /* alloc_mw NAME [type=1|2] [pd=other]: NAME.rkey is the window's key. */
@@ -645,6 +676,7 @@ bool dut_action(struct run *r, char **tok, int ntok)
 	else if (!strcmp(c, "counter")) act_counter(r, tok, ntok);
 	else if (!strcmp(c, "mem")) act_mem(r, tok, ntok);
 	else if (!strcmp(c, "dereg_mr")) act_dereg(r, tok, ntok);
+	else if (!strcmp(c, "reg_mr")) act_reg(r, tok, ntok);
 	else if (!strcmp(c, "alloc_mw")) act_alloc_mw(r, tok, ntok);
 	else if (!strcmp(c, "bind_mw")) act_bind_mw(r, tok, ntok);
 	else if (!strcmp(c, "dealloc_mw")) act_dealloc_mw(r, tok, ntok);

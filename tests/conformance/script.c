@@ -83,6 +83,10 @@ static bool symbol(struct run *r, const char *s, uint64_t *v)
 		*v = reg->rkey;
 	else if (!strcmp(dot, ".lkey"))
 		*v = reg->lkey;
+	else if (!strcmp(dot, ".old_rkey"))
+		*v = reg->old_rkey;
+	else if (!strcmp(dot, ".old_lkey"))
+		*v = reg->old_lkey;
 	else if (!strcmp(dot, ".len"))
 		*v = reg->len;
 	else

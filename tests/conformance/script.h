@@ -32,6 +32,7 @@ struct region {
 	struct xr_mr *mr;            /* NULL once deregistered */
 	struct xr_mw *mw;            /* a memory window (alloc_mw; mem is a dummy) */
 	uint32_t lkey, rkey;         /* kept after deregistration, for stale-key tests */
+	uint32_t old_lkey, old_rkey; /* the keys before the last reg_mr (0: none) */
 	uint64_t rva;                /* remote device: the region's address there */
 };
 
@@ -42,6 +43,7 @@ struct qp_opts {
 	int access;
 	unsigned sq_depth, rq_depth, scq_depth, rcq_depth;
 	bool sig_all;
+	bool retry7_forever;         /* CTRL.retry7_forever: retry_cnt 7 retries forever, as rxe */
 };
 
 struct held {                    /* a frame xroce sent, parsed, not yet matched */

@@ -12,6 +12,12 @@ run="$bin/xroce-run"
 fail=0
 t0=$SECONDS
 check() { if [ "$1" = 0 ]; then echo "ok   $2"; else echo "FAIL $2"; fail=1; fi; }
+# Each pair on a TCP port of its own (not perftest's 18515, which other
+# programs on this host may hold), the client started once the server
+# listens (a fixed sleep lost the race on a loaded machine).
+port=$((20000 + $$ % 5000))
+next_port() { port=$((port + 1)); }
+wait_listen() { for _ in $(seq 100); do ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && return 0; sleep 0.1; done; return 1; }
 
 out=$("$run" ibv_devices 2>&1); rc=$?
 echo "$out" | grep -q "xroce0"; check $((rc + $?)) "ibv_devices lists xroce0"
@@ -27,10 +33,11 @@ pingpong() {   # label, env..., then pingpong options
   local envs=() opts=()
   while [ $# -gt 0 ] && [[ $1 == *=* ]]; do envs+=("$1"); shift; done
   opts=("$@")
-  env "${envs[@]}" timeout 60 "$run" --addr 127.0.0.1 ibv_rc_pingpong -d xroce0 "${opts[@]}" >/tmp/xrv_s.$$ 2>&1 &
+  next_port
+  env "${envs[@]}" timeout 60 "$run" --addr 127.0.0.1 ibv_rc_pingpong -d xroce0 -p $port "${opts[@]}" >/tmp/xrv_s.$$ 2>&1 &
   local spid=$!
-  sleep 0.5
-  env "${envs[@]}" timeout 60 "$run" --addr 127.0.0.2 ibv_rc_pingpong -d xroce0 "${opts[@]}" 127.0.0.1 >/tmp/xrv_c.$$ 2>&1
+  wait_listen
+  env "${envs[@]}" timeout 60 "$run" --addr 127.0.0.2 ibv_rc_pingpong -d xroce0 -p $port "${opts[@]}" 127.0.0.1 >/tmp/xrv_c.$$ 2>&1
   local crc=$?
   wait $spid; local src=$?
   grep -q "iters in" /tmp/xrv_c.$$ && grep -q "iters in" /tmp/xrv_s.$$
@@ -49,10 +56,11 @@ pingpong "-g 0 -e -c, kernel UDP" XROCE_HOST_PATH=0 -g 0 -n 200 -e -c
 # perftest, unmodified: each tool's server and client on this host (host
 # path), a result line from both.
 for t in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat; do
-  timeout 60 "$run" --addr 127.0.0.1 $t -d xroce0 -n 300 -F >/tmp/xrv_s.$$ 2>&1 &
+  next_port
+  timeout 60 "$run" --addr 127.0.0.1 $t -d xroce0 -n 300 -F -p $port >/tmp/xrv_s.$$ 2>&1 &
   spid=$!
-  sleep 1
-  timeout 60 "$run" --addr 127.0.0.2 $t -d xroce0 -n 300 -F 127.0.0.1 >/tmp/xrv_c.$$ 2>&1; crc=$?
+  wait_listen
+  timeout 60 "$run" --addr 127.0.0.2 $t -d xroce0 -n 300 -F -p $port 127.0.0.1 >/tmp/xrv_c.$$ 2>&1; crc=$?
   wait $spid; src=$?
   line=$(grep -E '^ [0-9]+ +300 ' /tmp/xrv_c.$$ | tail -1 | tr -s ' \t' ' ')
   [ -n "$line" ] && grep -qE '^ [0-9]+ +300 ' /tmp/xrv_s.$$
@@ -65,10 +73,11 @@ rm -f /tmp/xrv_s.$$ /tmp/xrv_c.$$
 # delivers: the thread must get a core at once (it sleeps when idle and
 # runs at real-time priority when permitted), not after the spinner's time
 # slice (typical was 170-540 us here before, milliseconds under load).
-timeout 60 "$run" --addr 127.0.0.1 ib_write_lat -d xroce0 -n 2000 -s 8 -F >/tmp/xrv_s.$$ 2>&1 &
+next_port
+timeout 60 "$run" --addr 127.0.0.1 ib_write_lat -d xroce0 -n 2000 -s 8 -F -p $port >/tmp/xrv_s.$$ 2>&1 &
 spid=$!
-sleep 1
-timeout 60 "$run" --addr 127.0.0.2 ib_write_lat -d xroce0 -n 2000 -s 8 -F 127.0.0.1 >/tmp/xrv_c.$$ 2>&1; crc=$?
+wait_listen
+timeout 60 "$run" --addr 127.0.0.2 ib_write_lat -d xroce0 -n 2000 -s 8 -F -p $port 127.0.0.1 >/tmp/xrv_c.$$ 2>&1; crc=$?
 wait $spid; src=$?
 typical=$(grep -E '^ 8 +2000 ' /tmp/xrv_c.$$ | awk '{print $5}')
 awk -v t="${typical:-1e9}" 'BEGIN { exit !(t < 100) }'
@@ -79,9 +88,10 @@ rm -f /tmp/xrv_s.$$ /tmp/xrv_c.$$
 # As root the engine's thread is SCHED_FIFO (policy 1 in /proc's stat);
 # XROCE_ENGINE_RT=0 leaves every thread at normal priority.
 idle_server() {   # env...: starts it, sets ipid
-  env "$@" "$run" --addr 127.0.0.1 ibv_rc_pingpong -d xroce0 -g 0 -p 18600 >/dev/null 2>&1 &
+  next_port
+  env "$@" "$run" --addr 127.0.0.1 ibv_rc_pingpong -d xroce0 -g 0 -p $port >/dev/null 2>&1 &
   ipid=$!
-  for _ in $(seq 50); do [ "$(ls /proc/$ipid/task 2>/dev/null | wc -l)" -ge 2 ] && break; sleep 0.1; done
+  wait_listen
   sleep 0.3
 }
 fifo_threads() { cat /proc/$ipid/task/*/stat 2>/dev/null | awk '$41 == 1' | wc -l; }
@@ -99,10 +109,11 @@ fi
 kill $ipid 2>/dev/null; wait $ipid 2>/dev/null
 
 # Without -g the program asks for an IB LID path: refused at RTR, clearly.
-timeout 20 "$run" --addr 127.0.0.1 ibv_rc_pingpong -d xroce0 -n 5 >/tmp/xrv_s.$$ 2>&1 &
+next_port
+timeout 20 "$run" --addr 127.0.0.1 ibv_rc_pingpong -d xroce0 -n 5 -p $port >/tmp/xrv_s.$$ 2>&1 &
 spid=$!
-sleep 0.5
-timeout 20 "$run" --addr 127.0.0.2 ibv_rc_pingpong -d xroce0 -n 5 127.0.0.1 >/tmp/xrv_c.$$ 2>&1; crc=$?
+wait_listen
+timeout 20 "$run" --addr 127.0.0.2 ibv_rc_pingpong -d xroce0 -n 5 -p $port 127.0.0.1 >/tmp/xrv_c.$$ 2>&1; crc=$?
 kill $spid 2>/dev/null; wait $spid 2>/dev/null
 # (the server reaches RTR first and says so; the client then loses its peer)
 cat /tmp/xrv_s.$$ /tmp/xrv_c.$$ | grep -q "no GRH (is_global 0"; check $(( (crc == 0) + $? )) "ibv_rc_pingpong without -g: refused at RTR with a message"
@@ -112,10 +123,11 @@ rm -f /tmp/xrv_s.$$ /tmp/xrv_c.$$
 # MTUs (lo's 65536 for 127.0.0.1, the 1500 guess for 127.0.0.2): both take
 # ibv_rc_pingpong's default path MTU, 1024 (each took its own link's and
 # the larger side's packets drew NAKs: "remote invalid request").
-"$bin/xroce-perf" pingpong --link udp --no-host-path --bind 127.0.0.1 -n 50 >/tmp/xrv_s.$$ 2>&1 &
+next_port
+"$bin/xroce-perf" pingpong --link udp --no-host-path --bind 127.0.0.1 -n 50 -p $port >/tmp/xrv_s.$$ 2>&1 &
 spid=$!
-sleep 0.5
-timeout 30 "$bin/xroce-perf" pingpong --link udp --no-host-path --bind 127.0.0.2 -n 50 127.0.0.1 >/tmp/xrv_c.$$ 2>&1; crc=$?
+wait_listen
+timeout 30 "$bin/xroce-perf" pingpong --link udp --no-host-path --bind 127.0.0.2 -n 50 -p $port 127.0.0.1 >/tmp/xrv_c.$$ 2>&1; crc=$?
 wait $spid; src=$?
 check $((crc + src)) "xroce-perf pingpong, default MTU, ends with different link MTUs"
 [ $((crc + src)) = 0 ] || cat /tmp/xrv_c.$$ /tmp/xrv_s.$$

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine's progress thread as the drop-in libibverbs uses it: a poster
+ * that runs the pass itself (xr_engine_post_begin/_end, no wakeup of the
+ * thread), the thread at real-time priority, an idle thread that costs no
+ * CPU, and polling callers beside a real-time thread (its passes wait for
+ * theirs instead of spinning on the lock, which could keep a preempted
+ * caller from ever finishing on a small machine).
+ */
+#include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "rc_harness.h"
+#include "xroce/engine.h"
+
+#define MSG 64u
+
+static struct xr_engine *eng(struct end *e)
+{
+	return xr_context_engine(e->ctx);
+}
+
+static void post_write(struct pair *p, uint64_t id)
+{
+	struct xr_sge s = { (uintptr_t)h_data(&p->b), MSG, p->b.mr->lkey };
+	struct xr_send_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+				.send_flags = XR_SEND_SIGNALED };
+
+	w.wr.rdma.remote_addr = (uintptr_t)h_data(&p->a);
+	w.wr.rdma.rkey = p->a.mr->rkey;
+	assert_int_equal(xr_post_send(p->b.qp[0], &w, NULL), 0);
+}
+
+static void open_pair(struct pair *p)
+{
+	struct h_opts o = { .mode = XR_PROGRESS_THREAD, .mtu = XR_MTU_1024, .buf_len = 4096, .timeout = 14,
+			    .retry_cnt = 7, .rnr_retry = 7 };
+
+	assert_int_equal(h_open(p, &o), 0);
+}
+
+/* The engine threads are this process's threads other than the caller
+ * (the mem link has none of its own). Fills tids, returns how many. */
+static int other_threads(pid_t *tids, int cap)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)) && n < cap) {
+		pid_t t = (pid_t)atoi(de->d_name);
+		if (t > 0 && t != gettid())
+			tids[n++] = t;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Field k (1-based, after the command) of /proc/self/task/T/stat. */
+static long task_stat(pid_t t, int k)
+{
+	char path[64], buf[1024], *p;
+	FILE *f;
+	long v = -1;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)t);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	p = strrchr(buf, ')');   /* the command may hold spaces */
+	for (int i = 2; p && i < k; i++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		v = atol(p + 1);
+	return v;
+}
+
+/* The doorbell rung between begin and end is served by end's own pass:
+ * the WRITE leaves from this thread (the thread, asleep, is not needed). */
+static void test_post_end_sends_from_the_caller(void **state)
+{
+	struct pair p;
+	struct xr_wc wc;
+
+	(void)state;
+	open_pair(&p);
+	assert_int_equal(xr_engine_post_end(eng(&p.b)), 0);   /* nothing posted: no pass */
+	for (int i = 0; i < 100; i++) {
+		usleep(2000);   /* the thread goes to sleep */
+		xr_engine_post_begin(eng(&p.b));
+		post_write(&p, (uint64_t)i);
+		assert_true(xr_engine_post_end(eng(&p.b)) > 0);
+		assert_int_equal(h_wait(&p, &p.b, &wc, 2000), 1);
+		assert_int_equal(wc.status, XR_WC_SUCCESS);
+	}
+	/* Outside begin/end a doorbell still wakes the thread: it sends. */
+	usleep(20000);
+	post_write(&p, 1000);
+	assert_int_equal(h_wait(&p, &p.b, &wc, 2000), 1);
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	h_close(&p);
+}
+
+static void test_realtime_thread(void **state)
+{
+	struct pair p;
+	struct xr_engine *idle = xr_engine_create();
+	pid_t t[8];
+	int n, fifo = 0, rc;
+
+	(void)state;
+	assert_non_null(idle);
+	assert_int_equal(xr_engine_thread_realtime(idle, 1), -ESRCH);
+	xr_engine_destroy(idle);
+	open_pair(&p);
+	rc = xr_engine_thread_realtime(eng(&p.b), 1);
+	n = other_threads(t, 8);
+	for (int i = 0; i < n; i++)
+		fifo += task_stat(t[i], 41) == SCHED_FIFO;   /* policy */
+	if (geteuid() == 0) {
+		/* b's thread, and only it (a's stays at normal priority) */
+		assert_int_equal(rc, 0);
+		assert_int_equal(n, 2);
+		assert_int_equal(fifo, 1);
+	} else {
+		assert_true(rc == 0 || rc == -EPERM);
+	}
+	assert_int_equal(xr_engine_thread_realtime(eng(&p.b), 100000), -EINVAL);
+	h_close(&p);
+}
+
+/* After traffic, both threads sleep: at most one clock tick of CPU
+ * between them in a second. */
+static void test_idle_thread_costs_nothing(void **state)
+{
+	struct pair p;
+	struct xr_wc wc;
+	pid_t t[8];
+	long before = 0, after = 0;
+	int n;
+
+	(void)state;
+	open_pair(&p);
+	for (int i = 0; i < 50; i++) {
+		post_write(&p, (uint64_t)i);
+		assert_int_equal(h_wait(&p, &p.b, &wc, 2000), 1);
+	}
+	usleep(50000);
+	n = other_threads(t, 8);
+	assert_int_equal(n, 2);
+	for (int i = 0; i < n; i++)
+		before += task_stat(t[i], 14) + task_stat(t[i], 15);   /* utime + stime */
+	sleep(1);
+	for (int i = 0; i < n; i++)
+		after += task_stat(t[i], 14) + task_stat(t[i], 15);
+	assert_true(after - before <= 1);
+	h_close(&p);
+}
+
+/* Callers polling in a tight loop (xr_engine_assist) beside a real-time
+ * thread, on one core: every WRITE completes. With the thread spinning on
+ * the busy pass lock, a caller preempted while holding it never got the
+ * core back and the QPs ran out of retries. */
+static void test_assisting_callers_beside_a_realtime_thread(void **state)
+{
+	struct pair p;
+	struct xr_wc wc;
+	cpu_set_t one, all;
+	pid_t t[8];
+	int n;
+
+	(void)state;
+	open_pair(&p);
+	if (geteuid() == 0) {
+		assert_int_equal(xr_engine_thread_realtime(eng(&p.a), 1), 0);
+		assert_int_equal(xr_engine_thread_realtime(eng(&p.b), 1), 0);
+	}
+	sched_getaffinity(0, sizeof(all), &all);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	n = other_threads(t, 8);
+	for (int i = 0; i < n; i++)
+		sched_setaffinity(t[i], sizeof(one), &one);
+	sched_setaffinity(0, sizeof(one), &one);
+	for (int i = 0; i < 2000; i++) {
+		uint64_t until = h_now_ms() + 5000;
+		int got = 0;
+		xr_engine_post_begin(eng(&p.b));
+		post_write(&p, (uint64_t)i);
+		xr_engine_post_end(eng(&p.b));
+		while (!got && h_now_ms() < until) {
+			got = xr_poll_cq(p.b.cq, 1, &wc);
+			if (!got)
+				xr_engine_assist(eng(&p.b));
+		}
+		assert_int_equal(got, 1);
+		assert_int_equal(wc.status, XR_WC_SUCCESS);
+	}
+	sched_setaffinity(0, sizeof(all), &all);
+	h_close(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_post_end_sends_from_the_caller),
+		cmocka_unit_test(test_realtime_thread),
+		cmocka_unit_test(test_idle_thread_costs_nothing),
+		cmocka_unit_test(test_assisting_callers_beside_a_realtime_thread),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
