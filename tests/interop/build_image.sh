@@ -54,7 +54,7 @@ done
 cp "$work/k/lib/modules/$kver"/modules.{order,builtin} "$R/lib/modules/$kver/" 2>/dev/null || true
 depmod -b "$R" "$kver"
 bins="/usr/bin/ib_write_bw /usr/bin/ib_read_bw /usr/bin/ib_send_bw /usr/bin/ib_atomic_bw /usr/bin/ib_write_lat
-      /usr/bin/ib_read_lat /usr/bin/ib_send_lat /usr/bin/ibv_rc_pingpong /usr/bin/ibv_devinfo /usr/bin/rdma /sbin/ip"
+      /usr/bin/ib_read_lat /usr/bin/ib_send_lat /usr/bin/ib_atomic_lat /usr/bin/ibv_rc_pingpong /usr/bin/ibv_devinfo /usr/bin/rdma /sbin/ip"
 prov=/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
 for b in $bins; do cp -L "$b" "$R/usr/bin/"; done
 mkdir -p "$R/usr/lib/x86_64-linux-gnu/libibverbs" "$R/etc/libibverbs.d"

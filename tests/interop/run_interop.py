@@ -3,11 +3,17 @@
 
 Builds (or reuses) the peer image, boots it on a tap device inside a network
 namespace made here, runs each case in both roles (the perftest tool in the
-VM as server and xroce-perf as client, then the reverse), records a pcap of
-the traffic, and writes docs/interop.md with the outcome of every case.
+VM as server and xroce-perf as client, then the reverse), then the same
+Debian perftest and ibv_rc_pingpong binaries on the host on xroce through the
+drop-in libibverbs (dropin.py), records a pcap of the traffic, and writes
+docs/interop.md with the outcome of every case.
 Everything is torn down on exit, failure or timeout.
 
 usage: run_interop.py BUILD_BIN_DIR DOCS_OUT [--quick]
+  XR_LINKS=udp,raw   the xroce links to run
+  XR_ONLY=a,b        only these cases: xroce-perf's by name (write_bw, ...,
+                     loss, reorder), the drop-in rows by tool (ib_write_bw,
+                     ibv_rc_pingpong, ...) or all of them (dropin)
 """
 import datetime
 import os
@@ -19,6 +25,7 @@ import time
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
 from vm import VM  # noqa: E402
+import dropin  # noqa: E402
 
 bindir, doc_out = sys.argv[1], sys.argv[2]
 quick = "--quick" in sys.argv
@@ -32,6 +39,7 @@ RAW_ADDR = "10.77.0.3"  # the raw link's own address on xr0; the kernel keeps HO
 LINKS = os.environ.get("XR_LINKS", "udp,raw").split(",")
 results = []
 rxe_rcvd = {}   # MTU phase -> rxe's rcvd_pkts at its end
+rd_atom = {}    # device -> its max_qp_rd_atom (ibv_devinfo -v), for the drop-in rows
 CAPTURE_CAP = 1_000_000_000   # bytes per capture (tshark's filesize counts kB of 1000 bytes)
 
 
@@ -80,15 +88,21 @@ def figure(text, lat):
 CLOCK_FAILURE = "Can't produce a report"
 
 
-def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="udp", attempt=1):
-    """role 'vm-server': the perftest tool in the VM serves, xroce-perf connects; 'xroce-server': reverse."""
+def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="udp", attempt=1, drop_in=False):
+    """role 'vm-server': the perftest tool in the VM serves, xroce-perf connects; 'xroce-server': reverse.
+    drop_in: the host end is the same Debian binary as the peer's (xroce_args its arguments, a string) on
+    xroce through the drop-in libibverbs, instead of xroce-perf (dropin.py)."""
     lat = "lat" in name or "pingpong" in name
-    if "pingpong" in name:   # rc_pingpong exchanges no MTU: both ends are told it, as the peer is with -m
+    if "pingpong" in name and not drop_in:   # rc_pingpong exchanges no MTU: both ends are told it (-m)
         xroce_args = xroce_args + ["-m", str(mtu)]
     t0 = time.time()
-    vm_cmd = f"{peer_tool} -d rxe0 -x 1 {extra_peer}" if "pingpong" not in name else f"{peer_tool} -d rxe0 -g 1 {extra_peer}"
-    host_cmd = ["timeout", "90", perf] + xroce_args + (["--link", "udp", "--bind", HOST] if link == "udp" else
-                                                       ["--link", "raw", "--ifname", "xr0", "--bind", RAW_ADDR])
+    if drop_in:
+        vm_cmd = dropin.peer_command(peer_tool, extra_peer, mtu)
+        host_cmd = ["timeout", "90"] + dropin.host_command(bindir, peer_tool, xroce_args, link, HOST, RAW_ADDR, mtu)
+    else:
+        vm_cmd = f"{peer_tool} -d rxe0 -x 1 {extra_peer}" if "pingpong" not in name else f"{peer_tool} -d rxe0 -g 1 {extra_peer}"
+        host_cmd = ["timeout", "90", perf] + xroce_args + (["--link", "udp", "--bind", HOST] if link == "udp" else
+                                                           ["--link", "raw", "--ifname", "xr0", "--bind", RAW_ADDR])
     if role == "vm-server":
         vm.run(f"rm -f /tmp/rc /tmp/o; ( timeout 90 {vm_cmd} > /tmp/o 2>&1; echo $? > /tmp/rc ) &", 10)
         time.sleep(2)
@@ -115,18 +129,20 @@ def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="ud
         hrc = hp.returncode
     # ibv_rc_pingpong leaves after its last receive: if xroce's last message drew no ACK, xroce says so
     # (exit 3) and the client's own success is what proves the message arrived.
-    unacked = "pingpong" in name and role == "xroce-server" and hrc == 3 and vrc == 0
-    ok = (hrc == 0 or unacked) and vrc == 0 and "FAILED" not in hout and "invalid data" not in vout
+    unacked = "pingpong" in name and role == "xroce-server" and hrc == 3 and vrc == 0 and not drop_in
+    failure = dropin.verdict(peer_tool, role, hrc, vrc, hout, vout) if drop_in else ""
+    ok = (hrc == 0 or unacked) and vrc == 0 and "FAILED" not in hout and "invalid data" not in vout and not failure
     fig = figure(vout, lat) or figure(hout, lat)
     if not ok and attempt < 3 and CLOCK_FAILURE in vout:
         print(f"     {name} {role} {link}: perftest's clock calibration failed in the VM; once more", flush=True)
-        return run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer, link, attempt=attempt + 1)
+        return run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer, link, attempt=attempt + 1, drop_in=drop_in)
     checked = re.search(r"Data verification: (\d+) messages checked, 0 errors", hout)
     note = (f"{checked.group(1)} echoes verified" if checked else "") + ("; last ACK lost, peer confirmed" if unacked else "") \
         + (f"; run {attempt}: perftest's clock calibration failed in the VM before" if attempt > 1 else "")
+    why = note if ok else (failure + ": " if failure else "") + ((hout.strip().splitlines() or [""])[-1][:120])
     results.append(dict(name=name, role=role, mtu=mtu, link=link, ok=ok, hrc=hrc, vrc=vrc, fig=fig, secs=time.time() - t0,
-                        why=note if ok else (hout.strip().splitlines() or [""])[-1][:120]))
-    print(f"{'ok  ' if ok else 'FAIL'} {name:<14} {role:<13} {link:<4} mtu {mtu}: xroce rc {hrc}, peer rc {vrc} {fig}", flush=True)
+                        why=why, drop_in=drop_in, xfig=figure(hout, lat), pfig=figure(vout, lat)))
+    print(f"{'ok  ' if ok else 'FAIL'} {name:<14} {role:<13} {link:<4} mtu {mtu}: xroce rc {hrc}, peer rc {vrc} {fig} ({time.time() - t0:.0f} s)", flush=True)
     if not ok:
         print("     xroce:", hout[-600:].replace("\n", "\n     "))
         print("     peer :", vout[-600:].replace("\n", "\n     "))
@@ -200,6 +216,20 @@ def run_reorder_cases(vm, ib_mtu):
         time.sleep(0.3)
 
 
+def run_dropin_cases(vm, ib_mtu, only, mtu):
+    """The same Debian binaries on both ends, on xroce through the drop-in libibverbs on the host (dropin.py)."""
+    xdev = sh(f"{os.path.join(bindir, 'xroce-run')} --link udp --addr {HOST} ibv_devinfo -v", capture_output=True, text=True)
+    vdev = vm.run("ibv_devinfo -d rxe0 -v", 30)[1]
+    limits = (dropin.max_qp_rd_atom(xdev.stdout), dropin.max_qp_rd_atom(vdev))
+    rd_atom.update(xroce0=limits[0], rxe0=limits[1])
+    if None in limits:
+        raise RuntimeError(f"no max_qp_rd_atom from ibv_devinfo -v (xroce0, rxe0: {limits}): {xdev.stderr.strip()[-200:]}")
+    for tool, args in dropin.selected(only, min(limits), mtu):
+        for link in LINKS:
+            for role in ("vm-server", "xroce-server"):
+                run_case(vm, f"{tool} {args}", tool, args, role, ib_mtu, args, link, drop_in=True)
+
+
 TESTS = [  # name, perftest tool, xroce-perf args, peer args
     ("pingpong", "ibv_rc_pingpong", ["pingpong", "-n", "200", "-s", "4096", "--verify"], "-n 200 -s 4096 -c"),
     ("write_bw", "ib_write_bw", ["write_bw", "-n", "300"], "-n 300"),
@@ -244,6 +274,8 @@ def main():
                 for link in LINKS:
                     for role in ("vm-server", "xroce-server"):
                         run_case(vm, name, tool, xargs, role, ib_mtu, pargs + f" -m {ib_mtu}", link)
+            if dropin.selected(only, 0, mtu):
+                run_dropin_cases(vm, ib_mtu, only, mtu)
             if mtu == 1500 and (not only or "loss" in only):
                 run_loss_cases(vm, ib_mtu)
             if mtu == 1500 and (not only or "reorder" in only):
@@ -317,15 +349,40 @@ def write_doc(versions, malformed):
                 "impairment element (`tests/net/impair.c`) forwards between them: RoCE frames delayed 300 us, 5 %\n"
                 "overtaking, 1 % lost, both directions. Roles: `vm-server` = the perftest tool in the VM serves and\n"
                 "xroce-perf connects; `xroce-server` = the reverse. Pingpong runs with `ibv_rc_pingpong -c` and\n"
-                "`xroce-perf --verify`: every echo is compared with what was sent. Figures are from the emulated VM\n"
-                "(TCG), a functional peer, not a speed reference.\n\n")
+                "`xroce-perf --verify`: every echo is compared with what was sent. The second table runs Debian's own\n"
+                "perftest and ibv_rc_pingpong on xroce too, through the drop-in libibverbs. Figures are from the emulated\n"
+                "VM (TCG) on a shared 2-core host, a functional peer, not a speed reference.\n\n")
         for k, v in versions.items():
             f.write(f"- {k}: `{v}`\n")
         f.write(f"- frames whose RoCE headers tshark found malformed: {malformed}\n\n")
+        f.write("## xroce-perf against perftest, and the checks over all of a phase's frames\n\n")
         f.write("| case | role | xroce link | path MTU | result | figure (peer's report) | note |\n|---|---|---|---|---|---|---|\n")
         for r in results:
-            f.write(f"| {r['name']} | {r['role']} | {r['link']} | {r['mtu']} | {'pass' if r['ok'] else 'FAIL'} | {r['fig']} | "
-                    f"{r['why'] if r['ok'] else 'xroce rc %s, peer rc %s: %s' % (r['hrc'], r['vrc'], r['why'].replace('|', '/'))} |\n")
+            if not r.get("drop_in"):
+                f.write(f"| {r['name']} | {r['role']} | {r['link']} | {r['mtu']} | {'pass' if r['ok'] else 'FAIL'} | {r['fig']} | "
+                        f"{r['why'] if r['ok'] else 'xroce rc %s, peer rc %s: %s' % (r['hrc'], r['vrc'], r['why'].replace('|', '/'))} |\n")
+        f.write("\n## perftest on xroce through the drop-in libibverbs\n\n")
+        f.write("The same Debian binaries on both ends: on the host unmodified, on xroce through `build/lib/ibverbs`\n"
+                "(`xroce-run --link udp --addr %s TOOL -d xroce0 -x 0 -F ...`, or `--link raw --ifname xr0 --addr %s`;\n"
+                "`ibv_rc_pingpong -d xroce0 -g 0`), in the VM on rxe (`-d rxe0 -x 1`, `ibv_rc_pingpong -g 1`), both told the\n"
+                "path MTU with `-m`. `vm-server` = the VM's binary serves and the host's connects; `xroce-server` = the\n"
+                "reverse. A row passes when both ends exit 0 and print their result rows (the passive servers of\n"
+                "`ib_read_lat` and `ib_atomic_lat` print none, on rxe as on xroce: there the client's row is required),\n"
+                "and neither end reports a failure (`ibv_rc_pingpong -c`: its server checks its buffer after the last\n"
+                "receive, the first byte of every page, and prints `invalid data` otherwise). perftest takes the number of\n"
+                "outstanding reads the *peer* announces as its own QP's `max_rd_atomic`, by default the peer device's\n"
+                "`max_qp_rd_atom`: rxe0's (%s) is above xroce0's (%s), which xroce refuses at RTS as rxe and mlx5 refuse\n"
+                "more than their own. As between any two devices with different limits, the read and atomic tools are\n"
+                "given `-o` with the smaller one on both ends. The wire checks of the first table (malformed frames, rxe's\n"
+                "`rcvd_pkts`) cover these rows' frames too.\n\n"
+                % (HOST, RAW_ADDR, rd_atom.get("rxe0", "?"), rd_atom.get("xroce0", "?")))
+        f.write("| case | role | xroce link | path MTU | result | xroce end's report | rxe end's report | note |\n"
+                "|---|---|---|---|---|---|---|---|\n")
+        for r in results:
+            if r.get("drop_in"):
+                f.write(f"| {r['name']} | {r['role']} | {r['link']} | {r['mtu']} | {'pass' if r['ok'] else 'FAIL'} | "
+                        f"{r['xfig'] or '-'} | {r['pfig'] or '-'} | "
+                        f"{r['why'] if r['ok'] else 'xroce rc %s, peer rc %s: %s' % (r['hrc'], r['vrc'], r['why'].replace('|', '/'))} |\n")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,84 @@
+"""The drop-in libibverbs rows of the interop harness (issue 11): Debian's own perftest and ibv_rc_pingpong
+binaries, unmodified, on the host on xroce through build/lib/ibverbs (started by xroce-run, over the UDP or
+the raw link), against the same binaries on rxe in the VM. run_interop.py runs them with its run_case
+(dropin=True): this module only says what the two ends run and what each end must report."""
+import os
+import re
+
+# tool, arguments given to both ends (both also get -m with the path MTU), and whether perftest's server prints
+# a result row: the passive servers of ib_read_lat and ib_atomic_lat print none (perftest's design, on rxe as
+# on xroce), so only their clients' rows are required; every other tool's row is required on both ends.
+TESTS = [
+    ("ibv_rc_pingpong", "-n 200 -s 4096 -c", True),
+    ("ib_write_bw", "-n 300", True),
+    ("ib_read_bw", "-n 300", True),
+    ("ib_send_bw", "-n 300", True),
+    ("ib_atomic_bw", "-n 200", True),
+    ("ib_write_lat", "-n 200", True),
+    ("ib_read_lat", "-n 200", False),
+    ("ib_send_lat", "-n 200", True),
+    ("ib_atomic_lat", "-n 200", False),
+]
+SERVER_REPORTS = {tool: rep for tool, _, rep in TESTS}
+JUMBO = ("ibv_rc_pingpong", "ib_write_bw", "ib_read_bw")   # also run on the 9000-byte path, as xroce-perf's rows
+
+
+def selected(only, outs, mtu):
+    """The tests XR_ONLY asks for (by tool name, or all of them with 'dropin'), as (tool, args): all of them on
+    the 1500-byte path (IB MTU 1024), the JUMBO ones on the 9000-byte path (IB MTU 4096). perftest sets
+    its QP's initiator depth (max_rd_atomic) to the number of outstanding reads the *peer* announces, which is
+    the peer device's max_qp_rd_atom by default: rxe's 128 is more than xroce0's limit, and xroce refuses it at
+    RTS as rxe and the spec do. As between any two devices with different limits, the read and atomic tools
+    are given -o with the smaller of the two devices' max_qp_rd_atom (outs), on both ends."""
+    return [(tool, args + (f" -o {outs}" if "read" in tool or "atomic" in tool else ""))
+            for tool, args, _ in TESTS if (not only or "dropin" in only or tool in only) and (mtu == 1500 or tool in JUMBO)]
+
+
+def max_qp_rd_atom(devinfo):
+    """max_qp_rd_atom from ibv_devinfo -v output, or None."""
+    m = re.search(r"max_qp_rd_atom:\s*(\d+)", devinfo)
+    return int(m.group(1)) if m else None
+
+
+def host_command(bindir, tool, args, link, udp_addr, raw_addr, mtu):
+    """The host end: the system's binary under xroce-run, on device xroce0, GID index 0 (the bound address)."""
+    run = [os.path.join(bindir, "xroce-run")] + (["--link", "udp", "--addr", udp_addr] if link == "udp" else
+                                                 ["--link", "raw", "--ifname", "xr0", "--addr", raw_addr])
+    dev = ["-d", "xroce0", "-g", "0"] if tool == "ibv_rc_pingpong" else ["-d", "xroce0", "-x", "0", "-F"]
+    return run + [tool] + dev + args.split() + ["-m", str(mtu)]
+
+
+def peer_command(tool, args, mtu):
+    """The VM end: the same tool on rxe0, GID index 1 (rxe's IPv4-mapped RoCE v2 GID)."""
+    dev = "-d rxe0 -g 1" if tool == "ibv_rc_pingpong" else "-d rxe0 -x 1"
+    return f"{tool} {dev} {args} -m {mtu}"
+
+
+def has_result(tool, text):
+    """perftest's result row (#bytes #iterations figures...) or rc_pingpong's 'N iters in S seconds'."""
+    if tool == "ibv_rc_pingpong":
+        return " iters in " in text and "usec/iter" in text
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 5 and f[0].isdigit() and f[1].isdigit():
+            return True
+    return False
+
+
+def verdict(tool, role, hrc, vrc, hout, vout):
+    """'' when both ends succeeded and reported as they must, else what is missing."""
+    why = []
+    if hrc != 0:
+        why.append(f"xroce end exit {hrc}")
+    if vrc != 0:
+        why.append(f"rxe end exit {vrc}")
+    client_out, server_out = (hout, vout) if role == "vm-server" else (vout, hout)
+    client, server = ("xroce", "rxe") if role == "vm-server" else ("rxe", "xroce")
+    if not has_result(tool, client_out):
+        why.append(f"no result row from the client ({client})")
+    if SERVER_REPORTS[tool] and not has_result(tool, server_out):
+        why.append(f"no result row from the server ({server})")
+    for end, out in (("xroce", hout), ("rxe", vout)):
+        if "invalid data" in out.lower() or "FAILED" in out:
+            why.append(f"the {end} end reports a failure")
+    return "; ".join(why)
