@@ -141,6 +141,15 @@ XRV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int ma
 		xrv_log("ibv_modify_qp: GID index %u: xroce0 has one GID, index 0", attr->ah_attr.grh.sgid_index);
 		return EINVAL;
 	}
+	if (((mask & IBV_QP_MAX_QP_RD_ATOMIC) && attr->max_rd_atomic > XR_MAX_RD_ATOMIC) ||
+	    ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && attr->max_dest_rd_atomic > XR_MAX_RD_ATOMIC)) {
+		/* perftest takes the peer's limit as its own (rxe's is 128). */
+		xrv_log("ibv_modify_qp: max_rd_atomic %u, max_dest_rd_atomic %u: xroce0 allows at most %u "
+			"(ibv_devinfo -v: max_qp_rd_atom; perftest: -o %u)",
+			mask & IBV_QP_MAX_QP_RD_ATOMIC ? attr->max_rd_atomic : 0,
+			mask & IBV_QP_MAX_DEST_RD_ATOMIC ? attr->max_dest_rd_atomic : 0, XR_MAX_RD_ATOMIC, XR_MAX_RD_ATOMIC);
+		return EINVAL;
+	}
 	a.qp_state = (enum xr_qp_state)attr->qp_state;
 	a.cur_qp_state = (enum xr_qp_state)attr->cur_qp_state;
 	a.path_mtu = (enum xr_mtu)attr->path_mtu;
