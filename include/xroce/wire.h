@@ -251,6 +251,10 @@ int xr_icrc_recover_ipv4_id(const uint8_t *ip, size_t len, uint32_t wire_icrc, u
 uint16_t xr_ipv4_csum(const uint8_t *hdr20);
 /* UDP checksum with the pseudo-header; ip points at the IP header. */
 uint16_t xr_udp_csum(const uint8_t *ip, size_t ip_len);
+/* ICMPv6 checksum with the IPv6 pseudo-header over len bytes of icmp (its
+ * checksum field included: 0 when a received message is intact, or write
+ * it over a zeroed field). */
+uint16_t xr_icmp6_csum(const uint8_t src[16], const uint8_t dst[16], const uint8_t *icmp, size_t len);
 
 /* The UDP source port rxe uses for an RC QP pair (reference §1). */
 uint16_t xr_rxe_udp_sport(uint32_t lqpn, uint32_t rqpn);

@@ -156,22 +156,6 @@ static void arp_input(struct raw_link *r, const uint8_t *a, size_t len)
 
 /* ---- IPv6 neighbour discovery (RFC 4861) ---- */
 
-static uint16_t icmp6_csum(const uint8_t *src, const uint8_t *dst, const uint8_t *icmp, size_t len)
-{
-	uint32_t sum = 0;
-
-	for (int i = 0; i < 16; i += 2)
-		sum += get_be16(src + i) + get_be16(dst + i);
-	sum += (uint32_t)len + 58;
-	for (size_t i = 0; i + 1 < len; i += 2)
-		sum += get_be16(icmp + i);
-	if (len & 1)
-		sum += (uint32_t)icmp[len - 1] << 8;
-	while (sum >> 16)
-		sum = (sum & 0xFFFF) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
 /* An NS (type 135) or NA (136) about target, with our link-layer address. */
 static void nd_send(struct raw_link *r, uint8_t type, const uint8_t *target, const uint8_t *dst_ip,
 		    const uint8_t dmac[6], bool solicited)
@@ -194,7 +178,7 @@ static void nd_send(struct raw_link *r, uint8_t type, const uint8_t *target, con
 	icmp[24] = type == 135 ? 1 : 2;   /* source / target link-layer address option */
 	icmp[25] = 1;
 	memcpy(icmp + 26, r->link.mac, 6);
-	put_be16(icmp + 2, icmp6_csum(ip + IP6_OFF_SRC, ip + IP6_OFF_DST, icmp, 32));
+	put_be16(icmp + 2, xr_icmp6_csum(ip + IP6_OFF_SRC, ip + IP6_OFF_DST, icmp, 32));
 	send_raw(r, f, sizeof(f));
 }
 
@@ -211,15 +195,15 @@ static void nd_input(struct raw_link *r, const uint8_t *ip, size_t len)
 		ilen = get_be16(ip + IP6_OFF_PAYLEN);
 	if (ilen < 24 || (icmp[0] != 135 && icmp[0] != 136))
 		return;
-	if (icmp6_csum(ip + IP6_OFF_SRC, ip + IP6_OFF_DST, icmp, ilen) != 0 &&
-	    icmp6_csum(ip + IP6_OFF_SRC, ip + IP6_OFF_DST, icmp, ilen) != 0xFFFF) {
+	if (xr_icmp6_csum(ip + IP6_OFF_SRC, ip + IP6_OFF_DST, icmp, ilen) != 0 &&
+	    xr_icmp6_csum(ip + IP6_OFF_SRC, ip + IP6_OFF_DST, icmp, ilen) != 0xFFFF) {
 		/* A valid message sums to zero with its checksum in place. */
 		uint8_t tmp[256];
 		if (ilen > sizeof(tmp))
 			return;
 		memcpy(tmp, icmp, ilen);
 		put_be16(tmp + 2, 0);
-		if (icmp6_csum(ip + IP6_OFF_SRC, ip + IP6_OFF_DST, tmp, ilen) != get_be16(icmp + 2))
+		if (xr_icmp6_csum(ip + IP6_OFF_SRC, ip + IP6_OFF_DST, tmp, ilen) != get_be16(icmp + 2))
 			return;
 	}
 	opt = ilen >= 32 && icmp[25] == 1 ? icmp + 26 : NULL;

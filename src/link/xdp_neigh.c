@@ -101,24 +101,6 @@ static void arp_input(struct xdp_link *x, const uint8_t *a, size_t len)
 
 /* ---- neighbour discovery ---- */
 
-/* The ICMPv6 checksum over the pseudo-header; 0 when a message with its
- * checksum in place is intact. */
-static uint16_t icmp6_csum(const uint8_t *src, const uint8_t *dst, const uint8_t *icmp, size_t len)
-{
-	uint32_t sum = 0;
-
-	for (int i = 0; i < 16; i += 2)
-		sum += get_be16(src + i) + get_be16(dst + i);
-	sum += (uint32_t)len + 58;
-	for (size_t i = 0; i + 1 < len; i += 2)
-		sum += get_be16(icmp + i);
-	if (len & 1)
-		sum += (uint32_t)icmp[len - 1] << 8;
-	while (sum >> 16)
-		sum = (sum & 0xFFFF) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
 /* An NS or NA about target, carrying our link-layer address. */
 static void nd_send(struct xdp_link *x, uint8_t type, const uint8_t *target, const uint8_t *dst_ip,
 		    const uint8_t dmac[6])
@@ -141,7 +123,7 @@ static void nd_send(struct xdp_link *x, uint8_t type, const uint8_t *target, con
 	icmp[24] = type == ICMP6_NS ? 1 : 2; /* source / target link-layer address */
 	icmp[25] = 1;
 	memcpy(icmp + 26, x->link.mac, 6);
-	put_be16(icmp + 2, icmp6_csum(ip + IP6_OFF_SRC, ip + IP6_OFF_DST, icmp, 32));
+	put_be16(icmp + 2, xr_icmp6_csum(ip + IP6_OFF_SRC, ip + IP6_OFF_DST, icmp, 32));
 	if (xdp_tx_ctrl(x, f, sizeof(f)) == 0 && type == ICMP6_NA)
 		x->info.nd_replies++;
 }
@@ -158,7 +140,7 @@ static void nd_input(struct xdp_link *x, const uint8_t *ip, size_t len)
 	if (get_be16(ip + IP6_OFF_PAYLEN) < ilen)
 		ilen = get_be16(ip + IP6_OFF_PAYLEN);
 	if (ilen < 24 || (icmp[0] != ICMP6_NS && icmp[0] != ICMP6_NA) ||
-	    icmp6_csum(ip + IP6_OFF_SRC, ip + IP6_OFF_DST, icmp, ilen) != 0)
+	    xr_icmp6_csum(ip + IP6_OFF_SRC, ip + IP6_OFF_DST, icmp, ilen) != 0)
 		return;
 	/* The link-layer address option, when it is the first one. */
 	lladdr = ilen >= 32 && icmp[25] == 1 ? icmp + 26 : NULL;

@@ -286,6 +286,14 @@ uint16_t xr_udp_csum(const uint8_t *ip, size_t ip_len_total)
 	return c ? c : 0xFFFF;  /* 0 means "no checksum" on the wire */
 }
 
+uint16_t xr_icmp6_csum(const uint8_t src[16], const uint8_t dst[16], const uint8_t *icmp, size_t len)
+{
+	uint32_t sum = csum_add(csum_add(0, src, 16), dst, 16);
+
+	sum += (uint32_t)len + 58 /* ICMPv6 */;
+	return csum_fold(csum_add(sum, icmp, len));
+}
+
 uint16_t xr_rxe_udp_sport(uint32_t lqpn, uint32_t rqpn)
 {
 	uint64_t v = (uint64_t)lqpn * rqpn;

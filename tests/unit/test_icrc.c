@@ -215,6 +215,23 @@ static void test_icrc_fast_equals_reference(void **state)
 	}
 }
 
+/* An NS for fd00::2 from fd00::1 to its solicited-node group, with a
+ * source link-layer option: scapy computes checksum 0x7d97. */
+static void test_icmp6_checksum(void **state)
+{
+	static const uint8_t src[16] = { 0xfd, [15] = 1 };
+	static const uint8_t dst[16] = { 0xff, 0x02, [11] = 1, [12] = 0xff, [15] = 2 };
+	uint8_t ns[32] = { 0x87, 0, 0, 0, 0, 0, 0, 0, 0xfd, [23] = 2, 1, 1, 2, 0, 0, 0, 0, 1 };
+
+	(void)state;
+	assert_int_equal(xr_icmp6_csum(src, dst, ns, sizeof(ns)), 0x7d97);
+	ns[2] = 0x7d;
+	ns[3] = 0x97;
+	assert_int_equal(xr_icmp6_csum(src, dst, ns, sizeof(ns)), 0);   /* intact on receive */
+	ns[20] ^= 1;
+	assert_int_not_equal(xr_icmp6_csum(src, dst, ns, sizeof(ns)), 0);
+}
+
 static void test_udp_checksum(void **state)
 {
 	uint8_t out[256], payload[77];
@@ -298,6 +315,7 @@ int main(void)
 		cmocka_unit_test(test_icrc_masks_only_variant_fields),
 		cmocka_unit_test(test_icrc_fast_equals_reference),
 		cmocka_unit_test(test_udp_checksum),
+		cmocka_unit_test(test_icmp6_checksum),
 		cmocka_unit_test(test_recover_ipv4_id),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
