@@ -51,6 +51,7 @@ struct h_opts {
 	unsigned nqp;
 	unsigned sq_depth, rq_depth, cq_depth;
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint8_t traffic_class;              /* the GRH's: ECN and DSCP */
 	const struct xr_fault_cfg *fault;   /* on both directions, NULL for none */
 	int access;                         /* MR and QP access; 0 = all */
 	bool ipv6;
@@ -80,6 +81,7 @@ static inline int h_connect(struct xr_qp *q, struct xr_qp *peer, struct xr_conte
 	a.ah_attr.is_global = 1;
 	a.ah_attr.port_num = 1;
 	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.grh.traffic_class = o->traffic_class;
 	xr_query_gid(peer_ctx, &a.ah_attr.grh.dgid);
 	rc = xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN | XR_QP_RQ_PSN |
 				  XR_QP_MAX_DEST_RD_ATOMIC | XR_QP_MIN_RNR_TIMER);

@@ -6,6 +6,7 @@
  * read the fabric's clock, so runs are deterministic.
  */
 #include "fabric_harness.h"
+#include "rc_harness.h"
 
 /* ---- engines through the switch ---- */
 
@@ -66,36 +67,15 @@ static void dev_open(struct sim *s, const struct xr_fabric_port_cfg *pc, size_t 
 	s->ndev++;
 }
 
+/* RC QPs as the RC tests connect them (rc_harness.h), on the fabric's
+ * timing: MTU 1024, a 4.2 ms ACK timeout of fabric time. */
 static void qp_connect(struct xr_qp *q, struct xr_qp *peer, struct xr_context *peer_ctx, uint8_t tclass,
 		       uint32_t my_psn, uint32_t peer_psn)
 {
-	struct xr_qp_attr a = { 0 };
+	const struct h_opts o = { .mtu = XR_MTU_1024, .timeout = 10, .retry_cnt = 7, .rnr_retry = 7,
+				  .min_rnr_timer = 1, .traffic_class = tclass };
 
-	a.qp_state = XR_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = 0xE;
-	assert_int_equal(xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS), 0);
-	a.qp_state = XR_QPS_RTR;
-	a.path_mtu = XR_MTU_1024;
-	a.dest_qp_num = xr_qp_num(peer);
-	a.rq_psn = peer_psn;
-	a.max_dest_rd_atomic = 16;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.grh.traffic_class = tclass;
-	xr_query_gid(peer_ctx, &a.ah_attr.grh.dgid);
-	assert_int_equal(xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN | XR_QP_RQ_PSN |
-					     XR_QP_MAX_DEST_RD_ATOMIC | XR_QP_MIN_RNR_TIMER), 0);
-	a.qp_state = XR_QPS_RTS;
-	a.timeout = 10;        /* 4.2 ms of fabric time */
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = my_psn;
-	a.max_rd_atomic = 16;
-	assert_int_equal(xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_TIMEOUT | XR_QP_RETRY_CNT | XR_QP_RNR_RETRY |
-					     XR_QP_SQ_PSN | XR_QP_MAX_QP_RD_ATOMIC), 0);
+	assert_int_equal(h_connect(q, peer, peer_ctx, &o, my_psn, peer_psn), 0);
 }
 
 static void sim_step(struct sim *s)
