@@ -18,34 +18,10 @@ for p in ibv_devices ibv_devinfo ibv_rc_pingpong ib_write_bw ib_read_bw ib_send_
   command -v $p >/dev/null || { echo "FAIL: $p missing (ibverbs-utils, perftest: scripts/deps.sh)"; exit 1; }
 done
 
-A=xpA$$ B=xpB$$ M=xpM$$
-work=$(mktemp -d)
-cleanup() {
-  for ns in "$A" "$B" "$M"; do
-    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-    ip netns del "$ns" 2>/dev/null || true
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/../net/two_hosts.sh"
 trap 'exit 130' INT TERM
 
-set -e
-ip netns add "$A"
-ip netns add "$B"
-ip netns add "$M"
-ip link add va netns "$A" type veth peer name ma netns "$M"
-ip link add vb netns "$B" type veth peer name mb netns "$M"
-ip -n "$M" link add br0 type bridge
-for d in ma mb; do ip -n "$M" link set dev "$d" master br0; done
-for d in ma mb br0; do ip -n "$M" link set dev "$d" up; done
-ip link add ca netns "$A" type veth peer name cb netns "$B"
-for ns in "$A" "$B"; do ip -n "$ns" link set lo up; done
-ip -n "$A" link set va up
-ip -n "$B" link set vb up
-ip -n "$A" addr add 10.99.0.1/24 dev ca && ip -n "$A" link set ca up
-ip -n "$B" addr add 10.99.0.2/24 dev cb && ip -n "$B" link set cb up
-set +e
+two_hosts_up xp || { echo "FAIL: namespaces"; exit 1; }
 
 kernel_ips() {   # on|off: the kernel owns the data addresses (UDP link) or not (raw link)
   ip -n "$A" addr flush dev va

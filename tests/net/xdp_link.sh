@@ -15,33 +15,10 @@ perf=$1
 command -v ip >/dev/null || { echo "FAIL: iproute2 missing (scripts/deps.sh)"; exit 1; }
 command -v ping >/dev/null || { echo "FAIL: ping missing (iputils-ping, scripts/deps.sh)"; exit 1; }
 
-A=xxA$$ B=xxB$$ M=xxM$$
-work=$(mktemp -d)
-cleanup() {
-  for ns in "$A" "$B" "$M"; do
-    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-    ip netns del "$ns" 2>/dev/null || true
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/two_hosts.sh"
+two_hosts_up xx 9000
 # A private copy: a rebuild of the tree during the run cannot pull it away.
 cp "$perf" "$work/xroce-perf" && perf=$work/xroce-perf
-
-ip netns add "$A"
-ip netns add "$B"
-ip netns add "$M"
-ip link add va netns "$A" type veth peer name ma netns "$M"
-ip link add vb netns "$B" type veth peer name mb netns "$M"
-ip -n "$M" link add br0 type bridge
-for d in ma mb; do ip -n "$M" link set dev "$d" master br0; done
-for d in ma mb br0; do ip -n "$M" link set dev "$d" mtu 9000 up; done
-ip link add ca netns "$A" type veth peer name cb netns "$B"
-for ns in "$A" "$B"; do ip -n "$ns" link set lo up; done
-ip -n "$A" link set va mtu 9000 up
-ip -n "$B" link set vb mtu 9000 up
-ip -n "$A" addr add 10.99.0.1/24 dev ca && ip -n "$A" link set ca up
-ip -n "$B" addr add 10.99.0.2/24 dev cb && ip -n "$B" link set cb up
 
 fails=0 cases=0 port=21000
 ok() { echo "ok   $*"; }
