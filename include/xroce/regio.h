@@ -87,6 +87,8 @@ struct xr_qp_ctx {
 	uint64_t sq_base, rq_base;
 	uint8_t  sq_log_size, rq_log_size;
 	uint16_t sq_ci, rq_ci;            /* read-only: engine progress */
+	uint32_t qkey;                    /* UD Q_Key */
+	uint32_t srqn;                    /* 0: the QP's own receive queue */
 };
 
 struct xr_mr_ctx {
@@ -126,9 +128,23 @@ int xr_regio_qp_destroy(struct xr_regio *r, uint32_t qpn);
 int xr_regio_mr_commit(struct xr_regio *r, uint32_t index, struct xr_mr_ctx *c, uint32_t *status);
 int xr_regio_mr_read(struct xr_regio *r, uint32_t index, struct xr_mr_ctx *c);
 int xr_regio_mr_invalidate(struct xr_regio *r, uint32_t index);
+/* A shared receive queue (SRQ window). */
+struct xr_srq_ctx {
+	uint64_t base;                    /* ring of struct xr_hw_rwqe */
+	uint8_t  log_size;
+	uint16_t limit;                   /* 0: disarmed */
+	uint32_t pd;
+	bool     valid;                   /* read-only */
+	uint32_t nqps;                    /* read-only: QPs attached */
+	uint16_t ci;                      /* read-only: WQEs taken */
+};
+
 int xr_regio_cq_commit(struct xr_regio *r, uint32_t cqn, const struct xr_cq_ctx *c, uint32_t *status);
 int xr_regio_cq_read(struct xr_regio *r, uint32_t cqn, struct xr_cq_ctx *c);
 int xr_regio_cq_destroy(struct xr_regio *r, uint32_t cqn);
+int xr_regio_srq_commit(struct xr_regio *r, uint32_t srqn, const struct xr_srq_ctx *c, uint32_t *status);
+int xr_regio_srq_read(struct xr_regio *r, uint32_t srqn, struct xr_srq_ctx *c);
+int xr_regio_srq_destroy(struct xr_regio *r, uint32_t srqn);
 
 /* The shadow words of a context and back: shared by driver and engine. */
 #define XR_QP_SHADOW_WORDS 32
@@ -143,6 +159,9 @@ void xr_mr_ctx_decode(struct xr_mr_ctx *c, uint32_t (*get)(void *arg, uint32_t o
 #define XR_CQ_SHADOW_WORDS 8
 int xr_cq_ctx_encode(const struct xr_cq_ctx *c, uint32_t off[], uint32_t val[]);
 void xr_cq_ctx_decode(struct xr_cq_ctx *c, uint32_t (*get)(void *arg, uint32_t off), void *arg);
+#define XR_SRQ_SHADOW_WORDS 8
+int xr_srq_ctx_encode(const struct xr_srq_ctx *c, uint32_t off[], uint32_t val[]);
+void xr_srq_ctx_decode(struct xr_srq_ctx *c, uint32_t (*get)(void *arg, uint32_t off), void *arg);
 
 #ifdef __cplusplus
 }

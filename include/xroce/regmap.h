@@ -29,6 +29,7 @@
 #define XR_MAX_QP        (1u << 17)     /* QPNs 2 .. XR_MAX_QP-1 are usable */
 #define XR_MAX_MR        (1u << 17)
 #define XR_MAX_CQ        (1u << 17)
+#define XR_MAX_SRQ       (1u << 12)     /* SRQNs 1 .. XR_MAX_SRQ-1 (0: none) */
 #define XR_FIRST_QPN     2              /* 0 is invalid, 1 is GSI */
 #define XR_EVLOG_ENTRIES 4096
 
@@ -148,7 +149,7 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	X(QP_SQ_CI,        0x330, XR_RO, 0x00000000, "index:0:16", "Send queue consumer index (WQEs the engine has completed).") \
 	X(QP_RQ_CI,        0x334, XR_RO, 0x00000000, "index:0:16", "Receive queue consumer index.") \
 	X(QP_COMMIT_MASK,  0x338, XR_RW, 0xFFFFFFFF, "", \
-	  "Which fields a COMMIT of an existing QP applies, as ibv_qp_attr_mask: bit 0 state, 3 access flags, 4 P_Key, 7 address vector (GID, MAC, ports, traffic class, hop limit, flow label, VLAN), 8 path MTU, 9 timeout, 10 retry count, 11 RNR retry, 12 RQ PSN, 13 max_rd_atomic, 15 min RNR timer, 16 SQ PSN, 17 max_dest_rd_atomic, 20 dest QPN; xroce: 24 rings, 25 CQs, 26 PD, 27 type, 28 MSN. Fields left out keep the engine's values (PSNs advance while a driver edits the shadow). A new QP takes every field.") \
+	  "Which fields a COMMIT of an existing QP applies, as ibv_qp_attr_mask: bit 0 state, 3 access flags, 4 P_Key, 7 address vector (GID, MAC, ports, traffic class, hop limit, flow label, VLAN), 8 path MTU, 9 timeout, 10 retry count, 11 RNR retry, 12 RQ PSN, 13 max_rd_atomic, 15 min RNR timer, 16 SQ PSN, 17 max_dest_rd_atomic, 20 dest QPN; xroce: 24 rings, 25 CQs, 26 PD, 27 type, 28 MSN, 29 SRQ; 6 is the UD Q_Key (IBV_QP_QKEY). Fields left out keep the engine's values (PSNs advance while a driver edits the shadow). A new QP takes every field.") \
 	/* CQ window. */ \
 	X(CQ_SEL,          0x340, XR_RW, 0x00000000, "cqn:0:24", "CQN that CQ_CMD acts on.") \
 	X(CQ_CMD,          0x344, XR_WO, 0x00000000, "cmd:0:4", "CQ command: 1 COMMIT (create or resize), 2 READ, 3 DESTROY, 4 CLEAR.") \
@@ -156,7 +157,28 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	X(CQ_BASE_HI,      0x34C, XR_RW, 0x00000000, "", "Completion ring host address, bits 63:32.") \
 	X(CQ_LOG_SIZE,     0x350, XR_RW, 0x00000000, "log_entries:0:5", "Completion ring size, log2 of entries.") \
 	X(CQ_PI,           0x354, XR_RO, 0x00000000, "index:0:32", "Producer index (CQEs written by the engine).") \
-	X(CQ_STATE,        0x358, XR_RO, 0x00000000, "valid:0 armed:1 solicited_only:2 overflow:3", "CQ state as of READ.")
+	X(CQ_STATE,        0x358, XR_RO, 0x00000000, "valid:0 armed:1 solicited_only:2 overflow:3", "CQ state as of READ.") \
+	/* QP window, third page: UD and SRQ fields of the same shadow. */ \
+	X(QP_QKEY,         0x35C, XR_RW, 0x00000000, "", \
+	  "UD Q_Key: a received DETH Q_Key must equal it (else rx_drop_bad_qkey); sent instead of a WQE's Q_Key whose bit 31 is set (privileged Q_Key, IBTA C10-15). COMMIT mask bit 6.") \
+	X(QP_SRQN,         0x360, XR_RW, 0x00000000, "srqn:0:12", \
+	  "Shared receive queue the QP takes its receive WQEs from (0: its own receive queue). Taken when the QP is created; COMMIT mask bit 29 on a QP in RESET.") \
+	/* SRQ window: a shadow of one shared receive queue, applied by SRQ_CMD. */ \
+	X(SRQ_SEL,         0x380, XR_RW, 0x00000000, "srqn:0:12", "SRQN that SRQ_CMD acts on (1 .. CAP_SRQ-1).") \
+	X(SRQ_CMD,         0x384, XR_WO, 0x00000000, "cmd:0:4", \
+	  "SRQ command: 1 COMMIT (create from the shadow; on an existing SRQ only SRQ_LIMIT is applied), 2 READ, 3 DESTROY (refused with BUSY while QPs use it), 4 CLEAR.") \
+	X(SRQ_BASE_LO,     0x388, XR_RW, 0x00000000, "", "Receive WQE ring host address, bits 31:0 (receive WQE format).") \
+	X(SRQ_BASE_HI,     0x38C, XR_RW, 0x00000000, "", "Receive WQE ring host address, bits 63:32.") \
+	X(SRQ_LOG_SIZE,    0x390, XR_RW, 0x00000000, "log_entries:0:5", "Ring size, log2 of entries (1..15).") \
+	X(SRQ_LIMIT,       0x394, XR_RW, 0x00000000, "limit:0:16", \
+	  "Limit (0: disarmed). When taking a WQE leaves fewer than this posted, the engine logs an srq_limit event once and clears the limit (ibv_modify_srq IBV_SRQ_LIMIT).") \
+	X(SRQ_PD,          0x398, XR_RW, 0x00000000, "pd:0:24", "Protection domain.") \
+	X(SRQ_STATE,       0x39C, XR_RO, 0x00000000, "valid:0 qps:8:24", "SRQ state as of READ: valid, and the number of QPs attached.") \
+	X(SRQ_CI,          0x3A0, XR_RO, 0x00000000, "index:0:16", \
+	  "WQEs taken (free-running): the engine copies a WQE when it takes it, so every slot before this index may be reused.") \
+	X(SRQ_DB,          0x3A4, XR_WO, 0x00000000, "pi:0:16 srqn:16:12", \
+	  "SRQ doorbell: the new producer index of SRQ srqn (WQEs posted, mod 2^16). SLVERR for an SRQ that does not exist.") \
+	X(CAP_SRQ,         0x3A8, XR_RO, XR_MAX_SRQ, "", "Number of SRQ table entries (SRQNs 1 .. CAP_SRQ-1 usable).")
 
 /*
  * Register arrays: one register per QP or CQ.
@@ -236,7 +258,13 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	X(RD_ATOMIC_EXCEEDED, "rd_atomic_res_exceeded", "READ/atomic requests refused with NAK invalid request: more outstanding than max_dest_rd_atomic.") \
 	X(INV_REFUSED,        "inv_refused",            "SEND_WITH_INV or LOCAL_INV refused: the key names no invalidatable MR or MW.") \
 	X(ICRC_ID_RECOVERED,  "rx_icrc_id_recovered",   "UDP link: frames accepted with the IPv4 ID recovered from the ICRC (only 16 of the 32 ICRC bits checked).") \
-	X(DROP_ICRC_UNVERIFIABLE, "rx_drop_icrc_unverifiable", "UDP link, strict mode: dropped because the ICRC could not be checked in full (unknown non-zero IPv4 ID).")
+	X(DROP_ICRC_UNVERIFIABLE, "rx_drop_icrc_unverifiable", "UDP link, strict mode: dropped because the ICRC could not be checked in full (unknown non-zero IPv4 ID).") \
+	X(DROP_NO_RWQE,       "rx_drop_no_rwqe",        "Dropped: UC or UD message that needed a receive WQE with none posted (these transports have no RNR NAK).") \
+	X(DROP_UD_OVERSIZE,   "rx_drop_ud_oversize",    "Dropped: UD datagram longer than the receive buffer less its 40 GRH bytes (the WQE stays posted).") \
+	X(DROP_UC_MSG,        "rx_drop_uc_msg",         "Dropped: UC packet of a message cut short (PSN gap, opcode out of sequence, a new FIRST/ONLY) or with no message open.") \
+	X(DROP_UC_INVALID,    "rx_drop_uc_invalid",     "Dropped: UC message failing a length, access or R_Key check (UC never NAKs; the QP stays in RTS).") \
+	X(UD_SEND_OVERSIZE,   "ud_send_oversize",       "UD sends longer than the MTU: nothing sent, PSN used, completed SUCCESS (C10-93.1.1, as rxe).") \
+	X(SRQ_LIMIT_REACHED,  "srq_limit_reached",      "SRQ limit events raised.")
 
 /* After the table: one counter per parser rejection, named
  * "rx_drop_<reason>" and described by XR_PARSE_ERR_TABLE. */
@@ -316,6 +344,7 @@ enum xr_qp_mask {
 	XR_QPM_SQ_PSN = 1u << 16, XR_QPM_MAX_DEST_RD_ATOMIC = 1u << 17,
 	XR_QPM_DEST_QPN = 1u << 20, XR_QPM_RINGS = 1u << 24, XR_QPM_CQS = 1u << 25,
 	XR_QPM_PD = 1u << 26, XR_QPM_TYPE = 1u << 27, XR_QPM_MSN = 1u << 28,
+	XR_QPM_QKEY = 1u << 6, XR_QPM_SRQ = 1u << 29,
 	XR_QPM_ALL = 0xFFFFFFFFu,
 };
 
@@ -359,7 +388,9 @@ enum xr_qp_type { XR_QPT_RC = 0, XR_QPT_UC = 1, XR_QPT_UD = 3 };
 	X(CMD_ERROR,     "cmd_error",      "register",    "status") \
 	X(CQ_ERROR,      "cq_error",       "cqn",         "") \
 	X(SQ_DRAINED,    "sq_drained",     "",            "") \
-	X(MW_BIND,       "mw_bind",        "rkey",        "region index (0: unbound)")
+	X(MW_BIND,       "mw_bind",        "rkey",        "region index (0: unbound)") \
+	X(SRQ_LIMIT,     "srq_limit",      "srqn",        "WQEs left posted") \
+	X(QP_LAST_WQE,   "qp_last_wqe",    "srqn",        "")
 
 enum xr_event_type {
 #define XR_X(e, name, a0, a1) XR_EV_##e,

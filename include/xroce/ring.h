@@ -49,6 +49,21 @@ struct xr_sge {
 	uint32_t lkey;
 };
 
+/* A UD send WQE carries its address vector inline (as a NIC's datagram
+ * segment): the driver copies it from the address handle at post time, so
+ * the engine needs no AH table and an AH may be destroyed with sends
+ * still queued. */
+struct xr_hw_ud_av {
+	uint8_t  dgid[16];        /* destination GID (IPv4: ::ffff:a.b.c.d) */
+	uint8_t  dmac[6];         /* next-hop MAC (0: the PEER_MAC default) */
+	uint16_t udp_sport;       /* 0: derived from the sending QPN */
+	uint32_t remote_qpn;
+	uint32_t remote_qkey;     /* bit 31 set: send the QP's own Q_Key (C10-15) */
+	uint32_t flow_label;      /* IPv6 */
+	uint8_t  traffic_class, hop_limit;
+	uint8_t  rsvd[2];
+};
+
 struct xr_hw_wqe {
 	uint64_t wr_id;
 	uint8_t  opcode;          /* enum xr_wr_opcode */
@@ -58,10 +73,15 @@ struct xr_hw_wqe {
 	uint32_t length;          /* total message length (bytes) */
 	uint32_t imm_data;        /* ImmDt as the wire value, or the R_Key to invalidate */
 	uint32_t rkey;            /* remote key; BIND_MW: the window's new key */
-	uint64_t remote_addr;
-	uint64_t compare_add;     /* atomics: compare (CMP_SWP) or add (FETCH_ADD) */
-	uint64_t swap;
-	uint8_t  rsvd1[16];
+	union {
+		struct {
+			uint64_t remote_addr;
+			uint64_t compare_add;     /* atomics: compare (CMP_SWP) or add (FETCH_ADD) */
+			uint64_t swap;
+			uint8_t  rsvd1[16];
+		};
+		struct xr_hw_ud_av ud;    /* UD QPs: the datagram's address (docs/ud-uc-srq.md) */
+	};
 	union {
 		struct xr_sge sge[XR_WQE_MAX_SGE];
 		uint8_t inline_data[XR_WQE_MAX_INLINE];
@@ -122,6 +142,7 @@ struct xr_hw_cqe {
 	uint8_t  phase;           /* written last */
 };
 
+_Static_assert(sizeof(struct xr_hw_ud_av) == 40, "UD address vector size");
 _Static_assert(sizeof(struct xr_hw_wqe) == XR_WQE_SIZE, "send WQE size");
 _Static_assert(sizeof(struct xr_hw_rwqe) == XR_RWQE_SIZE, "receive WQE size");
 _Static_assert(sizeof(struct xr_hw_cqe) == XR_CQE_SIZE, "CQE size");

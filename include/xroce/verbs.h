@@ -27,6 +27,9 @@ struct xr_context;
 struct xr_pd;
 struct xr_cq;
 struct xr_qp;
+struct xr_srq;
+struct xr_ah;
+struct xr_recv_wr;
 
 enum xr_progress_mode {
 	XR_PROGRESS_THREAD = 0,   /* the engine runs in a thread of its own */
@@ -146,12 +149,18 @@ int xr_get_cq_event(struct xr_cq *cq, int timeout_ms);
 const char *xr_wc_status_str(enum xr_wc_status status);
 
 /* Asynchronous events (ibv_get_async_event), read from the engine's
- * event log: a CQ that overran (its QP went to ERR), an SQ drained in SQD. */
-enum xr_async_event_type { XR_EVENT_CQ_ERR = 0, XR_EVENT_SQ_DRAINED = 6 };
+ * event log: a CQ that overran (its QP went to ERR), an SQ drained in SQD,
+ * an SRQ below its limit (ibv's value 15), a QP on an SRQ in ERR that will
+ * take no more WQEs from it (16). */
+enum xr_async_event_type {
+	XR_EVENT_CQ_ERR = 0, XR_EVENT_SQ_DRAINED = 6,
+	XR_EVENT_SRQ_LIMIT_REACHED = 15, XR_EVENT_QP_LAST_WQE_REACHED = 16,
+};
 struct xr_async_event {
 	enum xr_async_event_type type;
 	uint32_t cqn;                 /* CQ_ERR: the CQ's number */
-	uint32_t qp_num;              /* the QP concerned */
+	uint32_t qp_num;              /* the QP concerned (SRQ_LIMIT: the QP that took the WQE) */
+	uint32_t srq_num;             /* SRQ_LIMIT, QP_LAST_WQE: the SRQ's number */
 };
 /* The next event not yet returned: 0, ETIMEDOUT after timeout_ms (0: do
  * not wait; -1: forever), or EIO. */
@@ -169,10 +178,14 @@ struct xr_qp_init_attr {
 	struct xr_qp_cap cap;
 	enum xr_qp_type qp_type;
 	int sq_sig_all;
+	struct xr_srq *srq;           /* receive WQEs from this SRQ (NULL: the QP's own) */
 };
 
 /* QP states are enum xr_qp_state (XR_QPS_RESET ... XR_QPS_ERR, regmap.h),
- * with ibv_qp_state's values; the QP type is XR_QPT_RC. */
+ * with ibv_qp_state's values; the QP types are XR_QPT_RC, XR_QPT_UC and
+ * XR_QPT_UD (docs/ud-uc-srq.md). UC QPs post SEND/WRITE(+IMM) only (READ
+ * and atomics: EINVAL), UD QPs SEND and SEND_WITH_IMM with an address
+ * handle in wr.ud; a UD receive buffer starts with 40 GRH bytes. */
 
 enum xr_mtu { XR_MTU_256 = 1, XR_MTU_512 = 2, XR_MTU_1024 = 3, XR_MTU_2048 = 4, XR_MTU_4096 = 5 };
 
@@ -213,6 +226,39 @@ enum xr_qp_attr_mask {
 
 #define XR_MAX_RD_ATOMIC 16
 
+/* Address handles (ibv_create_ah) for UD sends: a GID-based RoCE v2
+ * address (is_global with grh.dgid required), its next-hop MAC resolved
+ * now (EHOSTUNREACH otherwise); a flow label gives the UDP source port
+ * (as rdma_flow_label_to_udp_sport), else it follows the sending QPN.
+ * Errors: EINVAL, ENOMEM, EHOSTUNREACH. A UD WQE carries a copy of the
+ * address, so an AH may be destroyed while sends using it are queued. */
+struct xr_ah *xr_create_ah(struct xr_pd *pd, const struct xr_ah_attr *attr);
+int xr_destroy_ah(struct xr_ah *ah);
+
+/* Shared receive queues (ibv_create_srq and friends). srq_limit is
+ * ignored at create (ibv_create_srq(3); rxe arms it, F1 ⚠); arm it with
+ * xr_modify_srq(XR_SRQ_LIMIT): when a QP takes a WQE that leaves fewer
+ * posted, XR_EVENT_SRQ_LIMIT_REACHED comes once and the limit is 0 again.
+ * Resizing (XR_SRQ_MAX_WR) is not supported: EINVAL. */
+struct xr_srq_attr {
+	uint32_t max_wr, max_sge, srq_limit;
+};
+struct xr_srq_init_attr {
+	struct xr_srq_attr attr;
+};
+enum xr_srq_attr_mask { XR_SRQ_MAX_WR = 1 << 0, XR_SRQ_LIMIT = 1 << 1 };
+/* Errors: EINVAL (bad sizes), ENOMEM, ENOSPC. attr->attr gets the sizes made. */
+struct xr_srq *xr_create_srq(struct xr_pd *pd, struct xr_srq_init_attr *attr);
+/* 0, or EINVAL (limit above max_wr, a resize, a bad mask). */
+int xr_modify_srq(struct xr_srq *srq, struct xr_srq_attr *attr, int mask);
+int xr_query_srq(struct xr_srq *srq, struct xr_srq_attr *attr);
+/* 0, or EBUSY while QPs use it. */
+int xr_destroy_srq(struct xr_srq *srq);
+uint32_t xr_srq_num(const struct xr_srq *srq);
+/* As xr_post_recv: 0, EINVAL, ENOMEM (full). */
+int xr_post_srq_recv(struct xr_srq *srq, struct xr_recv_wr *wr, struct xr_recv_wr **bad);
+
+/* Errors: EINVAL (bad type, sizes or an SRQ of another device), ENOMEM, ENOSPC. */
 struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr);
 /* Errors as ibv_modify_qp: EINVAL for a transition, mask or value the
  * state machine does not allow (nothing changes). */
@@ -233,6 +279,9 @@ struct xr_send_wr {
 	union {
 		struct { uint64_t remote_addr; uint32_t rkey; } rdma;
 		struct { uint64_t remote_addr; uint64_t compare_add; uint64_t swap; uint32_t rkey; } atomic;
+		/* UD: where to (a remote_qkey with bit 31 set sends the QP's own
+		 * Q_Key, IBTA C10-15). */
+		struct { struct xr_ah *ah; uint32_t remote_qpn; uint32_t remote_qkey; } ud;
 	} wr;
 	/* XR_WR_BIND_MW (type-2 windows; xr_bind_mw posts type 1's): rkey is
 	 * the window's new key (same index, a new key byte: xr_inc_rkey). */
@@ -250,7 +299,8 @@ struct xr_recv_wr {
 	int num_sge;
 };
 
-/* 0, or EINVAL (bad WR or QP state), ENOMEM (queue full); *bad names the WR.
+/* 0, or EINVAL (bad WR or QP state; xr_post_recv on a QP with an SRQ),
+ * ENOMEM (queue full); *bad names the WR.
  * An atomic WR must be 8 bytes at an 8-byte aligned remote address; a
  * receive WR's SGEs must total at most 2^31 bytes. */
 int xr_post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Asynchronous events: the device's event log read back as the events an
- * application is told of (CQ errors, SQ drained).
+ * application is told of (CQ errors, SQ drained, SRQ limit, last WQE).
  */
 #include <poll.h>
 #include <time.h>
@@ -36,6 +36,10 @@ static int next_async_event(struct xr_context *ctx, struct xr_async_event *ev)
 			*ev = (struct xr_async_event){ .type = XR_EVENT_CQ_ERR, .cqn = a0, .qp_num = qpn };
 		} else if ((type & 0xFF) == XR_EV_SQ_DRAINED) {
 			*ev = (struct xr_async_event){ .type = XR_EVENT_SQ_DRAINED, .qp_num = qpn };
+		} else if ((type & 0xFF) == XR_EV_SRQ_LIMIT) {
+			*ev = (struct xr_async_event){ .type = XR_EVENT_SRQ_LIMIT_REACHED, .qp_num = qpn, .srq_num = a0 };
+		} else if ((type & 0xFF) == XR_EV_QP_LAST_WQE) {
+			*ev = (struct xr_async_event){ .type = XR_EVENT_QP_LAST_WQE_REACHED, .qp_num = qpn, .srq_num = a0 };
 		} else {
 			continue;
 		}

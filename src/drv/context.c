@@ -32,7 +32,7 @@ struct field {
 	X(hop_limit, QP_NET, "hop_limit") X(pcp, QP_NET, "pcp") X(vlan, QP_NET, "vlan") \
 	X(vid, QP_NET, "vid") X(sq_cqn, QP_SQ_CQN, "cqn") X(rq_cqn, QP_RQ_CQN, "cqn") X(pd, QP_PD, "pd") \
 	X(sq_log_size, QP_SQ_LOG_SIZE, "log_entries") X(rq_log_size, QP_RQ_LOG_SIZE, "log_entries") \
-	X(sq_ci, QP_SQ_CI, "index") X(rq_ci, QP_RQ_CI, "index")
+	X(sq_ci, QP_SQ_CI, "index") X(rq_ci, QP_RQ_CI, "index") X(srqn, QP_SRQN, "srqn")
 #define MR_FIELDS(X) \
 	X(access, MR_ACCESS, "access") X(valid, MR_ACCESS, "valid") X(pd, MR_PD, "pd") \
 	X(page_shift, MR_PAGE_SHIFT, "shift") X(mw, MR_KIND, "mw") X(mw_type, MR_KIND, "mw_type") \
@@ -43,10 +43,15 @@ struct field {
 	X(armed, CQ_STATE, "armed") X(solicited_only, CQ_STATE, "solicited_only") \
 	X(overflow, CQ_STATE, "overflow")
 
+#define SRQ_FIELDS(X) \
+	X(log_size, SRQ_LOG_SIZE, "log_entries") X(limit, SRQ_LIMIT, "limit") X(pd, SRQ_PD, "pd") \
+	X(valid, SRQ_STATE, "valid") X(nqps, SRQ_STATE, "qps") X(ci, SRQ_CI, "index")
+
 #define FIELD_ENTRY(member, reg, fname) { XR_REG_##reg, fname, 0, 0, false },
 static struct field qp_fields[] = { QP_FIELDS(FIELD_ENTRY) };
 static struct field mr_fields[] = { MR_FIELDS(FIELD_ENTRY) };
 static struct field cq_fields[] = { CQ_FIELDS(FIELD_ENTRY) };
+static struct field srq_fields[] = { SRQ_FIELDS(FIELD_ENTRY) };
 #undef FIELD_ENTRY
 #define NFIELDS(a) (sizeof(a) / sizeof(a[0]))
 
@@ -69,6 +74,7 @@ static void context_init(void)
 	resolve(qp_fields, NFIELDS(qp_fields));
 	resolve(mr_fields, NFIELDS(mr_fields));
 	resolve(cq_fields, NFIELDS(cq_fields));
+	resolve(srq_fields, NFIELDS(srq_fields));
 }
 
 /* Accumulates words register by register, in ascending offset order. */
@@ -158,6 +164,7 @@ int xr_qp_ctx_encode(const struct xr_qp_ctx *c, uint32_t off[], uint32_t val[])
 	*word_for(&w, XR_REG_QP_PEER_MAC_HIGH) = hi;
 	put_u64(&w, XR_REG_QP_SQ_BASE_LO, c->sq_base);
 	put_u64(&w, XR_REG_QP_RQ_BASE_LO, c->rq_base);
+	*word_for(&w, XR_REG_QP_QKEY) = c->qkey;   /* a whole register: no field */
 	sort_words(&w);
 	return w.overflow ? -EINVAL : w.n;
 }
@@ -175,6 +182,7 @@ void xr_qp_ctx_decode(struct xr_qp_ctx *c, uint32_t (*get)(void *, uint32_t), vo
 	xr_mac_from_regs(c->peer_mac, get(arg, XR_REG_QP_PEER_MAC_LOW), get(arg, XR_REG_QP_PEER_MAC_HIGH));
 	c->sq_base = get_u64(get, arg, XR_REG_QP_SQ_BASE_LO);
 	c->rq_base = get_u64(get, arg, XR_REG_QP_RQ_BASE_LO);
+	c->qkey = get(arg, XR_REG_QP_QKEY);
 }
 
 int xr_mr_ctx_encode(const struct xr_mr_ctx *c, uint32_t off[], uint32_t val[])
@@ -233,4 +241,28 @@ void xr_cq_ctx_decode(struct xr_cq_ctx *c, uint32_t (*get)(void *, uint32_t), vo
 	CQ_FIELDS(GET)
 #undef GET
 	c->base = get_u64(get, arg, XR_REG_CQ_BASE_LO);
+}
+
+int xr_srq_ctx_encode(const struct xr_srq_ctx *c, uint32_t off[], uint32_t val[])
+{
+	struct words w = { off, val, 0, false };
+	const struct field *f = srq_fields;
+
+#define PUT(member, r_, fname) put_field(&w, f++, (uint64_t)c->member);
+	SRQ_FIELDS(PUT)
+#undef PUT
+	put_u64(&w, XR_REG_SRQ_BASE_LO, c->base);
+	sort_words(&w);
+	return w.overflow ? -EINVAL : w.n;
+}
+
+void xr_srq_ctx_decode(struct xr_srq_ctx *c, uint32_t (*get)(void *, uint32_t), void *arg)
+{
+	const struct field *f = srq_fields;
+
+	memset(c, 0, sizeof(*c));
+#define GET(member, r_, fname) c->member = (__typeof__(c->member))get_field(f, get(arg, f->reg)); f++;
+	SRQ_FIELDS(GET)
+#undef GET
+	c->base = get_u64(get, arg, XR_REG_SRQ_BASE_LO);
 }

@@ -28,7 +28,8 @@ static void on_event(void *arg, uint32_t type, uint32_t qpn)
 	uint64_t one = 1;
 
 	(void)qpn;
-	if ((type == XR_EV_CQ_ERROR || type == XR_EV_SQ_DRAINED) && write(ctx->async_efd, &one, sizeof(one)) < 0) {
+	if ((type == XR_EV_CQ_ERROR || type == XR_EV_SQ_DRAINED || type == XR_EV_SRQ_LIMIT ||
+	     type == XR_EV_QP_LAST_WQE) && write(ctx->async_efd, &one, sizeof(one)) < 0) {
 		/* counter saturated: waiters are awake anyway */
 	}
 }
@@ -72,6 +73,7 @@ struct xr_context *xr_open_device(struct xr_link *link, const struct xr_device_o
 	ctx->progress = opts->progress;
 	ctx->next_pd = ctx->next_cqn = ctx->next_mr = 1;
 	ctx->next_qpn = 0x11;   /* low QPNs stay free, as on real devices */
+	ctx->next_srqn = 1;
 	if (xr_engine_attach_link(ctx->engine, link)) {
 		err = EBUSY;
 		goto fail;
@@ -123,6 +125,7 @@ int xr_close_device(struct xr_context *ctx)
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx->free_mr);
 	free(ctx->free_qpn);
+	free(ctx->free_srqn);
 	free(ctx->qp_by_num);
 	free(ctx->cq_by_num);
 	close(ctx->async_efd);

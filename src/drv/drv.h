@@ -33,7 +33,8 @@ struct xr_context {
 	pthread_mutex_t lock;          /* register sequences and ID allocation */
 	enum xr_progress_mode progress;
 	xr_gid gid;
-	uint32_t next_pd, next_cqn, next_mr, next_qpn;
+	uint32_t next_pd, next_cqn, next_mr, next_qpn, next_srqn;
+	uint32_t *free_srqn, nfree_srqn;
 	uint32_t *free_mr, nfree_mr;
 	uint32_t *free_qpn, nfree_qpn;
 	struct xr_qp **qp_by_num;      /* CQEs name QPs by number */
@@ -54,6 +55,22 @@ struct xr_cq {
 	uint32_t log_size, ci;
 	int efd;
 	pthread_mutex_t lock;
+};
+
+struct xr_srq {
+	struct xr_context *ctx;
+	struct xr_pd *pd;
+	uint32_t srqn;
+	struct xr_hw_rwqe *ring;
+	uint32_t log, max_sge, limit;
+	uint16_t pi, ci;               /* ci: WQEs the engine took, as last read */
+	uint32_t nqps;                 /* QPs attached (destroy: EBUSY) */
+	pthread_mutex_t lock;
+};
+
+struct xr_ah {
+	struct xr_context *ctx;
+	struct xr_hw_ud_av av;         /* copied into each UD WQE */
 };
 
 struct xr_qp {

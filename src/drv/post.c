@@ -35,10 +35,29 @@ static int build_bind(struct xr_qp *qp, const struct xr_send_wr *w, struct xr_hw
 	return 0;
 }
 
+/* The WR opcodes a QP type takes (B30, E7): UC no READ, atomics or
+ * SEND_WITH_INV; UD SEND and SEND_WITH_IMM only. */
+static bool opcode_ok(enum xr_qp_type type, enum xr_wr_opcode op)
+{
+	switch (op) {
+	case XR_WR_SEND: case XR_WR_SEND_WITH_IMM:
+		return true;
+	case XR_WR_RDMA_WRITE: case XR_WR_RDMA_WRITE_WITH_IMM: case XR_WR_LOCAL_INV: case XR_WR_BIND_MW:
+		return type != XR_QPT_UD;
+	default:
+		return type == XR_QPT_RC;
+	}
+}
+
 static int build_wqe(struct xr_qp *qp, const struct xr_send_wr *w, struct xr_hw_wqe *q, bool internal)
 {
 	uint32_t len = 0;
 
+	if (!opcode_ok(qp->init.qp_type, w->opcode))
+		return EINVAL;
+	if (qp->init.qp_type == XR_QPT_UD && (!w->wr.ud.ah || w->wr.ud.ah->ctx != qp->ctx ||
+					      w->wr.ud.remote_qpn > XR_QPN_MASK))
+		return EINVAL;
 	if (w->opcode == XR_WR_BIND_MW)
 		return build_bind(qp, w, q, internal);
 	if (w->num_sge < 0 || (unsigned)w->num_sge > qp->init.cap.max_send_sge || (w->num_sge && !w->sg_list))
@@ -78,6 +97,11 @@ static int build_wqe(struct xr_qp *qp, const struct xr_send_wr *w, struct xr_hw_
 		q->rkey = w->wr.atomic.rkey;
 		q->compare_add = w->wr.atomic.compare_add;
 		q->swap = w->wr.atomic.swap;
+	} else if (qp->init.qp_type == XR_QPT_UD) {
+		/* The address travels in the WQE (docs/ud-uc-srq.md). */
+		q->ud = w->wr.ud.ah->av;
+		q->ud.remote_qpn = w->wr.ud.remote_qpn;
+		q->ud.remote_qkey = w->wr.ud.remote_qkey;
 	} else {
 		q->remote_addr = w->wr.rdma.remote_addr;
 		q->rkey = w->wr.rdma.rkey;
@@ -151,7 +175,8 @@ int xr_post_recv(struct xr_qp *qp, struct xr_recv_wr *wr, struct xr_recv_wr **ba
 
 	if (bad)
 		*bad = NULL;
-	if (qp->hw.state == XR_QPS_RESET) {
+	if (qp->hw.state == XR_QPS_RESET || qp->init.srq) {
+		/* F3: a QP on an SRQ has no receive queue of its own. */
 		if (bad)
 			*bad = wr;
 		return EINVAL;

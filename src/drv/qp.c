@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Queue pairs: create, modify (the RC transition table and attribute
- * checks), query and destroy.
+ * Queue pairs: create, modify (the RC, UC and UD transition tables and
+ * attribute checks), query and destroy.
  */
 #include <time.h>
 
@@ -22,13 +22,28 @@ uint32_t xr_qp_num(const struct xr_qp *qp)
 	return qp->qpn;
 }
 
+/* The largest IB MTU a UD packet (IPv6, UDP, BTH, DETH, ImmDt, ICRC) fits
+ * in on this link: the port's active MTU (D1). */
+static uint8_t ud_mtu(const struct xr_context *ctx)
+{
+	uint32_t room = ctx->link && ctx->link->mtu ? ctx->link->mtu : 1500;
+	uint8_t m = XR_MTU_4096;
+
+	room = room > 76 ? room - 76 : 0;
+	while (m > XR_MTU_256 && (128u << m) > room)
+		m--;
+	return m;
+}
+
 struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr)
 {
 	struct xr_context *ctx = pd ? pd->ctx : NULL;
 	struct xr_qp *qp;
 	int rc;
 
-	if (!ctx || !attr || !attr->send_cq || !attr->recv_cq || attr->qp_type != XR_QPT_RC ||
+	if (!ctx || !attr || !attr->send_cq || !attr->recv_cq ||
+	    (attr->qp_type != XR_QPT_RC && attr->qp_type != XR_QPT_UC && attr->qp_type != XR_QPT_UD) ||
+	    (attr->srq && attr->srq->ctx != ctx) ||
 	    attr->cap.max_send_wr < 1 || attr->cap.max_send_wr > (1u << MAX_QUEUE_LOG) ||
 	    attr->cap.max_recv_wr > (1u << MAX_QUEUE_LOG) || attr->cap.max_send_sge > XR_WQE_MAX_SGE ||
 	    attr->cap.max_recv_sge > XR_RWQE_MAX_SGE || attr->cap.max_inline_data > XR_WQE_MAX_INLINE) {
@@ -64,7 +79,10 @@ struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr)
 
 	memset(&qp->hw, 0, sizeof(qp->hw));
 	qp->hw.state = XR_QPS_RESET;
-	qp->hw.type = XR_QPT_RC;
+	qp->hw.type = (uint8_t)attr->qp_type;
+	qp->hw.srqn = attr->srq ? attr->srq->srqn : 0;
+	if (attr->qp_type == XR_QPT_UD)
+		qp->hw.path_mtu = ud_mtu(ctx);   /* UD has no path: the port's MTU */
 	qp->hw.sq_cqn = attr->send_cq->cqn;
 	qp->hw.rq_cqn = attr->recv_cq->cqn;
 	qp->hw.pd = pd->pdn;
@@ -84,6 +102,8 @@ struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr)
 		       xr_regio_qp_commit(ctx->regs, qp->qpn, &qp->hw, NULL) : -ENOSPC;
 	if (!rc)
 		__atomic_store_n(&ctx->qp_by_num[qp->qpn], qp, __ATOMIC_RELEASE);
+	if (!rc && attr->srq)
+		attr->srq->nqps++;
 	pthread_mutex_unlock(&ctx->lock);
 	if (rc) {
 		free(qp->sq);
@@ -143,6 +163,79 @@ static const struct transition rc_table[7][7] = {
 	},
 };
 
+/* UC (transport-rules G1): no RDMA READ/atomic attributes, no timers. */
+static const struct transition uc_table[7][7] = {
+	[XR_QPS_RESET] = {
+		[XR_QPS_RESET] = { true, 0, 0 },
+		[XR_QPS_INIT] = { true, XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS, 0 },
+	},
+	[XR_QPS_INIT] = {
+		[XR_QPS_RESET] = { true, 0, 0 }, [XR_QPS_ERR] = { true, 0, 0 },
+		[XR_QPS_INIT] = { true, 0, XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS },
+		[XR_QPS_RTR] = { true, XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN | XR_QP_RQ_PSN,
+				 XR_QP_ALT_PATH | XR_QP_ACCESS_FLAGS | XR_QP_PKEY_INDEX },
+	},
+	[XR_QPS_RTR] = {
+		[XR_QPS_RESET] = { true, 0, 0 }, [XR_QPS_ERR] = { true, 0, 0 },
+		[XR_QPS_RTS] = { true, XR_QP_SQ_PSN, XR_QP_CUR_STATE | XR_QP_ALT_PATH | XR_QP_ACCESS_FLAGS |
+							     XR_QP_PATH_MIG_STATE },
+	},
+	[XR_QPS_RTS] = {
+		[XR_QPS_RESET] = { true, 0, 0 }, [XR_QPS_ERR] = { true, 0, 0 },
+		[XR_QPS_RTS] = { true, 0, XR_QP_CUR_STATE | XR_QP_ACCESS_FLAGS | XR_QP_ALT_PATH |
+					  XR_QP_PATH_MIG_STATE },
+		[XR_QPS_SQD] = { true, 0, XR_QP_EN_SQD_ASYNC_NOTIFY },
+	},
+	[XR_QPS_SQD] = {
+		[XR_QPS_RESET] = { true, 0, 0 }, [XR_QPS_ERR] = { true, 0, 0 },
+		[XR_QPS_RTS] = { true, 0, XR_QP_CUR_STATE | XR_QP_ALT_PATH | XR_QP_ACCESS_FLAGS |
+					  XR_QP_PATH_MIG_STATE },
+		[XR_QPS_SQD] = { true, 0, XR_QP_AV | XR_QP_ALT_PATH | XR_QP_ACCESS_FLAGS | XR_QP_PKEY_INDEX |
+					  XR_QP_PATH_MIG_STATE },
+	},
+	[XR_QPS_SQE] = {
+		[XR_QPS_RESET] = { true, 0, 0 }, [XR_QPS_ERR] = { true, 0, 0 },
+		[XR_QPS_RTS] = { true, 0, XR_QP_CUR_STATE | XR_QP_ACCESS_FLAGS },
+	},
+	[XR_QPS_ERR] = {
+		[XR_QPS_RESET] = { true, 0, 0 }, [XR_QPS_ERR] = { true, 0, 0 },
+	},
+};
+
+/* UD (G1): the Q_Key instead of an address, access flags and a path. */
+static const struct transition ud_table[7][7] = {
+	[XR_QPS_RESET] = {
+		[XR_QPS_RESET] = { true, 0, 0 },
+		[XR_QPS_INIT] = { true, XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_QKEY, 0 },
+	},
+	[XR_QPS_INIT] = {
+		[XR_QPS_RESET] = { true, 0, 0 }, [XR_QPS_ERR] = { true, 0, 0 },
+		[XR_QPS_INIT] = { true, 0, XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_QKEY },
+		[XR_QPS_RTR] = { true, 0, XR_QP_PKEY_INDEX | XR_QP_QKEY },
+	},
+	[XR_QPS_RTR] = {
+		[XR_QPS_RESET] = { true, 0, 0 }, [XR_QPS_ERR] = { true, 0, 0 },
+		[XR_QPS_RTS] = { true, XR_QP_SQ_PSN, XR_QP_CUR_STATE | XR_QP_QKEY },
+	},
+	[XR_QPS_RTS] = {
+		[XR_QPS_RESET] = { true, 0, 0 }, [XR_QPS_ERR] = { true, 0, 0 },
+		[XR_QPS_RTS] = { true, 0, XR_QP_CUR_STATE | XR_QP_QKEY },
+		[XR_QPS_SQD] = { true, 0, XR_QP_EN_SQD_ASYNC_NOTIFY },
+	},
+	[XR_QPS_SQD] = {
+		[XR_QPS_RESET] = { true, 0, 0 }, [XR_QPS_ERR] = { true, 0, 0 },
+		[XR_QPS_RTS] = { true, 0, XR_QP_CUR_STATE | XR_QP_QKEY },
+		[XR_QPS_SQD] = { true, 0, XR_QP_PKEY_INDEX | XR_QP_QKEY },
+	},
+	[XR_QPS_SQE] = {
+		[XR_QPS_RESET] = { true, 0, 0 }, [XR_QPS_ERR] = { true, 0, 0 },
+		[XR_QPS_RTS] = { true, 0, XR_QP_CUR_STATE | XR_QP_QKEY },
+	},
+	[XR_QPS_ERR] = {
+		[XR_QPS_RESET] = { true, 0, 0 }, [XR_QPS_ERR] = { true, 0, 0 },
+	},
+};
+
 static int check_modify(const struct xr_qp *qp, const struct xr_qp_attr *a, int mask)
 {
 	unsigned cur = (mask & XR_QP_CUR_STATE) ? a->cur_qp_state : qp->hw.state;
@@ -151,7 +244,8 @@ static int check_modify(const struct xr_qp *qp, const struct xr_qp_attr *a, int 
 
 	if (cur > XR_QPS_ERR || next > XR_QPS_ERR || cur != qp->hw.state)
 		return EINVAL;
-	t = &rc_table[cur][next];
+	t = qp->hw.type == XR_QPT_UD ? &ud_table[cur][next] :
+	    qp->hw.type == XR_QPT_UC ? &uc_table[cur][next] : &rc_table[cur][next];
 	if (!t->valid || (mask & t->req) != t->req ||
 	    (mask & ~(t->req | t->opt | XR_QP_STATE)))
 		return EINVAL;
@@ -176,6 +270,9 @@ static int check_modify(const struct xr_qp *qp, const struct xr_qp_attr *a, int 
 		return EINVAL;
 	if ((mask & XR_QP_DEST_QPN) && a->dest_qp_num > XR_QPN_MASK)
 		return EINVAL;
+	/* A privileged Q_Key (bit 31) needs privilege we do not grant (D2). */
+	if ((mask & XR_QP_QKEY) && (a->qkey & 0x80000000u))
+		return EPERM;
 	return 0;
 }
 
@@ -256,6 +353,10 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 		next.dest_qpn = a->dest_qp_num;
 		commit_mask |= XR_QPM_DEST_QPN;
 	}
+	if (mask & XR_QP_QKEY) {
+		next.qkey = a->qkey;
+		commit_mask |= XR_QPM_QKEY;
+	}
 	if (next.state == XR_QPS_RESET) {
 		/* Back to RESET: the rings start over on both sides. */
 		pthread_mutex_lock(&qp->sq_lock);
@@ -292,6 +393,7 @@ int xr_query_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask, struct xr_qp_i
 	a->rq_psn = c.rq_psn;
 	a->sq_psn = c.sq_psn;
 	a->dest_qp_num = c.dest_qpn;
+	a->qkey = c.qkey;
 	a->qp_access_flags = c.access;
 	a->cap = qp->init.cap;
 	a->ah_attr.is_global = 1;
@@ -343,6 +445,8 @@ int xr_destroy_qp(struct xr_qp *qp)
 	xr_regio_qp_destroy(ctx->regs, qp->qpn);
 	__atomic_store_n(&ctx->qp_by_num[qp->qpn], NULL, __ATOMIC_RELEASE);
 	push_free(&ctx->free_qpn, &ctx->nfree_qpn, qp->qpn);
+	if (qp->init.srq)
+		qp->init.srq->nqps--;
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_mutex_destroy(&qp->sq_lock);
 	pthread_mutex_destroy(&qp->rq_lock);

@@ -364,3 +364,28 @@ int xr_regio_cq_destroy(struct xr_regio *r, uint32_t cqn)
 {
 	return window_cmd(r, XR_REG_CQ_SEL, XR_REG_CQ_CMD, cqn, XR_CMD_DESTROY);
 }
+
+int xr_regio_srq_commit(struct xr_regio *r, uint32_t srqn, const struct xr_srq_ctx *c, uint32_t *status)
+{
+	uint32_t off[XR_SRQ_SHADOW_WORDS], val[XR_SRQ_SHADOW_WORDS];
+	int n = xr_srq_ctx_encode(c, off, val);
+
+	if (n < 0)
+		return n;
+	return window_commit(r, XR_REG_SRQ_SEL, XR_REG_SRQ_CMD, srqn, off, val, n, status);
+}
+
+int xr_regio_srq_read(struct xr_regio *r, uint32_t srqn, struct xr_srq_ctx *c)
+{
+	struct reader rd = { r, window_cmd(r, XR_REG_SRQ_SEL, XR_REG_SRQ_CMD, srqn, XR_CMD_READ) };
+
+	if (rd.rc)
+		return rd.rc;
+	xr_srq_ctx_decode(c, reader_get, &rd);
+	return rd.rc;
+}
+
+int xr_regio_srq_destroy(struct xr_regio *r, uint32_t srqn)
+{
+	return window_cmd(r, XR_REG_SRQ_SEL, XR_REG_SRQ_CMD, srqn, XR_CMD_DESTROY);
+}

@@ -145,13 +145,23 @@ void xr_qp_flush(struct xr_engine *e, struct xr_qp *qp)
 	qp->ctx.sq_ci = rq->tail;
 
 	if (rs->have_rwqe) {
+		/* A WQE the QP holds mid-message (its own, or taken from the SRQ:
+		 * the buffer goes back to the application either way). */
 		struct xr_wc_info wc = { .wr_id = rs->rwqe.wr_id, .status = XR_WC_WR_FLUSH_ERR, .opcode = XR_WC_RECV,
-					 .wqe_index = (uint16_t)(rs->rq_head - 1) };
+					 .wqe_index = rs->rwqe_index };
 		xr_complete(e, qp, qp->ctx.rq_cqn, &wc, false);
 		rs->have_rwqe = false;
-		qp->rq_ci++;
+		if (!qp->ctx.srqn)
+			qp->rq_ci++;
 	}
-	if (qp->ctx.rq_log_size && qp->ctx.rq_base) {
+	if (qp->ctx.srqn) {
+		/* F4: the SRQ is not flushed (other QPs use it); the QP says it
+		 * will take no more (IBV_EVENT_QP_LAST_WQE_REACHED). */
+		if (!rs->last_wqe_logged) {
+			rs->last_wqe_logged = true;
+			xr_evlog_add(e, XR_EV_QP_LAST_WQE, qp->qpn, qp->ctx.srqn, 0);
+		}
+	} else if (qp->ctx.rq_log_size && qp->ctx.rq_base) {
 		for (; rs->rq_head != qp->rq_pi; rs->rq_head++, qp->rq_ci++) {
 			struct xr_wc_info wc = { .wr_id = rq_slot(qp, rs->rq_head)->wr_id,
 						 .status = XR_WC_WR_FLUSH_ERR, .opcode = XR_WC_RECV,

@@ -69,7 +69,8 @@ struct xr_engine *xr_engine_create(void)
 	e->mrs = calloc(XR_MAX_MR, sizeof(*e->mrs));
 	e->mr_variant = calloc(XR_MAX_MR, 1);
 	e->cqs = calloc(XR_MAX_CQ, sizeof(*e->cqs));
-	if (!e->qps || !e->mrs || !e->mr_variant || !e->cqs)
+	e->srqs = calloc(XR_MAX_SRQ, sizeof(*e->srqs));
+	if (!e->qps || !e->mrs || !e->mr_variant || !e->cqs || !e->srqs)
 		goto nomem;
 	pthread_mutex_init(&e->reg_lock, NULL);
 	pthread_rwlock_init(&e->dp_lock, NULL);
@@ -79,6 +80,8 @@ struct xr_engine *xr_engine_create(void)
 	xr_datapath_init(e);
 	for (uint32_t i = 0; i < XR_MAX_CQ; i++)
 		pthread_mutex_init(&e->cqs[i].lock, NULL);
+	for (uint32_t i = 0; i < XR_MAX_SRQ; i++)
+		pthread_mutex_init(&e->srqs[i].lock, NULL);
 	regs_reset(e);
 	return e;
 nomem:
@@ -87,6 +90,7 @@ nomem:
 		free(e->mrs);
 		free(e->mr_variant);
 		free(e->cqs);
+		free(e->srqs);
 		free(e);
 	}
 	errno = ENOMEM;
@@ -104,6 +108,9 @@ void xr_engine_destroy(struct xr_engine *e)
 	free(e->mrs);
 	free(e->mr_variant);
 	free(e->cqs);
+	for (uint32_t i = 0; i < XR_MAX_SRQ; i++)
+		pthread_mutex_destroy(&e->srqs[i].lock);
+	free(e->srqs);
 	pthread_mutex_destroy(&e->reg_lock);
 	pthread_rwlock_destroy(&e->dp_lock);
 	pthread_mutex_destroy(&e->evlog_lock);

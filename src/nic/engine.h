@@ -91,6 +91,8 @@ enum xr_resp_msg { XR_RESP_IDLE, XR_RESP_IN_SEND, XR_RESP_IN_WRITE };
 struct xr_resp {
 	enum xr_resp_msg in_msg;     /* a multi-packet SEND or WRITE under way */
 	bool     have_rwqe;          /* rwqe holds the receive WQE being filled */
+	uint16_t rwqe_index;         /* its slot (in the RQ, or in the SRQ) */
+	bool     last_wqe_logged;    /* SRQ: qp_last_wqe raised on ERR */
 	struct xr_hw_rwqe rwqe;
 	uint32_t recv_offset;        /* bytes placed in it */
 	uint16_t rq_head;            /* next receive WQE to take (free-running) */
@@ -132,6 +134,16 @@ struct xr_cq {
 	pthread_mutex_t lock;        /* CQEs come from the data path and from flushes */
 };
 
+/* A shared receive queue (srq.c): WQEs are copied into the QP that takes
+ * them, so its ring slots are free again at once. */
+struct xr_srq {
+	bool in_use;
+	struct xr_srq_ctx ctx;
+	uint16_t pi;                 /* doorbell: WQEs posted */
+	uint16_t head;               /* WQEs taken */
+	pthread_mutex_t lock;        /* taken under a QP's lock; never the other way */
+};
+
 struct xr_evlog_entry {
 	uint64_t ts_ns;
 	uint32_t qpn, arg0, arg1;
@@ -155,6 +167,7 @@ struct xr_engine {
 	struct xr_mr *mrs;                     /* XR_MAX_MR entries */
 	uint8_t *mr_variant;                   /* last key variant per MR index */
 	struct xr_cq *cqs;                     /* XR_MAX_CQ entries */
+	struct xr_srq *srqs;                   /* XR_MAX_SRQ entries */
 
 	pthread_mutex_t evlog_lock;
 	struct xr_evlog_entry evlog[XR_EVLOG_ENTRIES];
@@ -224,6 +237,19 @@ void xr_evlog_add(struct xr_engine *e, enum xr_event_type t, uint32_t qpn, uint3
 enum xr_cmd_status xr_qp_cmd(struct xr_engine *e, uint32_t cmd);
 enum xr_cmd_status xr_mr_cmd(struct xr_engine *e, uint32_t cmd);
 enum xr_cmd_status xr_cq_cmd(struct xr_engine *e, uint32_t cmd);
+enum xr_cmd_status xr_srq_cmd(struct xr_engine *e, uint32_t cmd);
+/* SRQ_DB written (regfile.c). */
+enum xr_axi_resp xr_srq_doorbell(struct xr_engine *e, uint32_t val);
+void xr_srq_table_reset(struct xr_engine *e);
+/* A QP attaches to (or leaves) an SRQ: false when it does not exist. */
+bool xr_srq_attach(struct xr_engine *e, uint32_t srqn);
+void xr_srq_detach(struct xr_engine *e, uint32_t srqn);
+
+/* Taking a receive WQE from an SRQ for qp (caller holds qp->lock). A WQE
+ * shorter than min_len stays posted (UD). The limit event fires here. */
+enum xr_srq_take { XR_SRQ_TAKEN, XR_SRQ_EMPTY, XR_SRQ_TOO_SMALL };
+enum xr_srq_take xr_srq_take(struct xr_engine *e, struct xr_qp *qp, uint32_t min_len,
+			     struct xr_hw_rwqe *out, uint16_t *index);
 void xr_tables_reset(struct xr_engine *e);
 void xr_tables_free(struct xr_engine *e);
 
@@ -317,6 +343,11 @@ void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx);
 void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, struct xr_tx *tx);
 void xr_resp_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx);
 void xr_comp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p);
+/* ud.c / uc.c: the responders of the unacknowledged transports, and the
+ * UD address of a send (after xr_tx_begin). */
+void xr_ud_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p);
+void xr_uc_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p);
+void xr_ud_address(struct xr_engine *e, const struct xr_qp *qp, const struct xr_hw_wqe *w, struct xr_pkt *p);
 void xr_comp_timers(struct xr_engine *e, struct xr_qp *qp, uint64_t now);
 void xr_req_retransmit(struct xr_engine *e, struct xr_qp *qp, uint32_t from_psn);
 

@@ -158,6 +158,8 @@ static enum xr_cmd_status validate(struct xr_engine *e, const struct xr_qp_ctx *
 	/* Responder resources: as many as the response queue can always hold. */
 	if (c->max_dest_rd_atomic > XR_MAX_DEST_RD_ATOMIC || c->max_rd_atomic > XR_MAX_DEST_RD_ATOMIC)
 		return XR_CMD_ST_BAD_RANGE;
+	if (c->srqn >= XR_MAX_SRQ)
+		return XR_CMD_ST_BAD_RANGE;
 	return XR_CMD_ST_OK;
 }
 
@@ -194,6 +196,8 @@ static void merge(struct xr_qp_ctx *live, const struct xr_qp_ctx *s, uint32_t ma
 	TAKE(XR_QPM_DEST_QPN, dest_qpn);
 	TAKE(XR_QPM_MSN, msn);
 	TAKE(XR_QPM_PD, pd);
+	TAKE(XR_QPM_QKEY, qkey);
+	TAKE(XR_QPM_SRQ, srqn);
 	if (mask & XR_QPM_CQS) {
 		live->sq_cqn = s->sq_cqn;
 		live->rq_cqn = s->rq_cqn;
@@ -236,8 +240,16 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 		st = XR_CMD_ST_BAD_TYPE;
 	else if (!is_new && !(transitions[old_state] & (1u << next.state)))
 		st = XR_CMD_ST_BAD_TRANSITION;
+	else if (next.srqn != (is_new ? 0 : qp->ctx.srqn) && !is_new && old_state != XR_QPS_RESET)
+		st = XR_CMD_ST_BAD_STATE;   /* the SRQ is chosen in RESET only */
 	else
 		st = validate(e, &next);
+	if (st == XR_CMD_ST_OK && next.srqn != (is_new ? 0 : qp->ctx.srqn)) {
+		if (next.srqn && !xr_srq_attach(e, next.srqn))
+			st = XR_CMD_ST_NO_ENTRY;   /* no such SRQ */
+		else if (!is_new && qp->ctx.srqn)
+			xr_srq_detach(e, qp->ctx.srqn);
+	}
 	if (st == XR_CMD_ST_OK) {
 		next.sq_psn &= XR_PSN_MASK;
 		next.rq_psn &= XR_PSN_MASK;
@@ -298,6 +310,8 @@ enum xr_cmd_status xr_qp_cmd(struct xr_engine *e, uint32_t cmd)
 	/* DESTROY: the slot stays allocated so the data path never sees freed memory. */
 	pthread_mutex_lock(&qp->lock);
 	__atomic_store_n(&qp->in_use, false, __ATOMIC_RELEASE);
+	if (qp->ctx.srqn)
+		xr_srq_detach(e, qp->ctx.srqn);
 	memset(&qp->ctx, 0, sizeof(qp->ctx));
 	qp->sq_pi = qp->rq_pi = 0;
 	xr_qp_runtime_reset(qp);
@@ -319,6 +333,7 @@ void xr_tables_reset(struct xr_engine *e)
 			pthread_mutex_unlock(&qp->lock);
 		}
 	}
+	xr_srq_table_reset(e);
 	memset(e->mrs, 0, XR_MAX_MR * sizeof(*e->mrs));
 	for (uint32_t i = 0; i < XR_MAX_CQ; i++) {
 		pthread_mutex_lock(&e->cqs[i].lock);

@@ -76,6 +76,8 @@ int xr_recv_check(struct xr_engine *e, const struct xr_pkt *p, bool check_mac, s
 		why = drop(e, XR_CNT_DROP_BAD_SRC);
 	else if (!pkey_matches(p->pkey, c->pkey))
 		why = drop(e, XR_CNT_DROP_BAD_PKEY);
+	else if (c->type == XR_QPT_UD && p->deth.qkey != c->qkey)
+		why = drop(e, XR_CNT_DROP_BAD_QKEY);   /* D3: silent, counted */
 	if (why) {
 		pthread_mutex_unlock(&qp->lock);
 		return why;

@@ -148,6 +148,8 @@ static enum xr_axi_resp table_cmd(struct xr_engine *e, uint32_t off, uint32_t va
 		st = xr_qp_cmd(e, val);
 	else if (off == XR_REG_MR_CMD)
 		st = xr_mr_cmd(e, val);
+	else if (off == XR_REG_SRQ_CMD)
+		st = xr_srq_cmd(e, val);
 	else
 		st = xr_cq_cmd(e, val);
 	xr_reg_set(e, XR_REG_QP_CMD_STATUS, st);
@@ -173,8 +175,10 @@ static enum xr_axi_resp reg_write(struct xr_engine *e, uint32_t off, uint32_t va
 	switch (off) {
 	case XR_REG_CTRL:
 		return ctrl_write(e, val);
-	case XR_REG_QP_CMD: case XR_REG_MR_CMD: case XR_REG_CQ_CMD:
+	case XR_REG_QP_CMD: case XR_REG_MR_CMD: case XR_REG_CQ_CMD: case XR_REG_SRQ_CMD:
 		return table_cmd(e, off, val);
+	case XR_REG_SRQ_DB:
+		return xr_srq_doorbell(e, val);
 	case XR_REG_CNT_CTRL:
 		if (val & 1) {
 			for (unsigned c = 0; c < XR_CNT_COUNT; c++)

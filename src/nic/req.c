@@ -39,10 +39,26 @@ void xr_req_arm_timer(struct xr_qp *qp, uint64_t now)
 	qp->req.timer_due_ns = t ? now + t : 0;
 }
 
+/* The WR opcodes a transport carries (B30, E7; UD: SEND and SEND_WITH_IMM). */
+static bool opcode_allowed(uint8_t type, uint8_t wr)
+{
+	bool send_write = wr == XR_WR_SEND || wr == XR_WR_SEND_WITH_IMM || wr == XR_WR_RDMA_WRITE ||
+			  wr == XR_WR_RDMA_WRITE_WITH_IMM;
+
+	if (type == XR_QPT_UD)
+		return wr == XR_WR_SEND || wr == XR_WR_SEND_WITH_IMM;
+	if (type == XR_QPT_UC)
+		return send_write || wr == XR_WR_LOCAL_INV || wr == XR_WR_BIND_MW;
+	return true;
+}
+
 /* What a WQE must satisfy before its first packet; 0 or a WC status. */
 static int check_wqe(struct xr_engine *e, struct xr_qp *qp, const struct xr_hw_wqe *w)
 {
 	uint32_t sum = 0;
+
+	if (!opcode_allowed(qp->ctx.type, w->opcode))
+		return XR_WC_LOC_QP_OP_ERR;
 
 	switch (w->opcode) {
 	case XR_WR_RDMA_WRITE: case XR_WR_RDMA_WRITE_WITH_IMM: case XR_WR_SEND:
@@ -155,7 +171,8 @@ static bool start_wqe(struct xr_engine *e, struct xr_qp *qp)
 	} else {
 		memcpy(&r->cur_wqe, w, sizeof(r->cur_wqe));
 		w = &r->cur_wqe;
-		bool local = w->opcode == XR_WR_LOCAL_INV || w->opcode == XR_WR_BIND_MW;
+		bool local = (w->opcode == XR_WR_LOCAL_INV || w->opcode == XR_WR_BIND_MW) &&
+			     opcode_allowed(qp->ctx.type, w->opcode);
 		if (local || (err = check_wqe(e, qp, w)) != 0) {
 			/* Runs (or fails) in order: wait until everything before it completed. */
 			struct xr_wc_info wc = { .wr_id = w->wr_id, .opcode = xr_wc_opcode_of_wr(w->opcode),
@@ -183,7 +200,8 @@ static bool start_wqe(struct xr_engine *e, struct xr_qp *qp)
 		m->status = 0;
 		m->read_done = 0;
 		m->first_psn = qp->ctx.sq_psn;
-		m->last_psn = psn_add(m->first_psn, packets_of(w, mtu) - 1);
+		/* UD: one packet, whatever the length (an oversize one is not sent, D1) */
+		m->last_psn = psn_add(m->first_psn, qp->ctx.type == XR_QPT_UD ? 0 : packets_of(w, mtu) - 1);
 		m->started = true;
 		if (is_rd_atomic(w->opcode))
 			r->rd_atomic_started++;
@@ -246,9 +264,19 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 	uint32_t len = 0;
 	bool last = true;
 
+	if (qp->ctx.type == XR_QPT_UD && w->length > mtu) {
+		/* D1 (C10-93.1.1, as rxe): nothing is sent, the PSN is used up
+		 * and the WQE completes SUCCESS. Counted, so it is never silent. */
+		xr_count(e, XR_CNT_UD_SEND_OVERSIZE, 1);
+		r->cur_active = false;
+		r->cur_psn = psn_add(m->last_psn, 1);
+		return true;
+	}
 	f = xr_tx_begin(e, tx, qp, &p);
 	if (!f)
 		return false;
+	if (qp->ctx.type == XR_QPT_UD)
+		xr_ud_address(e, qp, w, &p);
 	p.psn = r->cur_psn;
 	switch (w->opcode) {
 	case XR_WR_RDMA_READ:
@@ -287,8 +315,13 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 			w->opcode == XR_WR_SEND_WITH_INV || w->opcode == XR_WR_RDMA_WRITE_WITH_IMM);
 	}
 	}
+	if (qp->ctx.type == XR_QPT_UD)
+		p.opcode = w->opcode == XR_WR_SEND_WITH_IMM ? XR_OP_UD_SEND_ONLY_WITH_IMMEDIATE : XR_OP_UD_SEND_ONLY;
+	else if (qp->ctx.type == XR_QPT_UC)
+		p.opcode = (uint8_t)(p.opcode | XR_TRANSPORT_UC << 5);   /* the same operation, UC's opcode */
 	p.payload_len = len;
-	p.ackreq = last || r->since_ackreq + 1 >= MAX_PKTS_PER_ACK;
+	/* AckReq only on RC: UC and UD are never acknowledged (B3). */
+	p.ackreq = qp->ctx.type == XR_QPT_RC && (last || r->since_ackreq + 1 >= MAX_PKTS_PER_ACK);
 	if (xr_pkt_build_hdrs(&p, f->data, sizeof(f->data)) < 0) {
 		xr_link_frame_free(e->link, f);
 		m->status = XR_WC_LOC_QP_OP_ERR;
@@ -318,7 +351,7 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 			r->sent_end = end;
 	}
 	r->since_ackreq = p.ackreq ? 0 : r->since_ackreq + 1;
-	if (!r->timer_due_ns)
+	if (!r->timer_due_ns && qp->ctx.type == XR_QPT_RC)
 		xr_req_arm_timer(qp, now);
 	if (w->opcode == XR_WR_RDMA_READ || w->opcode == XR_WR_ATOMIC_CMP_AND_SWP ||
 	    w->opcode == XR_WR_ATOMIC_FETCH_AND_ADD || last) {
@@ -329,6 +362,25 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 		r->cur_psn = psn_add(r->cur_psn, 1);
 	}
 	return true;
+}
+
+/* UC and UD: a WQE is done once its last packet has left (E1); nothing
+ * will acknowledge it. WQEs run one at a time, so it is the tail. */
+static void complete_unacked(struct xr_engine *e, struct xr_qp *qp)
+{
+	struct xr_req *r = &qp->req;
+	struct xr_swqe_meta *m = &r->meta[r->tail & (r->meta_slots - 1)];
+
+	if (m->flags & XR_SEND_SIGNALED) {
+		struct xr_wc_info wc = { .wr_id = r->cur_wqe.wr_id, .status = XR_WC_SUCCESS,
+					 .opcode = xr_wc_opcode_of_wr(m->opcode), .byte_len = r->cur_wqe.length,
+					 .wqe_index = r->tail };
+		xr_complete(e, qp, qp->ctx.sq_cqn, &wc, false);
+	}
+	memset(m, 0, sizeof(*m));
+	r->tail++;
+	qp->ctx.sq_ci = r->tail;
+	r->una_psn = r->sent_end = r->cur_psn;
 }
 
 void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx)
@@ -369,9 +421,11 @@ void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx)
 		}
 		/* As rxe: no packet more than 128 PSNs beyond the oldest
 		 * unacknowledged one, so 129 in flight (B2). */
-		if (psn_cmp(r->cur_psn, psn_add(r->una_psn, MAX_UNACKED_PSNS)) > 0)
+		if (qp->ctx.type == XR_QPT_RC && psn_cmp(r->cur_psn, psn_add(r->una_psn, MAX_UNACKED_PSNS)) > 0)
 			return;   /* window full */
 		if (!send_packet(e, qp, tx, now))
 			return;
+		if (qp->ctx.type != XR_QPT_RC && !r->cur_active)
+			complete_unacked(e, qp);
 	}
 }

@@ -108,15 +108,24 @@ static void nak(struct xr_engine *e, struct xr_qp *qp, uint8_t syndrome, uint32_
 	queue_ack(e, qp, syndrome, psn, syndrome != XR_AETH_NAK_PSN_SEQ);
 	if (syndrome == XR_AETH_NAK_PSN_SEQ)
 		return;
-	if (qp->resp.have_rwqe) {
-		struct xr_wc_info wc = { .wr_id = qp->resp.rwqe.wr_id, .opcode = XR_WC_RECV,
-					 .wqe_index = (uint16_t)(qp->resp.rq_head - 1), .status = wc_status };
-		qp->resp.have_rwqe = false;
+	xr_resp_fail_rwqe(e, qp, wc_status);
+	xr_qp_to_error(e, qp, wc_status);
+}
+
+void xr_resp_fail_rwqe(struct xr_engine *e, struct xr_qp *qp, uint8_t wc_status)
+{
+	struct xr_resp *rs = &qp->resp;
+	struct xr_wc_info wc = { .wr_id = rs->rwqe.wr_id, .opcode = XR_WC_RECV,
+				 .wqe_index = rs->rwqe_index, .status = wc_status };
+
+	if (!rs->have_rwqe)
+		return;
+	rs->have_rwqe = false;
+	if (!qp->ctx.srqn) {
 		qp->rq_ci++;
 		qp->ctx.rq_ci = qp->rq_ci;
-		xr_complete(e, qp, qp->ctx.rq_cqn, &wc, false);
 	}
-	xr_qp_to_error(e, qp, wc_status);
+	xr_complete(e, qp, qp->ctx.rq_cqn, &wc, false);
 }
 
 static void count_dma_error(struct xr_engine *e, enum xr_dma_err err)
@@ -125,31 +134,36 @@ static void count_dma_error(struct xr_engine *e, enum xr_dma_err err)
 		    err == XR_DMA_PERM ? XR_CNT_PERM_VIOLATION : XR_CNT_RKEY_VIOLATION, 1);
 }
 
-static bool take_rwqe(struct xr_qp *qp)
+bool xr_resp_take_rwqe(struct xr_engine *e, struct xr_qp *qp)
 {
 	struct xr_resp *rs = &qp->resp;
 
 	if (rs->have_rwqe)
 		return true;
-	if (rs->rq_head == qp->rq_pi || !qp->ctx.rq_base)
-		return false;
-	memcpy(&rs->rwqe, xr_rq_slot(qp, rs->rq_head), sizeof(rs->rwqe));
-	if (rs->rwqe.num_sge > XR_RWQE_MAX_SGE)
-		rs->rwqe.num_sge = XR_RWQE_MAX_SGE;   /* a bad WQE: its length check fails below */
-	rs->rq_head++;
+	if (qp->ctx.srqn) {
+		/* F3: whichever attached QP needs one first takes the next */
+		if (xr_srq_take(e, qp, 0, &rs->rwqe, &rs->rwqe_index) != XR_SRQ_TAKEN)
+			return false;
+	} else {
+		if (rs->rq_head == qp->rq_pi || !qp->ctx.rq_base)
+			return false;
+		memcpy(&rs->rwqe, xr_rq_slot(qp, rs->rq_head), sizeof(rs->rwqe));
+		if (rs->rwqe.num_sge > XR_RWQE_MAX_SGE)
+			rs->rwqe.num_sge = XR_RWQE_MAX_SGE;   /* a bad WQE: its length check fails below */
+		rs->rwqe_index = rs->rq_head++;
+	}
 	rs->have_rwqe = true;
 	rs->recv_offset = 0;
 	return true;
 }
 
-/* false when the CQE was lost (the CQ overran and the QP went to ERR). */
-static bool complete_rwqe(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, uint8_t opcode,
-			  uint32_t byte_len)
+bool xr_resp_complete_rwqe(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, uint8_t opcode,
+			   uint32_t byte_len)
 {
 	struct xr_resp *rs = &qp->resp;
 	struct xr_wc_info wc = { .wr_id = rs->rwqe.wr_id, .status = XR_WC_SUCCESS, .opcode = opcode,
 				 .byte_len = byte_len, .src_qp = qp->ctx.dest_qpn,
-				 .wqe_index = (uint16_t)(rs->rq_head - 1) };
+				 .wqe_index = rs->rwqe_index };
 
 	if (p->op->flags & XR_OPF_IMM) {
 		wc.flags |= XR_WC_WITH_IMM;
@@ -160,8 +174,10 @@ static bool complete_rwqe(struct xr_engine *e, struct xr_qp *qp, const struct xr
 		wc.imm = p->ieth_rkey;
 	}
 	rs->have_rwqe = false;
-	qp->rq_ci++;
-	qp->ctx.rq_ci = qp->rq_ci;
+	if (!qp->ctx.srqn) {
+		qp->rq_ci++;
+		qp->ctx.rq_ci = qp->rq_ci;
+	}
 	xr_count(e, XR_CNT_RQ_WQES, 1);
 	return xr_complete(e, qp, qp->ctx.rq_cqn, &wc, p->se);
 }
@@ -278,7 +294,7 @@ static void rx_send(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *
 	}
 	qp->ctx.msn = psn_add(qp->ctx.msn, 1);
 	xr_count(e, XR_CNT_RDMA_RECVS, 1);
-	complete_rwqe(e, qp, p, XR_WC_RECV, rs->recv_offset);
+	xr_resp_complete_rwqe(e, qp, p, XR_WC_RECV, rs->recv_offset);
 }
 
 static void rx_write(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
@@ -325,7 +341,7 @@ static void rx_write(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt 
 	if (f & XR_OPF_LAST) {
 		qp->ctx.msn = psn_add(qp->ctx.msn, 1);
 		if (f & XR_OPF_IMM)
-			complete_rwqe(e, qp, p, XR_WC_RECV_RDMA_WITH_IMM, rs->write_total);
+			xr_resp_complete_rwqe(e, qp, p, XR_WC_RECV_RDMA_WITH_IMM, rs->write_total);
 	}
 }
 
@@ -425,7 +441,7 @@ static bool request_ok(struct xr_engine *e, struct xr_qp *qp, const struct xr_pk
 		return false;
 	}
 	/* 3. resources: a receive WQE, or a READ/atomic slot */
-	if ((f & XR_OPF_RWQE) && !take_rwqe(qp)) {
+	if ((f & XR_OPF_RWQE) && !xr_resp_take_rwqe(e, qp)) {
 		rnr_nak(e, qp, p->psn);
 		return false;
 	}
@@ -526,6 +542,15 @@ bool xr_resp_must_wait(struct xr_qp *qp, const struct xr_pkt *p)
  * link takes them; otherwise the request waits (resp_tx.c). */
 void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, struct xr_tx *tx)
 {
+	/* The unacknowledged transports answer nothing and queue nothing. */
+	if (qp->ctx.type == XR_QPT_UD) {
+		xr_ud_rx(e, qp, p);
+		return;
+	}
+	if (qp->ctx.type == XR_QPT_UC) {
+		xr_uc_rx(e, qp, p);
+		return;
+	}
 	if (qp->resp.held_len) {
 		if (qp->ctx.state != XR_QPS_ERR)
 			xr_resp_hold(e, qp, p);

@@ -39,6 +39,16 @@ void xr_resp_run(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p);
  * refused now, A31). */
 bool xr_resp_must_wait(struct xr_qp *qp, const struct xr_pkt *p);
 
+/* The receive WQE a message needs (kept until its message ends): from the
+ * QP's RQ or its SRQ; false when none is posted. */
+bool xr_resp_take_rwqe(struct xr_engine *e, struct xr_qp *qp);
+/* Completes the held receive WQE; false when the CQE was lost (the CQ
+ * overran and the QP went to ERR). */
+bool xr_resp_complete_rwqe(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, uint8_t opcode,
+			   uint32_t byte_len);
+/* Completes the held receive WQE (if any) with an error status. */
+void xr_resp_fail_rwqe(struct xr_engine *e, struct xr_qp *qp, uint8_t wc_status);
+
 /* resp_tx.c */
 /* Sends what the queue holds, in order; true when it is empty. */
 bool xr_resp_send_queued(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx);

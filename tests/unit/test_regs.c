@@ -66,7 +66,7 @@ static void test_slverr_decerr(void **state)
 {
 	static const uint32_t unmapped[] = {
 		0x400, 0x0FFC, 0x2000, XR_COUNTER_BASE + 8 * XR_CNT_COUNT, 0x00FFFFC,
-		0x300000, 0xFFFFFFFC, 0x0118, 0x033C + 0x20,
+		0x300000, 0xFFFFFFFC, 0x0118, 0x03AC, 0x03FC,
 	};
 	static const uint32_t misaligned[] = { 0x1, 0x2, 0x3, 0x1002, 0x100001 };
 	uint32_t v;
@@ -92,7 +92,7 @@ static void test_slverr_decerr(void **state)
 	assert_int_equal(xr_regio_write(R, XR_REG_DB_SQ + 8 * 77, 1), XR_AXI_SLVERR);
 	assert_int_equal(rd(XR_REG_MAC_HIGH), 0);   /* refused writes change nothing */
 
-	assert_int_equal(counter(XR_CNT_REG_DECERR), 2 * 9 + 2 * 5);
+	assert_int_equal(counter(XR_CNT_REG_DECERR), 2 * 10 + 2 * 5);
 	assert_int_equal(counter(XR_CNT_REG_SLVERR), 7);
 	assert_int_equal(rd(XR_REG_REG_ERR_ADDR), XR_REG_DB_SQ + 8 * 77);
 }
