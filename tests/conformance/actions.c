@@ -83,6 +83,8 @@ void fixture_defaults(struct run *r)
 		      XR_ACCESS_REMOTE_ATOMIC;
 	r->o.sq_depth = r->o.rq_depth = 64;
 	r->o.scq_depth = r->o.rcq_depth = 256;
+	r->o.type = XR_QPT_RC;
+	r->o.qkey = 0x1111;
 	r->peer_qpn = PEER_QPN;
 	r->next_wr_id = 1;
 }
@@ -126,6 +128,13 @@ void qp_line(struct run *r, char **tok, int ntok)
 			parse_access(r, v, &r->o.access);
 			continue;
 		}
+		if (!strcmp(k, "type")) {
+			if (!strcmp(v, "RC")) r->o.type = XR_QPT_RC;
+			else if (!strcmp(v, "UC")) r->o.type = XR_QPT_UC;
+			else if (!strcmp(v, "UD")) r->o.type = XR_QPT_UD;
+			else fail(r, "type must be RC, UC or UD");
+			continue;
+		}
 		if (!eval(r, v, &x))
 			return;
 		if (!strcmp(k, "mtu")) {
@@ -151,6 +160,7 @@ void qp_line(struct run *r, char **tok, int ntok)
 		else if (!strcmp(k, "rcq_depth")) r->o.rcq_depth = (unsigned)x;
 		else if (!strcmp(k, "sig_all")) r->o.sig_all = x != 0;
 		else if (!strcmp(k, "retry7_forever")) r->o.retry7_forever = x != 0;
+		else if (!strcmp(k, "qkey")) r->o.qkey = (uint32_t)x;
 		else
 			fail(r, "unknown qp option '%s'", k);
 	}

@@ -174,6 +174,8 @@ void dut_close(struct run *r)
 {
 	if (r->qp)
 		xr_destroy_qp(r->qp);
+	if (r->ah)
+		xr_destroy_ah(r->ah);
 	if (r->scq)
 		xr_destroy_cq(r->scq);
 	if (r->rcq)
@@ -220,7 +222,7 @@ bool dut_connect(struct run *r)
 	memset(&ia, 0, sizeof(ia));
 	ia.send_cq = r->scq;
 	ia.recv_cq = r->rcq;
-	ia.qp_type = XR_QPT_RC;
+	ia.qp_type = (enum xr_qp_type)r->o.type;
 	ia.sq_sig_all = r->o.sig_all;
 	ia.cap.max_send_wr = r->o.sq_depth;
 	ia.cap.max_recv_wr = r->o.rq_depth;
@@ -261,6 +263,7 @@ static void act_post_send(struct run *r, char **tok, int ntok)
 	uint64_t off = 0, v;
 	int want = expected_rc(tok, &ntok), op = -1;
 	bool lkey_set = false, len_set = false;
+	uint32_t ud_qkey = r->o.qkey, ud_dqpn = r->peer_qpn;
 
 	if (ntok < 2) {
 		fail(r, "post_send OP [len= va= rkey= ...]");
@@ -312,6 +315,8 @@ static void act_post_send(struct run *r, char **tok, int ntok)
 		else if (!strcmp(k, "swap")) wr.wr.atomic.swap = v;
 		else if (!strcmp(k, "cmp") || !strcmp(k, "add")) wr.wr.atomic.compare_add = v;
 		else if (!strcmp(k, "num_sge")) wr.num_sge = (int)v;
+		else if (!strcmp(k, "qkey")) ud_qkey = (uint32_t)v;
+		else if (!strcmp(k, "dqpn")) ud_dqpn = (uint32_t)v;
 		else {
 			fail(r, "unknown post_send option '%s'", k);
 			return;
@@ -331,6 +336,22 @@ static void act_post_send(struct run *r, char **tok, int ntok)
 	}
 	if (op == XR_WR_LOCAL_INV)
 		wr.num_sge = 0;
+	if (r->o.type == XR_QPT_UD) {
+		/* UD: to P through an address handle (made once) */
+		if (!r->ah) {
+			struct xr_ah_attr aa = { .is_global = 1, .port_num = 1 };
+			aa.grh.hop_limit = 64;
+			xr_gid_from_ipv4(&aa.grh.dgid, r->peer_ip);
+			r->ah = xr_create_ah(r->pd, &aa);
+			if (!r->ah) {
+				fail(r, "cannot create the address handle: %s", strerror(errno));
+				return;
+			}
+		}
+		wr.wr.ud.ah = r->ah;
+		wr.wr.ud.remote_qpn = ud_dqpn;
+		wr.wr.ud.remote_qkey = ud_qkey;
+	}
 	check_rc(r, "post_send", xr_post_send(r->qp, &wr, &bad), want);
 	settle(r);
 }

@@ -184,6 +184,10 @@ static void rxe_close(struct run *r)
 
 static bool rxe_connect(struct run *r)
 {
+	if (r->o.type != XR_QPT_RC) {
+		fail(r, "the rxe agent makes RC QPs only (qp type=UC/UD scripts run on xroce)");
+		return false;
+	}
 	char ans[160];
 	char peer[32];
 	unsigned qpn;

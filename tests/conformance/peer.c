@@ -177,6 +177,8 @@ void peer_inject(struct run *r, char **tok, int ntok)
 	p.psn = qp_epsn(r);
 	p.op = xr_opcode_info((uint8_t)op);
 	p.aeth.syndrome = XR_AETH_ACK_UNLIMITED;
+	p.deth.qkey = r->o.qkey;      /* UD: the fixture's Q_Key, from P's QP */
+	p.deth.src_qp = r->peer_qpn;
 	if ((p.op->flags & (XR_OPF_FIRST | XR_OPF_MIDDLE)) && !(p.op->flags & XR_OPF_LAST) &&
 	    p.op->payload == XR_PAY_MTU)
 		p.payload_len = 128u << r->o.mtu;
@@ -224,6 +226,9 @@ void peer_inject(struct run *r, char **tok, int ntok)
 		else if (!strcmp(key, "qpn")) p.dqpn = (uint32_t)v & XR_QPN_MASK;
 		else if (!strcmp(key, "pkey")) p.pkey = (uint16_t)v;
 		else if (!strcmp(key, "tver")) p.tver = (uint8_t)v;
+		else if (!strcmp(key, "qkey")) p.deth.qkey = (uint32_t)v;
+		else if (!strcmp(key, "src_qp")) p.deth.src_qp = (uint32_t)v & XR_QPN_MASK;
+		else if (!strcmp(key, "ttl")) p.hop_limit = (uint8_t)v;
 		else {
 			fail(r, "unknown packet field '%s'", key);
 			return;
@@ -311,6 +316,8 @@ static bool match_field(struct run *r, const struct xr_pkt *p, const char *key, 
 	else if (!strcmp(key, "inv")) got = p->ieth_rkey;
 	else if (!strcmp(key, "swap") || !strcmp(key, "add")) got = p->atomic.swap_add;
 	else if (!strcmp(key, "cmp")) got = p->atomic.compare;
+	else if (!strcmp(key, "qkey")) got = p->deth.qkey;
+	else if (!strcmp(key, "src_qp")) got = p->deth.src_qp;
 	else {
 		snprintf(why, wn, "unknown packet field '%s'", key);
 		return false;

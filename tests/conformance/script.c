@@ -214,6 +214,19 @@ bool qp_bring_up(struct run *r, int to)
 	for (int s = (int)a.qp_state; s < to && !rc; s++) {
 		memset(&a, 0, sizeof(a));
 		a.qp_state = (enum xr_qp_state)(s + 1);
+		if (r->o.type == XR_QPT_UD) {
+			/* G1: a Q_Key at INIT, nothing at RTR, the SQ PSN at RTS */
+			a.port_num = 1;
+			a.qkey = r->o.qkey;
+			a.sq_psn = r->o.sq_psn;
+			rc = xr_modify_qp(r->qp, &a, XR_QP_STATE | (s == XR_QPS_RESET ? XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_QKEY :
+							s == XR_QPS_RTR ? XR_QP_SQ_PSN : 0));
+			if (s > XR_QPS_RTR) {
+				fail(r, "connect: the QP is in state %d, not RESET/INIT/RTR", s);
+				return false;
+			}
+			continue;
+		}
 		if (s == XR_QPS_RESET) {
 			a.port_num = 1;
 			a.qp_access_flags = (unsigned)r->o.access & 0xE;
@@ -228,16 +241,17 @@ bool qp_bring_up(struct run *r, int to)
 			a.ah_attr.port_num = 1;
 			a.ah_attr.grh.hop_limit = 64;
 			xr_gid_from_ipv4(&a.ah_attr.grh.dgid, 0x0A000002);
-			rc = xr_modify_qp(r->qp, &a, XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN |
-						       XR_QP_RQ_PSN | XR_QP_MAX_DEST_RD_ATOMIC | XR_QP_MIN_RNR_TIMER);
+			rc = xr_modify_qp(r->qp, &a, XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN | XR_QP_RQ_PSN |
+						       (r->o.type == XR_QPT_RC ? XR_QP_MAX_DEST_RD_ATOMIC | XR_QP_MIN_RNR_TIMER : 0));
 		} else if (s == XR_QPS_RTR) {
 			a.timeout = r->o.timeout;
 			a.retry_cnt = r->o.retry_cnt;
 			a.rnr_retry = r->o.rnr_retry;
 			a.sq_psn = r->o.sq_psn;
 			a.max_rd_atomic = r->o.max_rd_atomic;
-			rc = xr_modify_qp(r->qp, &a, XR_QP_STATE | XR_QP_TIMEOUT | XR_QP_RETRY_CNT |
-						       XR_QP_RNR_RETRY | XR_QP_SQ_PSN | XR_QP_MAX_QP_RD_ATOMIC);
+			rc = xr_modify_qp(r->qp, &a, XR_QP_STATE | XR_QP_SQ_PSN |
+						       (r->o.type == XR_QPT_RC ? XR_QP_TIMEOUT | XR_QP_RETRY_CNT |
+						        XR_QP_RNR_RETRY | XR_QP_MAX_QP_RD_ATOMIC : 0));
 		} else {
 			fail(r, "connect: the QP is in state %d, not RESET/INIT/RTR", s);
 			return false;

@@ -44,6 +44,8 @@ struct qp_opts {
 	unsigned sq_depth, rq_depth, scq_depth, rcq_depth;
 	bool sig_all;
 	bool retry7_forever;         /* CTRL.retry7_forever: retry_cnt 7 retries forever, as rxe */
+	uint8_t type;                /* XR_QPT_RC, _UC or _UD */
+	uint32_t qkey;               /* UD: the QP's Q_Key (and the peer's default DETH Q_Key) */
 };
 
 struct held {                    /* a frame xroce sent, parsed, not yet matched */
@@ -82,6 +84,7 @@ struct run {
 	struct xr_pd *pd, *pd2;
 	struct xr_cq *scq, *rcq;
 	struct xr_qp *qp;
+	struct xr_ah *ah;            /* UD: the address of P, made at the first UD send */
 	struct qp_opts o;
 	bool connected;
 	uint32_t peer_qpn;
