@@ -188,7 +188,7 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	X(DB_SQ, 0x100000, XR_MAX_QP, 8, XR_WO, "pi:0:16", \
 	  "Send queue doorbell of QP n at 0x100000 + 8n: the new producer index (WQEs posted, mod 2^16).") \
 	X(DB_RQ, 0x100004, XR_MAX_QP, 8, XR_WO, "pi:0:16", \
-	  "Receive queue doorbell of QP n at 0x100004 + 8n: the new producer index.") \
+	  "Receive queue doorbell of QP n at 0x100004 + 8n: the new producer index (SLVERR for a QP on an SRQ).") \
 	X(DB_CQ_CI, 0x200000, XR_MAX_CQ, 8, XR_WO, "ci:0:32", \
 	  "Completion queue n consumer index at 0x200000 + 8n: CQEs the host has consumed.") \
 	X(DB_CQ_ARM, 0x200004, XR_MAX_CQ, 8, XR_WO, "arm:0 solicited:1", \

@@ -381,6 +381,11 @@ enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val)
 		if (!qp || val > 0xFFFF)
 			return XR_AXI_SLVERR;
 		pthread_mutex_lock(&qp->lock);
+		if ((addr & 4) && qp->ctx.srqn) {
+			/* Its receive WQEs come from the SRQ: nothing to ring. */
+			pthread_mutex_unlock(&qp->lock);
+			return XR_AXI_SLVERR;
+		}
 		if (addr & 4)
 			qp->rq_pi = (uint16_t)val;
 		else

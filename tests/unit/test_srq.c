@@ -188,6 +188,17 @@ static void test_refusals_and_error(void **state)
 	open_srq(&s, 2, 16);
 	assert_int_equal(d_post_recv(s.b[0], &s.p.b, 0, SLOT, 1), EINVAL);
 	assert_int_equal(xr_destroy_srq(s.srq), EBUSY);
+	{
+		/* The engine refuses what the driver would never ring: a QP's
+		 * own RQ doorbell, an SRQ that does not exist, more WQEs than
+		 * the ring holds. */
+		struct xr_regio *io = xr_context_regs(s.p.b.ctx);
+		uint64_t before = d_counter(&s.p.b, XR_CNT_REG_SLVERR);
+		assert_int_equal(xr_regio_write(io, XR_REG_DB_RQ + 8 * xr_qp_num(s.b[0]), 1), XR_AXI_SLVERR);
+		assert_int_equal(xr_regio_write(io, XR_REG_SRQ_DB, (XR_MAX_SRQ - 1) << 16 | 1), XR_AXI_SLVERR);
+		assert_int_equal(xr_regio_write(io, XR_REG_SRQ_DB, xr_srq_num(s.srq) << 16 | 17), XR_AXI_SLVERR);
+		assert_int_equal(d_counter(&s.p.b, XR_CNT_REG_SLVERR), before + 3);
+	}
 	assert_int_equal(d_post_srq(s.srq, &s.p.b, 0, SLOT, 31), 0);
 	assert_int_equal(d_post_srq(s.srq, &s.p.b, SLOT, SLOT, 32), 0);
 	memset(&a, 0, sizeof(a));
