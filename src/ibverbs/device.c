@@ -253,6 +253,7 @@ static int backend_get(struct xrv_context *x)
 	snprintf(backend.addr, sizeof(backend.addr), "%s", cfg.addr);
 	backend.ifindex = cfg.ifname[0] ? if_nametoindex(cfg.ifname) : 0;
 	backend.refs = 1;
+	xrv_report_open(backend.xr, backend.link);
 	/* XROCE_REGS_SOCKET: the register file for xroce-regs (counters, QP
 	 * table, event log) of a program that knows nothing of it. */
 	if (getenv("XROCE_REGS_SOCKET") && *getenv("XROCE_REGS_SOCKET")) {
@@ -275,6 +276,7 @@ static void backend_put(void)
 {
 	pthread_mutex_lock(&backend.lock);
 	if (backend.refs && !--backend.refs) {
+		xrv_report_close();
 		xr_close_device(backend.xr);
 		xr_link_close(backend.link);
 		backend.xr = NULL;

@@ -41,8 +41,9 @@ def max_qp_rd_atom(devinfo):
 
 
 def host_command(bindir, tool, args, link, udp_addr, raw_addr, mtu):
-    """The host end: the system's binary under xroce-run, on device xroce0, GID index 0 (the bound address)."""
-    run = [os.path.join(bindir, "xroce-run")] + (["--link", "udp", "--addr", udp_addr] if link == "udp" else
+    """The host end: the system's binary under xroce-run, on device xroce0, GID index 0 (the bound address).
+    XROCE_EXIT_REPORT: the library prints its counters and last events when the program ends (report())."""
+    run = ["env", "XROCE_EXIT_REPORT=1", os.path.join(bindir, "xroce-run")] + (["--link", "udp", "--addr", udp_addr] if link == "udp" else
                                                  ["--link", "raw", "--ifname", "xr0", "--addr", raw_addr])
     dev = ["-d", "xroce0", "-g", "0"] if tool == "ibv_rc_pingpong" else ["-d", "xroce0", "-x", "0", "-F"]
     return run + [tool] + dev + args.split() + ["-m", str(mtu)]
@@ -82,3 +83,9 @@ def verdict(tool, role, hrc, vrc, hout, vout):
         if "invalid data" in out.lower() or "FAILED" in out:
             why.append(f"the {end} end reports a failure")
     return "; ".join(why)
+
+
+def report(hout):
+    """The xroce library's exit report (counters, last events) out of the host end's output."""
+    return "\n".join(l for l in hout.splitlines() if l.startswith("xroce: report at") or l.startswith("xroce:   ")
+                     or l.startswith("xroce: last "))
