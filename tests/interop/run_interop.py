@@ -102,7 +102,8 @@ def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="ud
         host_cmd = ["timeout", "90"] + dropin.host_command(bindir, peer_tool, xroce_args, link, HOST, RAW_ADDR, mtu)
     else:
         vm_cmd = f"{peer_tool} -d rxe0 -x 1 {extra_peer}" if "pingpong" not in name else f"{peer_tool} -d rxe0 -g 1 {extra_peer}"
-        host_cmd = ["timeout", "90", perf] + xroce_args + (["--link", "udp", "--bind", HOST] if link == "udp" else
+        # --retry7-forever: retry_cnt 7 read as rxe reads it (see dropin.host_command)
+        host_cmd = ["timeout", "90", perf] + xroce_args + ["--retry7-forever"] + (["--link", "udp", "--bind", HOST] if link == "udp" else
                                                            ["--link", "raw", "--ifname", "xr0", "--bind", RAW_ADDR])
     if role == "vm-server":
         vm.run(f"rm -f /tmp/rc /tmp/o; ( timeout 90 {vm_cmd} > /tmp/o 2>&1; echo $? > /tmp/rc ) &", 10)
@@ -401,7 +402,9 @@ def write_doc(versions, malformed):
                 "`max_qp_rd_atom`: rxe0's (%s) is above xroce0's (%s), which xroce refuses at RTS as rxe and mlx5 refuse\n"
                 "more than their own. As between any two devices with different limits, the read and atomic tools are\n"
                 "given `-o` with the smaller one on both ends. The wire checks of the first table (malformed frames, rxe's\n"
-                "`rcvd_pkts`) cover these rows' frames too.\n\n"
+                "`rcvd_pkts`) cover these rows' frames too. On both tables the host end reads `retry_cnt` 7 as rxe does,\n"
+                "without end (`XROCE_RETRY7_FOREVER=1`, `xroce-perf --retry7-forever`): the emulated VM can stall longer\n"
+                "than seven retries of 67 ms, and rxe waits such a stall out.\n\n"
                 % (HOST, RAW_ADDR, rd_atom.get("rxe0", "?"), rd_atom.get("xroce0", "?")))
         f.write("| case | role | xroce link | path MTU | result | xroce end's report | rxe end's report | note |\n"
                 "|---|---|---|---|---|---|---|---|\n")
