@@ -205,6 +205,7 @@ static int backend_get(struct xrv_context *x)
 	struct xrv_config cfg;
 	struct xr_link_spec spec = { 0 };
 	struct xr_device_opts opts = { 0 };
+	struct xr_link *base;   /* the link itself, under a pcap tap */
 	char msg[256] = "";
 
 	pthread_mutex_lock(&backend.lock);
@@ -231,6 +232,19 @@ static int backend_get(struct xrv_context *x)
 		pthread_mutex_unlock(&backend.lock);
 		return err;
 	}
+	base = backend.link;
+	/* XROCE_PCAP: every frame this device sends and receives, to a file. */
+	if (getenv("XROCE_PCAP") && *getenv("XROCE_PCAP")) {
+		struct xr_link *tap = xr_link_pcap_tap(backend.link, getenv("XROCE_PCAP"));
+		if (!tap) {
+			xrv_log("XROCE_PCAP=%s: cannot write it: %s", getenv("XROCE_PCAP"), strerror(errno));
+			xr_link_close(backend.link);
+			backend.link = NULL;
+			pthread_mutex_unlock(&backend.lock);
+			return EIO;
+		}
+		backend.link = tap;
+	}
 	opts.addr = cfg.addr;
 	opts.progress = XR_PROGRESS_THREAD;
 	opts.retry7_forever = cfg.retry7_forever;
@@ -253,6 +267,7 @@ static int backend_get(struct xrv_context *x)
 	snprintf(backend.addr, sizeof(backend.addr), "%s", cfg.addr);
 	backend.ifindex = cfg.ifname[0] ? if_nametoindex(cfg.ifname) : 0;
 	backend.refs = 1;
+	xrv_report_open(backend.xr, base);
 	/* XROCE_REGS_SOCKET: the register file for xroce-regs (counters, QP
 	 * table, event log) of a program that knows nothing of it. */
 	if (getenv("XROCE_REGS_SOCKET") && *getenv("XROCE_REGS_SOCKET")) {
@@ -275,6 +290,7 @@ static void backend_put(void)
 {
 	pthread_mutex_lock(&backend.lock);
 	if (backend.refs && !--backend.refs) {
+		xrv_report_close();
 		xr_close_device(backend.xr);
 		xr_link_close(backend.link);
 		backend.xr = NULL;

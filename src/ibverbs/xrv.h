@@ -70,6 +70,10 @@ struct xrv_qp {
 	struct xrv_qp *prev, *next;
 };
 
+/* XROCE_EXIT_REPORT: counters and events on stderr at close or exit (report.c). */
+void xrv_report_open(struct xr_context *xr, struct xr_link *link);
+void xrv_report_close(void);
+
 /* Asynchronous events name QPs and CQs by number (async.c). */
 void xrv_register_cq(struct xrv_cq *cq);
 void xrv_unregister_cq(struct xrv_cq *cq);

@@ -93,6 +93,9 @@ struct xr_link *xr_link_open(const struct xr_link_spec *s, char *msg, size_t len
 	case EADDRINUSE:
 		snprintf(msg, len, "%s port 4791 is already in use (another RoCE stack or xroce?)", s->addr);
 		break;
+	case EEXIST:   /* the UDP link's host path: a host link holds the address */
+		snprintf(msg, len, "another xroce device on this host already holds %s (a host link)", s->addr);
+		break;
 	case EADDRNOTAVAIL:
 		snprintf(msg, len, "%s is not an address of this host (the UDP link needs a kernel address; "
 			 "the raw link owns one the kernel does not have)", s->addr);

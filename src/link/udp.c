@@ -505,14 +505,16 @@ static int open_raw(struct udp_link *u)
 }
 
 /* Local xroce devices through shared memory (the host link's endpoint),
- * unless asked not to. Best effort: when the address's rendezvous is
- * taken (a host link holds it), the UDP link runs without. */
-static void open_host_path(struct udp_link *u, const xr_gid *gid)
+ * unless asked not to. -EEXIST when another device of this host (a host
+ * link) holds the address: local peers would reach that one, not us.
+ * Other failures leave the UDP link without the path. */
+static int open_host_path(struct udp_link *u, const xr_gid *gid)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
+	int err = host_ep_open(&u->host, gid);
 
-	if (host_ep_open(&u->host, gid))
-		return;
+	if (err)
+		return err == -EADDRINUSE ? -EEXIST : 0;
 	u->wait_ep = epoll_create1(EPOLL_CLOEXEC);
 	ev.data.fd = u->raw_fd >= 0 ? u->raw_fd : u->fd;
 	if (u->wait_ep < 0 || epoll_ctl(u->wait_ep, EPOLL_CTL_ADD, ev.data.fd, &ev)) {
@@ -520,10 +522,11 @@ static void open_host_path(struct udp_link *u, const xr_gid *gid)
 			close(u->wait_ep);
 		host_ep_close(u->host);
 		u->host = NULL;
-		return;
+		return 0;
 	}
 	ev.data.fd = u->host->efd;
 	epoll_ctl(u->wait_ep, EPOLL_CTL_ADD, u->host->efd, &ev);
+	return 0;
 }
 
 int udp_link_host_stats(struct xr_link *l, struct xr_link_host_stats *out)
@@ -605,8 +608,6 @@ struct xr_link *xr_link_udp_ex(const char *addr, const struct xr_link_udp_opts *
 	for (unsigned i = 0; i < RXE_SPORTS; i++)
 		u->sport_fd[i] = -1;
 	pthread_mutex_init(&u->lock, NULL);
-	if (!opts || !opts->no_host_path)
-		open_host_path(u, &gid);
 	u->link.ops = &udp_ops;
 	u->link.kind = "udp";
 	u->link.priv = u;
@@ -614,5 +615,10 @@ struct xr_link *xr_link_udp_ex(const char *addr, const struct xr_link_udp_opts *
 	/* No L2 on a socket: a locally administered MAC made from the address. */
 	u->link.mac[0] = 0x02;
 	memcpy(u->link.mac + 1, gid.raw + 11, 5);
+	if ((!opts || !opts->no_host_path) && open_host_path(u, &gid)) {
+		u->link.ops->close(&u->link);
+		errno = EEXIST;
+		return NULL;
+	}
 	return &u->link;
 }

@@ -41,8 +41,13 @@ def max_qp_rd_atom(devinfo):
 
 
 def host_command(bindir, tool, args, link, udp_addr, raw_addr, mtu):
-    """The host end: the system's binary under xroce-run, on device xroce0, GID index 0 (the bound address)."""
-    run = [os.path.join(bindir, "xroce-run")] + (["--link", "udp", "--addr", udp_addr] if link == "udp" else
+    """The host end: the system's binary under xroce-run, on device xroce0, GID index 0 (the bound address).
+    XROCE_EXIT_REPORT: the library prints its counters and last events when the program ends (report()).
+    XROCE_RETRY7_FOREVER: retry_cnt 7 (what these tools ask for) read as the peer, rxe, reads it, without
+    end. With the IBTA's reading (seven retries of 4.096 us x 2^14 = 67 ms) a stall of the emulated VM longer
+    than 0.54 s ends a row in RETRY_EXC while rxe, in the same stall, waits on (a CI run: rxe's answer came
+    after xroce's eighth try). The IBTA reading is tested between xroce ends (tests/conformance b20_*)."""
+    run = ["env", "XROCE_EXIT_REPORT=1", "XROCE_RETRY7_FOREVER=1", os.path.join(bindir, "xroce-run")] + (["--link", "udp", "--addr", udp_addr] if link == "udp" else
                                                  ["--link", "raw", "--ifname", "xr0", "--addr", raw_addr])
     dev = ["-d", "xroce0", "-g", "0"] if tool == "ibv_rc_pingpong" else ["-d", "xroce0", "-x", "0", "-F"]
     return run + [tool] + dev + args.split() + ["-m", str(mtu)]
@@ -82,3 +87,9 @@ def verdict(tool, role, hrc, vrc, hout, vout):
         if "invalid data" in out.lower() or "FAILED" in out:
             why.append(f"the {end} end reports a failure")
     return "; ".join(why)
+
+
+def report(hout):
+    """The xroce library's exit report (counters, last events) out of the host end's output."""
+    return "\n".join(l for l in hout.splitlines() if l.startswith("xroce: report at") or l.startswith("xroce:   ")
+                     or l.startswith("xroce: last "))

@@ -38,6 +38,7 @@ HOST, PEER = "10.77.0.1", "10.77.0.2"
 RAW_ADDR = "10.77.0.3"  # the raw link's own address on xr0; the kernel keeps HOST for the TCP exchange
 LINKS = os.environ.get("XR_LINKS", "udp,raw").split(",")
 results = []
+current_mtu = [1500]   # the phase running now: its capture is the one a failure is explained from
 rxe_rcvd = {}   # MTU phase -> rxe's rcvd_pkts at its end
 rd_atom = {}    # device -> its max_qp_rd_atom (ibv_devinfo -v), for the drop-in rows
 CAPTURE_CAP = 1_000_000_000   # bytes per capture (tshark's filesize counts kB of 1000 bytes)
@@ -101,7 +102,8 @@ def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="ud
         host_cmd = ["timeout", "90"] + dropin.host_command(bindir, peer_tool, xroce_args, link, HOST, RAW_ADDR, mtu)
     else:
         vm_cmd = f"{peer_tool} -d rxe0 -x 1 {extra_peer}" if "pingpong" not in name else f"{peer_tool} -d rxe0 -g 1 {extra_peer}"
-        host_cmd = ["timeout", "90", perf] + xroce_args + (["--link", "udp", "--bind", HOST] if link == "udp" else
+        # --retry7-forever: retry_cnt 7 read as rxe reads it (see dropin.host_command)
+        host_cmd = ["timeout", "90", perf] + xroce_args + ["--retry7-forever"] + (["--link", "udp", "--bind", HOST] if link == "udp" else
                                                            ["--link", "raw", "--ifname", "xr0", "--bind", RAW_ADDR])
     if role == "vm-server":
         vm.run(f"rm -f /tmp/rc /tmp/o; ( timeout 90 {vm_cmd} > /tmp/o 2>&1; echo $? > /tmp/rc ) &", 10)
@@ -144,8 +146,33 @@ def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="ud
                         why=why, drop_in=drop_in, xfig=figure(hout, lat), pfig=figure(vout, lat)))
     print(f"{'ok  ' if ok else 'FAIL'} {name:<14} {role:<13} {link:<4} mtu {mtu}: xroce rc {hrc}, peer rc {vrc} {fig} ({time.time() - t0:.0f} s)", flush=True)
     if not ok:
-        print("     xroce:", hout[-600:].replace("\n", "\n     "))
+        rep = dropin.report(hout) if drop_in else ""
+        body = "\n".join(l for l in hout.splitlines() if l not in rep.splitlines()) if rep else hout
+        print("     xroce:", body[-600:].replace("\n", "\n     "))
         print("     peer :", vout[-600:].replace("\n", "\n     "))
+        if rep:
+            print("     xroce's exit report:\n     " + rep[-6000:].replace("\n", "\n     "))
+        explain_failure(vm)
+
+
+def explain_failure(vm):
+    """Evidence for a failed case: rxe's counters and the last RoCE frames the capture on the tap holds."""
+    counters = vm.run("cd /sys/class/infiniband/rxe0/ports/1/hw_counters && grep -H . * | grep -v ':0$'", 20)[1]
+    print("     rxe counters: " + " ".join(l.replace(":", "=", 1) for l in counters.split()))
+    pc = os.path.join(work, f"interop-mtu{current_mtu[0]}.pcap")
+    try:
+        r = subprocess.run(["tshark", "-r", pc, "-Y", "infiniband", "-T", "fields", "-e", "frame.time_relative",
+                            "-e", "ip.src", "-e", "ip.id", "-e", "infiniband.bth.opcode", "-e", "infiniband.bth.destqp",
+                            "-e", "infiniband.bth.psn", "-e", "infiniband.aeth.syndrome", "-e", "infiniband.aeth.msn",
+                            "-e", "frame.len"], capture_output=True, text=True, timeout=180)
+    except subprocess.TimeoutExpired:
+        print("     (the capture took too long to read)")
+        return
+    lines = [l for l in r.stdout.splitlines() if l.strip()]
+    print(f"     last {min(40, len(lines))} of {len(lines)} RoCE frames captured (time, src, ip id, opcode, dqp, psn,"
+          " syndrome, msn, length):")
+    for l in lines[-40:]:
+        print("       " + l.replace("\t", " "))
 
 
 LOSS_TESTS = [  # under loss: fewer iterations, every retransmission path still crossed many times
@@ -253,6 +280,7 @@ def main():
     for mtu in ([1500] if quick else [1500, 9000]):
         teardown_ns()
         setup_ns(mtu)
+        current_mtu[0] = mtu
         # Whole frames, up to 1 GB per capture (the reordering cases alone send ~3 GB): the cap keeps a
         # CI machine with little disk whole; docs/interop.md says how many frames were checked.
         cap = subprocess.Popen(["ip", "netns", "exec", NS, "tshark", "-i", "tap0", "-q", "-f", "udp port 4791",
@@ -374,7 +402,9 @@ def write_doc(versions, malformed):
                 "`max_qp_rd_atom`: rxe0's (%s) is above xroce0's (%s), which xroce refuses at RTS as rxe and mlx5 refuse\n"
                 "more than their own. As between any two devices with different limits, the read and atomic tools are\n"
                 "given `-o` with the smaller one on both ends. The wire checks of the first table (malformed frames, rxe's\n"
-                "`rcvd_pkts`) cover these rows' frames too.\n\n"
+                "`rcvd_pkts`) cover these rows' frames too. On both tables the host end reads `retry_cnt` 7 as rxe does,\n"
+                "without end (`XROCE_RETRY7_FOREVER=1`, `xroce-perf --retry7-forever`): the emulated VM can stall longer\n"
+                "than seven retries of 67 ms, and rxe waits such a stall out.\n\n"
                 % (HOST, RAW_ADDR, rd_atom.get("rxe0", "?"), rd_atom.get("xroce0", "?")))
         f.write("| case | role | xroce link | path MTU | result | xroce end's report | rxe end's report | note |\n"
                 "|---|---|---|---|---|---|---|---|\n")

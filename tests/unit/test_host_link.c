@@ -140,6 +140,32 @@ static void test_one_device_per_address(void **state)
 	xr_link_close(b);
 }
 
+/* A UDP link reaches local peers through the host path under its address:
+ * while a host link holds that address, local peers would reach that
+ * device instead, so the UDP link refuses it (it ran without the path,
+ * and its peers' frames went to the other device). */
+static void test_udp_link_refuses_an_address_a_host_link_holds(void **state)
+{
+	struct xr_link *h = xr_link_host("127.0.9.1"), *u;
+	struct xr_link_spec spec = { .kind = "udp", .addr = "127.0.9.1" };
+	char msg[200] = "";
+
+	(void)state;
+	assert_non_null(h);
+	assert_null(xr_link_open(&spec, msg, sizeof(msg)));
+	assert_int_equal(errno, EEXIST);
+	assert_non_null(strstr(msg, "already holds 127.0.9.1"));
+	spec.udp_no_host_path = true;   /* the kernel path only: nothing to clash */
+	u = xr_link_open(&spec, msg, sizeof(msg));
+	assert_non_null(u);
+	xr_link_close(u);
+	xr_link_close(h);
+	spec.udp_no_host_path = false;
+	u = xr_link_open(&spec, msg, sizeof(msg));
+	assert_non_null(u);
+	xr_link_close(u);
+}
+
 static void test_no_peer_is_dropped_and_counted(void **state)
 {
 	struct xr_link *a = xr_link_host("10.250.9.1");
@@ -578,6 +604,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_device_per_address),
+		cmocka_unit_test(test_udp_link_refuses_an_address_a_host_link_holds),
 		cmocka_unit_test(test_no_peer_is_dropped_and_counted),
 		cmocka_unit_test(test_frames_cross_exact_and_in_order),
 		cmocka_unit_test(test_killed_peer_is_noticed),
