@@ -14,6 +14,7 @@ static struct {
 	pthread_mutex_t lock;
 	struct xrv_cq *cqs;
 	struct xrv_qp *qps;
+	struct xrv_srq *srqs;
 } reg = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 #define LIST_ADD(head, o) do { (o)->prev = NULL; (o)->next = (head); if (head) (head)->prev = (o); (head) = (o); } while (0)
@@ -48,6 +49,20 @@ void xrv_unregister_qp(struct xrv_qp *qp)
 	pthread_mutex_unlock(&reg.lock);
 }
 
+void xrv_register_srq(struct xrv_srq *srq)
+{
+	pthread_mutex_lock(&reg.lock);
+	LIST_ADD(reg.srqs, srq);
+	pthread_mutex_unlock(&reg.lock);
+}
+
+void xrv_unregister_srq(struct xrv_srq *srq)
+{
+	pthread_mutex_lock(&reg.lock);
+	LIST_DEL(reg.srqs, srq);
+	pthread_mutex_unlock(&reg.lock);
+}
+
 /* Fills the event's object; false if it is gone already. */
 static bool resolve(const struct xr_async_event *x, struct ibv_async_event *ev)
 {
@@ -61,11 +76,19 @@ static bool resolve(const struct xr_async_event *x, struct ibv_async_event *ev)
 				ev->event_type = IBV_EVENT_CQ_ERR;
 				found = true;
 			}
+	} else if (x->type == XR_EVENT_SRQ_LIMIT_REACHED) {
+		for (struct xrv_srq *q = reg.srqs; q && !found; q = q->next)
+			if (xr_srq_num(q->xr) == x->srq_num) {
+				ev->element.srq = &q->ibv;
+				ev->event_type = IBV_EVENT_SRQ_LIMIT_REACHED;
+				found = true;
+			}
 	} else {
 		for (struct xrv_qp *q = reg.qps; q && !found; q = q->next)
 			if (q->ibv.qp_base.qp_num == x->qp_num) {
 				ev->element.qp = &q->ibv.qp_base;
-				ev->event_type = IBV_EVENT_SQ_DRAINED;
+				ev->event_type = x->type == XR_EVENT_QP_LAST_WQE_REACHED ? IBV_EVENT_QP_LAST_WQE_REACHED
+											 : IBV_EVENT_SQ_DRAINED;
 				found = true;
 			}
 	}

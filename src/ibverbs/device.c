@@ -394,6 +394,10 @@ static void fill_device_attr(struct xrv_context *x, struct ibv_device_attr *a)
 	a->max_res_rd_atom = XR_MAX_RD_ATOMIC * a->max_qp;
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_mw = XR_MAX_MR - 1;
+	a->max_srq = XR_MAX_SRQ - 1;
+	a->max_srq_wr = 1 << 15;
+	a->max_srq_sge = XR_RWQE_MAX_SGE;
+	a->max_ah = 1 << 24;   /* an AH is host memory only: its address travels in each UD WQE */
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;

@@ -2,8 +2,8 @@
 /*
  * The rest of the public ABI: strings, rate conversions, fork support
  * (nothing to do: memory is never pinned), sysfs (there is none), and the
- * verbs xroce refuses for now (SRQ, address handles, multicast, imports,
- * ECE), each with a message naming what is missing.
+ * verbs xroce refuses for now (multicast, imports, ECE), each with a
+ * message naming what is missing.
  */
 #include "xrv.h"
 
@@ -174,77 +174,10 @@ XRV_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode 
 
 /* ---- refused for now ---- */
 
-XRV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
-{
-	(void)pd, (void)attr;
-	xrv_unsupported("ibv_create_srq", "shared receive queues (RC QPs with their own receive queues work)");
-	return NULL;
-}
-XRV_DEFAULT(ibv_create_srq);
-
-XRV_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
-{
-	(void)srq, (void)attr, (void)mask;
-	return EOPNOTSUPP;
-}
-XRV_DEFAULT(ibv_modify_srq);
-
-XRV_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
-{
-	(void)srq, (void)attr;
-	return EOPNOTSUPP;
-}
-XRV_DEFAULT(ibv_query_srq);
-
-XRV_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
-{
-	(void)srq;
-	return EOPNOTSUPP;
-}
-XRV_DEFAULT(ibv_destroy_srq);
-
-int xrv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
-{
-	(void)srq;
-	*bad = wr;
-	return EOPNOTSUPP;
-}
-
-XRV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
-{
-	(void)pd, (void)attr;
-	xrv_unsupported("ibv_create_ah", "address handles (UD QPs; only RC so far)");
-	return NULL;
-}
-XRV_DEFAULT(ibv_create_ah);
-
-XRV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
-{
-	(void)ah;
-	return EOPNOTSUPP;
-}
-XRV_DEFAULT(ibv_destroy_ah);
-
-XRV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc,
-				   struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)
-{
-	(void)context, (void)port_num, (void)wc, (void)grh, (void)ah_attr;
-	xrv_unsupported("ibv_init_ah_from_wc", "address handles (UD QPs; only RC so far)");
-	return -1;
-}
-
-XRV_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
-						uint8_t port_num)
-{
-	(void)pd, (void)wc, (void)grh, (void)port_num;
-	xrv_unsupported("ibv_create_ah_from_wc", "address handles (UD QPs; only RC so far)");
-	return NULL;
-}
-
 XRV_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
 	(void)qp, (void)gid, (void)lid;
-	xrv_unsupported("ibv_attach_mcast", "multicast (UD QPs; only RC so far)");
+	xrv_unsupported("ibv_attach_mcast", "multicast groups (UD QPs send and receive unicast)");
 	return EOPNOTSUPP;
 }
 XRV_DEFAULT(ibv_attach_mcast);

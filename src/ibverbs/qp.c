@@ -25,8 +25,6 @@ _Static_assert(sizeof(struct ibv_sge) == sizeof(struct xr_sge) &&
 static const char *qp_type_name(enum ibv_qp_type t)
 {
 	switch (t) {
-	case IBV_QPT_UC: return "UC QPs";
-	case IBV_QPT_UD: return "UD QPs";
 	case IBV_QPT_RAW_PACKET: return "raw packet QPs";
 	case IBV_QPT_XRC_SEND: case IBV_QPT_XRC_RECV: return "XRC QPs";
 	default: return "this QP type";
@@ -53,14 +51,15 @@ XRV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 		errno = EINVAL;
 		return NULL;
 	}
-	if (attr->qp_type != IBV_QPT_RC) {
+	switch (attr->qp_type) {
+	case IBV_QPT_RC: in.qp_type = XR_QPT_RC; break;
+	case IBV_QPT_UC: in.qp_type = XR_QPT_UC; break;
+	case IBV_QPT_UD: in.qp_type = XR_QPT_UD; break;
+	default:
 		xrv_unsupported("ibv_create_qp", qp_type_name(attr->qp_type));
 		return NULL;
 	}
-	if (attr->srq) {
-		xrv_unsupported("ibv_create_qp", "shared receive queues");
-		return NULL;
-	}
+	in.srq = attr->srq ? XRV_OF(xrv_srq, attr->srq)->xr : NULL;
 	in.send_cq = XRV_OF(xrv_cq, attr->send_cq)->xr;
 	in.recv_cq = XRV_OF(xrv_cq, attr->recv_cq)->xr;
 	in.cap.max_send_wr = attr->cap.max_send_wr;
@@ -68,7 +67,6 @@ XRV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 	in.cap.max_send_sge = attr->cap.max_send_sge;
 	in.cap.max_recv_sge = attr->cap.max_recv_sge;
 	in.cap.max_inline_data = attr->cap.max_inline_data;
-	in.qp_type = XR_QPT_RC;
 	in.sq_sig_all = attr->sq_sig_all;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp) {
@@ -95,7 +93,8 @@ XRV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 	qp->ibv.qp_base.handle = xr_qp_num(qp->xr);
 	qp->ibv.qp_base.qp_num = xr_qp_num(qp->xr);
 	qp->ibv.qp_base.state = IBV_QPS_RESET;
-	qp->ibv.qp_base.qp_type = IBV_QPT_RC;
+	qp->ibv.qp_base.qp_type = attr->qp_type;
+	qp->ibv.qp_base.srq = attr->srq;
 	pthread_mutex_init(&qp->ibv.qp_base.mutex, NULL);
 	pthread_cond_init(&qp->ibv.qp_base.cond, NULL);
 	xrv_register_qp(qp);
@@ -132,15 +131,8 @@ XRV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int ma
 		xrv_unsupported("ibv_modify_qp", "attributes beyond IBV_QP_DEST_QPN (rate limit)");
 		return EOPNOTSUPP;
 	}
-	if ((mask & IBV_QP_AV) && !attr->ah_attr.is_global) {
-		xrv_log("ibv_modify_qp: the address vector has no GRH (is_global 0, a LID path): RoCE reaches its peer "
-			"by GID (ibv_rc_pingpong: add -g 0)");
-		return EINVAL;
-	}
-	if ((mask & IBV_QP_AV) && attr->ah_attr.grh.sgid_index != 0) {
-		xrv_log("ibv_modify_qp: GID index %u: xroce0 has one GID, index 0", attr->ah_attr.grh.sgid_index);
-		return EINVAL;
-	}
+	if ((mask & IBV_QP_AV) && (rc = xrv_ah_attr_from_ibv("ibv_modify_qp", &attr->ah_attr, &a.ah_attr)))
+		return rc;
 	if (((mask & IBV_QP_MAX_QP_RD_ATOMIC) && attr->max_rd_atomic > XR_MAX_RD_ATOMIC) ||
 	    ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && attr->max_dest_rd_atomic > XR_MAX_RD_ATOMIC)) {
 		/* perftest takes the peer's limit as its own (rxe's is 128). */
@@ -163,17 +155,6 @@ XRV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int ma
 	a.cap.max_send_sge = attr->cap.max_send_sge;
 	a.cap.max_recv_sge = attr->cap.max_recv_sge;
 	a.cap.max_inline_data = attr->cap.max_inline_data;
-	memcpy(a.ah_attr.grh.dgid.raw, attr->ah_attr.grh.dgid.raw, 16);
-	a.ah_attr.grh.flow_label = attr->ah_attr.grh.flow_label;
-	a.ah_attr.grh.sgid_index = attr->ah_attr.grh.sgid_index;
-	a.ah_attr.grh.hop_limit = attr->ah_attr.grh.hop_limit;
-	a.ah_attr.grh.traffic_class = attr->ah_attr.grh.traffic_class;
-	a.ah_attr.dlid = attr->ah_attr.dlid;
-	a.ah_attr.sl = attr->ah_attr.sl;
-	a.ah_attr.src_path_bits = attr->ah_attr.src_path_bits;
-	a.ah_attr.static_rate = attr->ah_attr.static_rate;
-	a.ah_attr.is_global = attr->ah_attr.is_global;
-	a.ah_attr.port_num = attr->ah_attr.port_num;
 	a.pkey_index = attr->pkey_index;
 	a.sq_draining = attr->sq_draining;
 	a.max_rd_atomic = attr->max_rd_atomic;
@@ -236,6 +217,7 @@ XRV_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 	init->recv_cq = qp->recv_cq;
 	caps_from_xr(&init->cap, &in.cap);
 	init->qp_type = qp->qp_type;
+	init->srq = qp->srq;
 	init->sq_sig_all = in.sq_sig_all;
 	return 0;
 }
@@ -252,7 +234,7 @@ XRV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 
 #define POST_BATCH 16   /* WRs converted per call into xroce's API */
 
-static int convert_send(const struct ibv_send_wr *w, struct xr_send_wr *o)
+static int convert_send(const struct ibv_qp *qp, const struct ibv_send_wr *w, struct xr_send_wr *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->wr_id = w->wr_id;
@@ -276,6 +258,13 @@ static int convert_send(const struct ibv_send_wr *w, struct xr_send_wr *o)
 		break;
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
+		if (qp->qp_type == IBV_QPT_UD) {
+			if (!w->wr.ud.ah)
+				return EINVAL;
+			o->wr.ud.ah = XRV_OF(xrv_ah, w->wr.ud.ah)->xr;
+			o->wr.ud.remote_qpn = w->wr.ud.remote_qpn;
+			o->wr.ud.remote_qkey = w->wr.ud.remote_qkey;
+		}
 		break;
 	case IBV_WR_SEND_WITH_INV:
 	case IBV_WR_LOCAL_INV:
@@ -308,7 +297,7 @@ static int post_send_all(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_s
 		struct ibv_send_wr *src[POST_BATCH];
 		int n = 0, rc;
 		for (; wr && n < POST_BATCH; wr = wr->next, n++) {
-			rc = convert_send(wr, &o[n]);
+			rc = convert_send(qp, wr, &o[n]);
 			if (rc) {
 				if (n) {
 					o[n - 1].next = NULL;
@@ -346,10 +335,9 @@ int xrv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
 	return rc;
 }
 
-int xrv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+/* Receive WRs in batches through post (a QP's RQ or an SRQ). */
+int xrv_post_recvs(struct ibv_recv_wr *wr, struct ibv_recv_wr **bad, xrv_post_recv_fn post, void *q)
 {
-	struct xr_qp *xqp = XRV_OF(xrv_qp, qp)->xr;
-
 	while (wr) {
 		struct xr_recv_wr o[POST_BATCH], *xbad = NULL;
 		struct ibv_recv_wr *src[POST_BATCH];
@@ -361,11 +349,21 @@ int xrv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
 			o[n].num_sge = wr->num_sge;
 			o[n].next = n + 1 < POST_BATCH && wr->next ? &o[n + 1] : NULL;
 		}
-		rc = xr_post_recv(xqp, o, &xbad);
+		rc = post(q, o, &xbad);
 		if (rc) {
 			*bad = xbad ? src[xbad - o] : src[0];
 			return rc;
 		}
 	}
 	return 0;
+}
+
+static int post_rq(void *q, struct xr_recv_wr *wr, struct xr_recv_wr **bad)
+{
+	return xr_post_recv(q, wr, bad);
+}
+
+int xrv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	return xrv_post_recvs(wr, bad, post_rq, XRV_OF(xrv_qp, qp)->xr);
 }

@@ -70,6 +70,17 @@ struct xrv_qp {
 	struct xrv_qp *prev, *next;
 };
 
+struct xrv_srq {
+	struct ibv_srq ibv;
+	struct xr_srq *xr;
+	struct xrv_srq *prev, *next;
+};
+
+struct xrv_ah {
+	struct ibv_ah ibv;
+	struct xr_ah *xr;
+};
+
 /* XROCE_EXIT_REPORT: counters and events on stderr at close or exit (report.c). */
 void xrv_report_open(struct xr_context *xr, struct xr_link *link);
 void xrv_report_close(void);
@@ -79,6 +90,13 @@ void xrv_register_cq(struct xrv_cq *cq);
 void xrv_unregister_cq(struct xrv_cq *cq);
 void xrv_register_qp(struct xrv_qp *qp);
 void xrv_unregister_qp(struct xrv_qp *qp);
+/* Posts receive WRs in batches to q (a QP or an SRQ) through post (qp.c). */
+typedef int (*xrv_post_recv_fn)(void *q, struct xr_recv_wr *wr, struct xr_recv_wr **bad);
+int xrv_post_recvs(struct ibv_recv_wr *wr, struct ibv_recv_wr **bad, xrv_post_recv_fn post, void *q);
+/* An ibv_ah_attr as xroce's (0, or EINVAL with a line naming what is wrong; ah.c). */
+int xrv_ah_attr_from_ibv(const char *verb, const struct ibv_ah_attr *in, struct xr_ah_attr *out);
+void xrv_register_srq(struct xrv_srq *srq);
+void xrv_unregister_srq(struct xrv_srq *srq);
 
 static inline struct xrv_context *xrv_ctx(struct ibv_context *c)
 {
