@@ -176,6 +176,10 @@ static int out_make(int *fd, uint8_t **map)
 	o->slots = HOST_SLOTS;
 	o->slot_size = sizeof(struct xr_frame);
 	o->size = size;
+	/* Born armed: the connection may be made (by a thread posting) while
+	 * the engine's thread sleeps without having armed it, so the peer's
+	 * first frame wakes us (its record of what it woke starts at 0). */
+	atomic_store_explicit(&o->sleeps, 1, memory_order_relaxed);
 	if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL)) {
 		err = -errno;
 		munmap(*map, size);

@@ -247,6 +247,60 @@ static void test_frames_cross_exact_and_in_order(void **state)
 	xr_link_close(a);
 }
 
+static int reply_once_body(struct xr_link *l, void *arg)
+{
+	struct xr_frame *in[4], *f;
+	uint64_t t0 = ms_now();
+	int got = 0;
+
+	(void)arg;
+	while (!got && ms_now() - t0 < 5000)
+		got = recv_wait(l, in, 4, 100);
+	if (got != 1 || !frame_is(in[0], "10.250.9.4", "10.250.9.5", 4, 0))
+		return 3;
+	xr_link_frame_free(l, in[0]);
+	f = xr_link_frame_alloc(l);
+	if (!f)
+		return 4;
+	make_frame(f, "10.250.9.5", "10.250.9.4", 5, 0);
+	send_all(l, f);
+	usleep(2000000);   /* stay past the parent's poll: leaving would wake it too */
+	xr_link_close(l);
+	return 0;
+}
+
+/* The engine's thread armed its wakeup and went to sleep; then another
+ * thread (a program posting) sent the first frame to a new peer, which
+ * made the connection. The peer's reply must wake the sleeper: a new
+ * connection counts as armed until its owner arms it itself (a UC
+ * ib_write_lat through the library hung for good: the reply was in the
+ * ring, the engine asleep, and UC sends nothing again). */
+static void test_reply_on_a_new_connection_wakes_a_sleeper(void **state)
+{
+	pid_t pid = spawn("10.250.9.5", reply_once_body, NULL);
+	struct xr_link *a = xr_link_host("10.250.9.4");
+	struct xr_frame *f, *in[4];
+	struct pollfd p;
+	int got;
+
+	(void)state;
+	assert_non_null(a);
+	p.fd = a->ops->wait_fd(a);   /* armed with no connection yet */
+	p.events = POLLIN;
+	assert_int_equal(xr_link_recv(a, in, 4), 0);
+	f = xr_link_frame_alloc(a);
+	assert_non_null(f);
+	make_frame(f, "10.250.9.4", "10.250.9.5", 4, 0);
+	send_all(a, f);   /* connects */
+	assert_int_equal(poll(&p, 1, 1000), 1);   /* no arming since */
+	got = xr_link_recv(a, in, 4);
+	assert_int_equal(got, 1);
+	assert_true(frame_is(in[0], "10.250.9.5", "10.250.9.4", 5, 0));
+	xr_link_frame_free(a, in[0]);
+	assert_int_equal(wait_status(pid), 0);
+	xr_link_close(a);
+}
+
 static int idle_body(struct xr_link *l, void *arg)
 {
 	(void)l;
@@ -607,6 +661,7 @@ int main(void)
 		cmocka_unit_test(test_udp_link_refuses_an_address_a_host_link_holds),
 		cmocka_unit_test(test_no_peer_is_dropped_and_counted),
 		cmocka_unit_test(test_frames_cross_exact_and_in_order),
+		cmocka_unit_test(test_reply_on_a_new_connection_wakes_a_sleeper),
 		cmocka_unit_test(test_killed_peer_is_noticed),
 		cmocka_unit_test(test_stopped_peer_pushes_back_then_drops),
 		cmocka_unit_test(test_bad_handshake_refused),
