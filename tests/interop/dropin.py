@@ -18,6 +18,12 @@ TESTS = [
     ("ib_read_lat", "-n 200", False),
     ("ib_send_lat", "-n 200", True),
     ("ib_atomic_lat", "-n 200", False),
+    # the other QP types and shared receive queues (issue 14)
+    ("ib_send_bw", "-n 300 -c UD", True),
+    ("ib_send_lat", "-n 200 -c UD", True),
+    ("ib_write_bw", "-n 300 -c UC", True),
+    ("ib_send_bw", "-n 300 -c UC", True),
+    ("ib_send_bw", "-n 300 --use-srq", True),
 ]
 SERVER_REPORTS = {tool: rep for tool, _, rep in TESTS}
 JUMBO = ("ibv_rc_pingpong", "ib_write_bw", "ib_read_bw")   # also run on the 9000-byte path, as xroce-perf's rows
