@@ -44,6 +44,8 @@ test-interop interop: build
 
 docs: build
 	build/bin/xroce-regs doc > docs/registers.md
+	python3 src/ibverbs/verbs_table.py "$$(sed -n 's/^IBVERBS_SYSTEM:FILEPATH=//p' build/CMakeCache.txt)" \
+		"$$(sed -n 's/^IBVERBS_INCLUDE:PATH=//p' build/CMakeCache.txt)/infiniband/verbs.h" src/ibverbs > docs/ibverbs.md
 
 bench: build
 	@build/bin/bench-wire
