@@ -22,7 +22,9 @@ TESTS = [
     ("ib_send_bw", "-n 300 -c UD", True),
     ("ib_send_lat", "-n 200 -c UD", True),
     ("ib_write_bw", "-n 300 -c UC", True),
-    ("ib_send_bw", "-n 300 -c UC", True),
+    # UC has no flow control: 64 KiB messages at xroce's rate overrun the emulated VM, and a lost packet
+    # loses its message, so rxe's server would wait for ever. 1 KiB messages (one packet each) still cross.
+    ("ib_send_bw", "-n 300 -s 1024 -c UC", True),
     ("ib_send_bw", "-n 300 --use-srq", True),
 ]
 SERVER_REPORTS = {tool: rep for tool, _, rep in TESTS}
