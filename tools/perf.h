@@ -42,7 +42,14 @@ struct cfg {
 	struct xr_fault_cfg fault;  /* --fault-*: wrap the link when a rate is set */
 	enum xr_progress_mode progress;
 	bool mem;
+	enum xr_qp_type conn;     /* -c RC|UC|UD */
+	bool use_srq;             /* --use_srq: the receivers share one SRQ */
 };
+
+/* perftest's Q_Key for UD QPs (DEF_QKEY) and the GRH room a UD receive
+ * buffer needs in front of the payload. */
+#define PERF_UD_QKEY 0x11111111u
+#define PERF_UD_GRH 40u
 
 struct side {
 	const struct cfg *c;
@@ -54,6 +61,9 @@ struct side {
 	struct xr_pd *pd;
 	struct xr_cq *cq;
 	struct xr_qp *qp[MAX_QPS];
+	struct xr_srq *srq;        /* --use_srq */
+	struct xr_ah *ah[MAX_QPS]; /* UD: the peer QP's address */
+	uint32_t grh;              /* UD: 40 bytes before each received payload */
 	struct xr_mr *mr;
 	uint8_t *buf;
 	size_t buf_len, slot;      /* slot: bytes per message slot */
@@ -98,6 +108,15 @@ int mtu_enum_of(int bytes);
 int open_side(struct side *s);
 int connect_qp(struct side *s, unsigned q);
 int check_wc(struct side *s, const struct xr_wc *wc);
+/* A receive of len payload bytes at buf for QP q (or the SRQ), with the
+ * GRH room UD needs: the payload lands at buf + s->grh. */
+int post_recv_buf(struct side *s, unsigned q, uint8_t *buf, uint32_t len, uint64_t id);
+/* Where a send WR on QP q goes: UD's address (after the RDMA fields, which
+ * share the WR's union). */
+void set_dest(struct side *s, unsigned q, struct xr_send_wr *w);
+/* UD: a message is one packet, so at most the MTU (perftest changes a
+ * larger size to it, and says so once). */
+uint64_t ud_size(struct side *s, uint64_t size);
 void close_side(struct side *s);
 struct proto proto_of(const struct cfg *c);
 int prologue(struct side *s);

@@ -66,7 +66,12 @@ static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
 				bool last = !timed && posted + 1 >= iters;
 				/* Near the end every WR is signaled, so each QP's tail completes. */
 				bool tail = !timed && posted + (uint64_t)c->qps * c->tx_depth >= iters;
-				if (seq % signal_every == signal_every - 1 || tail || timed)
+				/* ...and the one that fills a QP's queue: the loop may not come
+				 * back to that QP (UC/UD complete at once, so another QP can
+				 * take every remaining iteration), and unsignaled WRs after
+				 * its last signaled one would never complete. */
+				bool fills = qposted[q] - qdone[q] + 1 >= c->tx_depth;
+				if (seq % signal_every == signal_every - 1 || tail || timed || fills)
 					w.send_flags = XR_SEND_SIGNALED;
 				switch (c->verb) {
 				case V_WRITE: w.opcode = XR_WR_RDMA_WRITE; break;
@@ -87,6 +92,7 @@ static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
 					if (c->verb != V_READ && size <= c->inline_size)
 						w.send_flags |= XR_SEND_INLINE;
 				}
+				set_dest(s, q, &w);
 				if (xr_post_send(s->qp[q], &w, NULL))
 					break;
 				qposted[q]++;
@@ -150,25 +156,70 @@ static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
 }
 
 /* The receiving end of send_bw: posts receives, counts and checks them,
- * until the peer reaches the next exchange. */
-/* The receiving end of send_bw measures what it received, from the first
- * message to the last, as perftest's server does. */
-static int run_bw_receiver(struct side *s, uint64_t size, struct bw_report *rep)
+ * until the peer reaches the next exchange; it measures what it received,
+ * from the first message to the last, as perftest's server does. With
+ * --verify a slot holds one posted receive at a time (wr_id names it), so
+ * no message is checked after another landed over it, whatever order
+ * several QPs or an SRQ complete in; otherwise up to rx_depth are posted
+ * over the slots. */
+struct rx_slots {
+	bool exact;          /* completions may come out of post order: one per slot */
+	bool busy[64];
+	unsigned nbusy, next, rr;
+	int refill_q;        /* >= 0: the QP whose receive completed gets the next */
+};
+
+static bool post_one(struct side *s, struct rx_slots *r, uint64_t size, uint64_t *posted, uint64_t got)
 {
-	uint64_t posted = 0, got = 0;
+	unsigned k = (unsigned)(*posted % s->slots), q = (unsigned)(*posted % s->c->qps);
+
+	if (r->exact) {
+		if (r->nbusy >= s->slots || r->nbusy >= s->c->rx_depth)
+			return false;
+		while (r->busy[r->next % s->slots])
+			r->next++;
+		k = r->next++ % s->slots;
+		/* Each QP keeps its share: a freed receive goes back to its QP
+		 * (a sender may use some QPs far more than others). */
+		q = r->refill_q >= 0 ? (unsigned)r->refill_q : r->rr++ % s->c->qps;
+	} else if (*posted - got >= s->c->rx_depth) {
+		return false;
+	}
+	/* Room for the largest size of the run (as perftest with -a): a receive
+	 * posted during one size may take a message of the next. */
+	(void)size;
+	if (post_recv_buf(s, q, s->buf + k * s->slot, (uint32_t)(s->slot - s->grh), k))
+		return false;
+	if (r->exact) {
+		r->busy[k] = true;
+		r->nbusy++;
+	}
+	(*posted)++;
+	return true;
+}
+
+/* Receives posted before the run's handshake: a UD (or UC) sender that
+ * finds none has its messages dropped, with no RNR to hold it back. */
+static uint64_t prepost(struct side *s, struct rx_slots *r, uint64_t size)
+{
+	uint64_t posted = 0;
+
+	while (post_one(s, r, size, &posted, 0))
+		;
+	return posted;
+}
+
+static int run_bw_receiver(struct side *s, struct rx_slots *slots, uint64_t size, uint64_t posted,
+			   struct bw_report *rep)
+{
+	uint64_t got = 0;
 	struct xr_wc wc[64];
 	uint8_t *rx = s->buf;
 	double t_first = 0, t_last = 0;
 
 	for (;;) {
-		while (posted - got < s->c->rx_depth) {
-			unsigned k = (unsigned)(posted % s->slots);
-			struct xr_sge sg = { (uintptr_t)rx + k * s->slot, (uint32_t)(size ? size : 1), s->mr->lkey };
-			struct xr_recv_wr r = { .wr_id = posted, .sg_list = &sg, .num_sge = 1 };
-			if (xr_post_recv(s->qp[posted % s->c->qps], &r, NULL))
-				break;
-			posted++;
-		}
+		while (post_one(s, slots, size, &posted, got))
+			;
 		pump(s);
 		{
 			int n = xr_poll_cq(s->cq, 64, wc);
@@ -179,9 +230,23 @@ static int run_bw_receiver(struct side *s, uint64_t size, struct bw_report *rep)
 					continue;
 				if (s->c->verify) {
 					unsigned k = (unsigned)(wc[i].wr_id % s->slots);
-					if (wc[i].byte_len != size || !check_message(rx + k * s->slot, size))
+					uint64_t len = wc[i].byte_len - s->grh;
+					/* UC/UD: a straggler of the size before may land in this
+					 * run; it must still be whole and intact. */
+					if (wc[i].byte_len < s->grh || (len != size && s->c->conn == XR_QPT_RC) ||
+					    !check_message(rx + k * s->slot + s->grh, len))
 						s->verify_errors++;
 					s->verified++;
+				}
+				if (slots->exact && slots->busy[wc[i].wr_id % s->slots]) {
+					unsigned q = 0;
+					slots->busy[wc[i].wr_id % s->slots] = false;
+					slots->nbusy--;
+					while (q + 1 < s->c->qps && xr_qp_num(s->qp[q]) != wc[i].qp_num)
+						q++;
+					slots->refill_q = (int)q;
+					post_one(s, slots, size, &posted, got);
+					slots->refill_q = -1;
 				}
 				if (!got++)
 					t_first = now_us();
@@ -190,7 +255,9 @@ static int run_bw_receiver(struct side *s, uint64_t size, struct bw_report *rep)
 		}
 		{
 			struct pollfd p = { s->oob.fd, POLLIN, 0 };
-			if (poll(&p, 1, 0) > 0 && (s->c->qps > 1 || !s->c->verify || got >= s->c->iters || s->c->duration))
+			/* UC and UD may lose messages: the peer's word ends the run. */
+			if (poll(&p, 1, 0) > 0 && (s->c->qps > 1 || !s->c->verify || got >= s->c->iters || s->c->duration ||
+						   s->c->conn != XR_QPT_RC))
 				break;
 		}
 	}
@@ -306,10 +373,17 @@ int run_bw(struct side *s)
 	fprintf(s->out, RESULT_LINE);
 	fprintf(s->out, c->gbits ? " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
 				 : " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]\n");
+	/* Kept across sizes: receives still posted from one size are used by the next. */
+	struct rx_slots slots = { .exact = c->verify && (c->qps > 1 || c->use_srq), .refill_q = -1 };
+
 	for (uint64_t size = c->all ? 2 : c->size; size <= (c->all ? (1u << 23) : c->size); size *= 2) {
 		struct bw_report mine = { size, 0, 0, 0, 0 }, theirs;
 		if (c->verb == V_ATOMIC)
 			size = mine.size = 8;
+		if (c->all && ud_size(s, size) != size)
+			break;   /* -a on UD: sizes up to the MTU */
+		size = mine.size = ud_size(s, size);
+		uint64_t preposted = receiver && !sender ? prepost(s, &slots, size) : 0;
 		if (pr.pre_run_hs && oob_handshake(&s->oob, &s->my[0], &s->rem[0]))
 			return -1;
 		if (sender && receiver) {
@@ -327,7 +401,7 @@ int run_bw(struct side *s)
 			if (c->verify && c->verb == V_ATOMIC && !c->bidir && verify_atomics(s, mine.iters, before))
 				return -1;
 		} else if (receiver) {
-			if (run_bw_receiver(s, size, &mine))
+			if (run_bw_receiver(s, &slots, size, preposted, &mine))
 				return -1;
 		}
 		/* The passive end keeps its engine answering until the peer is done. */

@@ -61,23 +61,23 @@ static void verify_lat_rx(struct side *s, const uint8_t *rx, uint64_t size, uint
 }
 
 /* send_lat: waits for the peer's message, checks it, posts its buffer again. */
-static int lat_recv_one(struct side *s, const uint8_t *rx, uint64_t size, uint64_t i, struct xr_recv_wr *r)
+static int lat_recv_one(struct side *s, uint8_t *rx, uint64_t size, uint64_t i)
 {
 	struct xr_wc wc;
 
 	if (wait_one(s, &wc, true))
 		return -1;
-	if (wc.byte_len != size)
+	if (wc.byte_len != size + s->grh)
 		s->verify_errors += s->c->verify;
-	verify_lat_rx(s, rx, size, i);
-	xr_post_recv(s->qp[0], r, NULL);
+	verify_lat_rx(s, rx + s->grh, size, i);
+	post_recv_buf(s, 0, rx, (uint32_t)(size ? size : 1), i);
 	return 0;
 }
 
 int run_lat(struct side *s)
 {
 	const struct cfg *c = s->c;
-	uint64_t size = c->size, iters = c->iters;
+	uint64_t size = ud_size(s, c->size), iters = c->iters;
 	double *t = calloc(iters, sizeof(double));
 	uint8_t *rx = s->buf, *tx = s->buf + s->slot * s->slots;
 	volatile uint8_t *flag = rx + (size ? size - 1 : 0);
@@ -90,11 +90,8 @@ int run_lat(struct side *s)
 	if (proto_of(c).pre_run_hs && oob_handshake(&s->oob, &s->my[0], &s->rem[0]))
 		return -1;
 	if (c->verb == V_SEND)
-		for (unsigned i = 0; i < 2 && i < c->rx_depth; i++) {
-			struct xr_sge sg = { (uintptr_t)rx, (uint32_t)(size ? size : 1), s->mr->lkey };
-			struct xr_recv_wr r = { .wr_id = i, .sg_list = &sg, .num_sge = 1 };
-			xr_post_recv(s->qp[0], &r, NULL);
-		}
+		for (unsigned i = 0; i < 2 && i < c->rx_depth; i++)
+			post_recv_buf(s, 0, rx, (uint32_t)(size ? size : 1), i);
 	if (c->verb == V_ATOMIC && !s->server)
 		memset(rx, 0, 8);
 	if (active) {
@@ -134,15 +131,14 @@ int run_lat(struct side *s)
 				t[i] = (now_us() - t0) / 2;
 				break;
 			case V_SEND: {
-				struct xr_sge r2 = { (uintptr_t)rx, (uint32_t)(size ? size : 1), s->mr->lkey };
-				struct xr_recv_wr r = { .wr_id = i, .sg_list = &r2, .num_sge = 1 };
 				/* Each message is checked before its buffer is posted again. */
-				if (!my_turn && lat_recv_one(s, rx, size, i, &r))
+				if (!my_turn && lat_recv_one(s, rx, size, i))
 					rc = -1;
 				w.opcode = XR_WR_SEND;
+				set_dest(s, 0, &w);
 				if (!rc && (xr_post_send(s->qp[0], &w, NULL) || wait_one(s, &wc, false)))
 					rc = -1;
-				if (my_turn && !rc && lat_recv_one(s, rx, size, i, &r))
+				if (my_turn && !rc && lat_recv_one(s, rx, size, i))
 					rc = -1;
 				t[i] = (now_us() - t0) / 2;
 				break;

@@ -37,6 +37,9 @@ static void usage(FILE *o)
 "  -u, --qp-timeout=N       local ACK timeout exponent (14)\n"
 "  -b, --bidirectional      both ends send (write/read/atomic bw)\n"
 "  -F, --CPU-freq           accepted (xroce does not read CPU frequency)\n"
+"  -c, --connection=RC|UC|UD  connection type (RC; UC: write and send tests,\n"
+"                           UD: send tests, messages up to the MTU)\n"
+"      --use_srq            the receivers post into one shared receive queue (send tests)\n"
 "      --report_gbits       bandwidth in Gb/sec\n"
 "      --run_infinitely     run until interrupted, a line per second\n"
 "      --out_json           JSON results to perftest_out.json (--out_json_file=FILE)\n"
@@ -87,7 +90,7 @@ static bool parse_test(struct cfg *c, const char *t)
 
 enum { O_GBITS = 256, O_INF, O_JSON, O_JSONF, O_LINK, O_BIND, O_IFNAME, O_VLAN, O_PCP, O_VERIFY, O_COUNTERS,
        O_PCAP, O_PCAPN, O_PROGRESS, O_STRICT_ICRC, O_RAW_IP_ID, O_RETRY7,
-       O_NO_HOST, O_FDROP, O_FREORDER, O_FSEED };
+       O_NO_HOST, O_FDROP, O_FREORDER, O_FSEED, O_SRQ };
 
 /* ibv_rc_pingpong's own flags: 0 taken, 1 not one of them (the common
  * parser goes on), 2 refused (the message names the flag). */
@@ -160,6 +163,7 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		{ "retry7-forever", no_argument, 0, O_RETRY7 }, { "no-host-path", no_argument, 0, O_NO_HOST },
 		{ "fault-drop", required_argument, 0, O_FDROP }, { "fault-reorder", required_argument, 0, O_FREORDER },
 		{ "fault-seed", required_argument, 0, O_FSEED },
+		{ "connection", required_argument, 0, 'c' }, { "use_srq", no_argument, 0, O_SRQ },
 		{ 0, 0, 0, 0 },
 	};
 	bool size_set = false, iters_set = false, tx_set = false, inline_set = false;
@@ -179,7 +183,7 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 #define NUM(opt, max, dst) do { if (!cli_u64(prog, opt, optarg, (max), &v)) return 2; (dst) = v; } while (0)
 	/* pingpong takes ibv_rc_pingpong's short options, whose letters mean
 	 * other things in perftest's tools. */
-	while ((ch = getopt_long(argc, argv, c->pingpong ? "p:d:i:s:m:r:n:l:eg:oOPtcjNh" : "s:n:D:aq:m:t:r:p:d:x:I:u:bFh",
+	while ((ch = getopt_long(argc, argv, c->pingpong ? "p:d:i:s:m:r:n:l:eg:oOPtcjNh" : "s:n:D:aq:m:t:r:p:d:x:I:u:bFc:h",
 				 opts, NULL)) != -1) {
 		if (c->pingpong) {
 			int rc = pingpong_flag(c, ch);
@@ -204,6 +208,13 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		case 'u': NUM("qp-timeout", 31, c->qp_timeout); break;
 		case 'b': c->bidir = true; break;
 		case 'F': break;
+		case 'c':
+			if (!strcmp(optarg, "RC")) c->conn = XR_QPT_RC;
+			else if (!strcmp(optarg, "UC")) c->conn = XR_QPT_UC;
+			else if (!strcmp(optarg, "UD")) c->conn = XR_QPT_UD;
+			else { fprintf(stderr, "%s: -c %s: xroce offers RC, UC and UD\n", prog, optarg); return 2; }
+			break;
+		case O_SRQ: c->use_srq = true; break;
 		case 'h': usage(stdout); return 0;
 		case O_GBITS: c->gbits = true; break;
 		case O_INF: c->infinite = true; break;
@@ -266,6 +277,27 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		c->size = 8;
 	if (c->lat && (c->all || c->bidir || c->qps > 1 || c->duration)) {
 		fprintf(stderr, "%s: -a, -b, -q and -D are bandwidth options in xroce-perf\n", prog);
+		return 2;
+	}
+	/* What perftest allows with each connection type. */
+	if (c->conn == XR_QPT_UC && (c->verb == V_READ || c->verb == V_ATOMIC)) {
+		fprintf(stderr, "%s: -c UC: RDMA READ and atomics need RC (UC offers SEND and WRITE)\n", prog);
+		return 2;
+	}
+	if (c->conn == XR_QPT_UD && c->verb != V_SEND) {
+		fprintf(stderr, "%s: -c UD: only the send tests (UD offers SEND only)\n", prog);
+		return 2;
+	}
+	if (c->conn == XR_QPT_UC && c->verify && c->verb == V_WRITE && !c->lat) {
+		fprintf(stderr, "%s: -c UC --verify: write_bw checks by reading back, which needs RC\n", prog);
+		return 2;
+	}
+	if (c->use_srq && c->verb != V_SEND) {
+		fprintf(stderr, "%s: --use_srq: only the send tests receive\n", prog);
+		return 2;
+	}
+	if ((c->conn != XR_QPT_RC || c->use_srq) && c->pingpong) {
+		fprintf(stderr, "%s: pingpong is ibv_rc_pingpong: RC, no SRQ\n", prog);
 		return 2;
 	}
 	if (c->verb == V_SEND && c->size == 0 && c->lat) {

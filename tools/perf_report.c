@@ -34,7 +34,8 @@ void print_header(struct side *s)
 	fprintf(o, "                    %s %s Test\n", verb_title[c->verb], c->lat ? "Latency" : "BW");
 	fprintf(o, " Dual-port       : OFF\t\tDevice         : %s\n", c->device);
 	fprintf(o, " Number of qps   : %u\t\tTransport type : IB\n", c->qps);
-	fprintf(o, " Connection type : RC\t\tUsing SRQ      : OFF\n");
+	fprintf(o, " Connection type : %s\t\tUsing SRQ      : %s\n",
+		c->conn == XR_QPT_UD ? "UD" : c->conn == XR_QPT_UC ? "UC" : "RC", c->use_srq ? "ON" : "OFF");
 	fprintf(o, " PCIe relax order: OFF\n");
 	if (!c->lat || c->verb != V_WRITE)
 		fprintf(o, " TX depth        : %u\n", c->tx_depth);

@@ -96,7 +96,8 @@ int open_side(struct side *s)
 	}
 	s->pd = xr_alloc_pd(s->ctx);
 	s->cq = xr_create_cq(s->ctx, 8192);
-	s->slot = max_size < 64 ? 64 : (size_t)max_size;
+	s->grh = c->conn == XR_QPT_UD ? PERF_UD_GRH : 0;
+	s->slot = max_size + s->grh < 64 ? 64 : (size_t)(max_size + s->grh);
 	s->slots = s->slot >= (1u << 20) ? 2 : 16;
 	s->buf_len = s->slot * s->slots * 2 + 4096;
 	s->buf = aligned_alloc(4096, (s->buf_len + 4095) & ~(size_t)4095);
@@ -113,9 +114,18 @@ int open_side(struct side *s)
 		fprintf(stderr, "%s: cannot register %zu bytes: %s\n", prog, s->buf_len, strerror(errno));
 		return -1;
 	}
+	if (c->use_srq) {
+		struct xr_srq_init_attr sa = { { c->rx_depth, 1, 0 } };
+		s->srq = xr_create_srq(s->pd, &sa);
+		if (!s->srq) {
+			fprintf(stderr, "%s: cannot create the SRQ: %s\n", prog, strerror(errno));
+			return -1;
+		}
+	}
 	memset(&ia, 0, sizeof(ia));
 	ia.send_cq = ia.recv_cq = s->cq;
-	ia.qp_type = XR_QPT_RC;
+	ia.qp_type = c->conn;
+	ia.srq = s->srq;
 	ia.cap.max_send_wr = c->tx_depth < 2 ? 2 : c->tx_depth;
 	ia.cap.max_recv_wr = c->rx_depth;
 	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
@@ -139,11 +149,106 @@ int open_side(struct side *s)
 	return 0;
 }
 
+/* UD (G1): a Q_Key instead of a path; the peer's address goes into an AH. */
+static int connect_ud(struct side *s, unsigned q)
+{
+	struct xr_qp_attr a;
+	struct xr_ah_attr aa;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = XR_QPS_INIT;
+	a.port_num = 1;
+	a.qkey = PERF_UD_QKEY;
+	if (xr_modify_qp(s->qp[q], &a, XR_QP_STATE | XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_QKEY))
+		return -1;
+	a.qp_state = XR_QPS_RTR;
+	if (xr_modify_qp(s->qp[q], &a, XR_QP_STATE))
+		return -1;
+	a.qp_state = XR_QPS_RTS;
+	a.sq_psn = s->my[q].psn;
+	if (xr_modify_qp(s->qp[q], &a, XR_QP_STATE | XR_QP_SQ_PSN))
+		return -1;
+	memset(&aa, 0, sizeof(aa));
+	aa.is_global = 1;
+	aa.port_num = 1;
+	aa.grh.hop_limit = 0xFF;
+	aa.grh.dgid = s->rem[q].gid;
+	s->ah[q] = xr_create_ah(s->pd, &aa);
+	if (!s->ah[q]) {
+		fprintf(stderr, "%s: cannot create the address handle (peer unreachable?): %s\n", prog, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* UC (G1): RC's path without READ/atomic resources or timers. */
+static int connect_uc(struct side *s, unsigned q)
+{
+	struct xr_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = XR_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = XR_ACCESS_REMOTE_WRITE;
+	if (xr_modify_qp(s->qp[q], &a, XR_QP_STATE | XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS))
+		return -1;
+	a.qp_state = XR_QPS_RTR;
+	a.path_mtu = (enum xr_mtu)s->mtu;
+	a.dest_qp_num = s->rem[q].qpn;
+	a.rq_psn = s->rem[q].psn;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.hop_limit = 0xFF;
+	a.ah_attr.grh.dgid = s->rem[q].gid;
+	if (xr_modify_qp(s->qp[q], &a, XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN | XR_QP_RQ_PSN)) {
+		fprintf(stderr, "%s: cannot move QP to RTR (peer unreachable?)\n", prog);
+		return -1;
+	}
+	a.qp_state = XR_QPS_RTS;
+	a.sq_psn = s->my[q].psn;
+	return xr_modify_qp(s->qp[q], &a, XR_QP_STATE | XR_QP_SQ_PSN);
+}
+
+int post_recv_buf(struct side *s, unsigned q, uint8_t *buf, uint32_t len, uint64_t id)
+{
+	struct xr_sge sg = { (uintptr_t)buf, len + s->grh, s->mr->lkey };
+	struct xr_recv_wr r = { .wr_id = id, .sg_list = &sg, .num_sge = 1 };
+
+	return s->srq ? xr_post_srq_recv(s->srq, &r, NULL) : xr_post_recv(s->qp[q], &r, NULL);
+}
+
+void set_dest(struct side *s, unsigned q, struct xr_send_wr *w)
+{
+	if (s->c->conn != XR_QPT_UD)
+		return;
+	w->wr.ud.ah = s->ah[q];
+	w->wr.ud.remote_qpn = s->rem[q].qpn;
+	w->wr.ud.remote_qkey = PERF_UD_QKEY;
+}
+
+uint64_t ud_size(struct side *s, uint64_t size)
+{
+	static bool said;
+	uint64_t mtu = 128u << s->mtu;
+
+	if (s->c->conn != XR_QPT_UD || size <= mtu)
+		return size;
+	if (!said && !s->quiet_out) {
+		fprintf(stderr, " Max msg size in UD is MTU %" PRIu64 "\n Changing to this MTU\n", mtu);
+		said = true;
+	}
+	return mtu;
+}
+
 int connect_qp(struct side *s, unsigned q)
 {
 	const struct cfg *c = s->c;
 	struct xr_qp_attr a;
 
+	if (c->conn == XR_QPT_UD)
+		return connect_ud(s, q);
+	if (c->conn == XR_QPT_UC)
+		return connect_uc(s, q);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = XR_QPS_INIT;
 	a.port_num = 1;
@@ -188,9 +293,14 @@ int check_wc(struct side *s, const struct xr_wc *wc)
 
 void close_side(struct side *s)
 {
-	for (unsigned q = 0; q < MAX_QPS; q++)
+	for (unsigned q = 0; q < MAX_QPS; q++) {
+		if (s->ah[q])
+			xr_destroy_ah(s->ah[q]);
 		if (s->qp[q])
 			xr_destroy_qp(s->qp[q]);
+	}
+	if (s->srq)
+		xr_destroy_srq(s->srq);
 	if (s->mr)
 		xr_dereg_mr(s->mr);
 	if (s->cq)

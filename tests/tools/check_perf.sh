@@ -89,6 +89,27 @@ for t in send_lat write_lat read_lat atomic_lat; do
   fi
 done
 
+# -c UC|UD and --use_srq (issue 14): the tests perftest allows with each,
+# verified end to end; UD messages are clamped to the MTU and land after
+# 40 GRH bytes; UC/UD may lose nothing here (the mem link), but the check
+# only asks that what arrived is intact.
+for args in "send_bw -c UD -s 1000 -q 2" "send_lat -c UD -s 64" "send_bw -c UD" "send_bw -c UC -q 3" \
+            "write_lat -c UC" "send_lat -c UC" "send_bw --use_srq -q 4" "send_bw -c UD --use_srq -q 2 -s 512" \
+            "send_lat --use_srq" "send_bw -a --use_srq -q 2"; do
+  n=$([[ $args == *" -a "* ]] && echo 10 || echo 300)
+  out=$(timeout 120 "$perf" $args --link mem -n $n --verify 2>&1) || { fail "$args: exit $?: $(tail -3 <<<"$out")"; continue; }
+  grep -q "errors  <-- FAILED" <<<"$out" && fail "$args: verification failed"
+  grep -Eq "verification: [1-9][0-9]* messages checked, 0 errors" <<<"$out" || fail "$args: nothing verified: $(tail -3 <<<"$out")"
+  conn=$(sed -n 's/.*-c \(U[CD]\).*/\1/p' <<<"$args"); conn=${conn:-RC}
+  srq=$([[ $args == *use_srq* ]] && echo ON || echo OFF)
+  grep -Eq "Connection type : $conn[[:space:]]+Using SRQ      : $srq" <<<"$out" || fail "$args: header does not say $conn / SRQ $srq"
+  echo "ok   $args: $(grep -E '^ [0-9]' <<<"$out" | tail -1 | tr -s ' \t' ' ')"
+done
+out=$(timeout 60 "$perf" send_bw -c UD --link mem -n 50 2>&1) || fail "send_bw -c UD: $out"
+grep -q "Max msg size in UD is MTU 4096" <<<"$out" || fail "send_bw -c UD did not clamp 65536 to the MTU: $out"
+grep -qE '^ 4096 ' <<<"$out" || fail "send_bw -c UD: no 4096-byte line"
+out=$(timeout 60 "$perf" write_bw -c UC --link mem -n 300 2>&1) || fail "write_bw -c UC: $out"
+
 # Bad arguments: exit 2 and a reason.
 check_bad() {
   local want=$1; shift
@@ -102,6 +123,12 @@ check_bad "bad value" write_bw --link mem -s -5
 check_bad "--bind ADDR is needed" write_bw --link udp
 check_bad "no server address" write_bw --link mem 10.0.0.1
 check_bad "bandwidth options" write_lat --link mem -b
+check_bad "need RC" read_bw --link mem -c UC
+check_bad "need RC" atomic_lat --link mem -c UC
+check_bad "only the send tests" write_bw --link mem -c UD
+check_bad "offers RC, UC and UD" send_bw --link mem -c XRC
+check_bad "only the send tests receive" write_bw --link mem --use_srq
+check_bad "needs RC" write_bw --link mem -c UC --verify
 rc=0; msg=$("$perf" write_bw --link raw --bind 10.0.0.1 2>&1) || rc=$?
 [ "$rc" -ne 0 ] && grep -q "needs an interface" <<<"$msg" || fail "raw without --ifname: $msg"
 
