@@ -536,18 +536,8 @@ void xr_engine_set_irq(struct xr_engine *e, void (*fn)(void *, uint32_t), void *
 void xr_datapath_init(struct xr_engine *e)
 {
 	e->txq = calloc(1, sizeof(*e->txq));
-	pthread_mutexattr_t pi;
-
-	/* Priority inheritance: a program's thread runs passes too (posting,
-	 * polling an empty CQ); preempted while it holds the pass, it would
-	 * keep the engine's real-time thread waiting for its next time slice
-	 * (milliseconds behind a busy process). Holding it, it runs at the
-	 * thread's priority until it lets go. */
-	pthread_mutexattr_init(&pi);
-	pthread_mutexattr_setprotocol(&pi, PTHREAD_PRIO_INHERIT);
-	pthread_mutex_init(&e->dp_mutex, &pi);
-	pthread_mutex_init(&e->busy_lock, &pi);
-	pthread_mutexattr_destroy(&pi);
+	pthread_mutex_init(&e->dp_mutex, NULL);
+	pthread_mutex_init(&e->busy_lock, NULL);
 	e->doorbell_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
 

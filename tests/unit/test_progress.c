@@ -19,7 +19,6 @@
 #include <cmocka.h>
 
 #include "rc_harness.h"
-#include "nic/dma_hook.h"
 #include "xroce/engine.h"
 
 #define MSG 64u
@@ -271,72 +270,6 @@ static void test_assisting_callers_beside_a_realtime_thread(void **state)
 	h_close(&p);
 }
 
-/* Inside a pass the test thread runs: the engine's thread starts, goes
- * real-time and blocks on the pass; the holder's effective priority
- * (/proc stat field 18: -2 for SCHED_FIFO 1, 20 for nice 0) shows
- * whether it inherited the thread's. */
-struct inherit {
-	struct xr_engine *e;
-	pthread_t holder;
-	long prio;
-	bool ran;
-};
-
-static void hold_the_pass(void *arg)
-{
-	struct inherit *h = arg;
-	uint64_t until;
-
-	if (!pthread_equal(pthread_self(), h->holder) || h->ran)
-		return;
-	h->ran = true;
-	if (xr_engine_start_thread(h->e) || xr_engine_thread_realtime(h->e, 1))
-		return;
-	until = h_now_ms() + 3000;
-	do {   /* until the thread is blocked on the pass and we are boosted */
-		usleep(1000);
-		h->prio = task_stat(gettid(), 18);
-	} while (h->prio != -2 && h_now_ms() < until);
-}
-
-/* A program's thread that holds the pass (posting, polling an empty CQ)
- * runs at the engine thread's real-time priority while the thread waits
- * for it: preempted at its own, it kept the thread waiting for its next
- * time slice, milliseconds behind any busy process (UD ib_send_lat through
- * the library: 4-16 ms round trips on a loaded machine). */
-static void test_pass_holder_inherits_realtime_priority(void **state)
-{
-	struct pair p;
-	struct inherit h = { 0 };
-	struct xr_wc wc;
-
-	(void)state;
-	if (geteuid() != 0) {
-		skip();   /* SCHED_FIFO needs root (CI runs as root) */
-		return;
-	}
-	open_pair(&p);
-	h.e = eng(&p.a);
-	h.holder = pthread_self();
-	h.prio = 20;
-	xr_engine_stop_thread(h.e);   /* a's frames wait for this thread's pass */
-	post_write(&p, 1);
-	usleep(20000);
-	xr_dma_write_hook_arg = &h;
-	xr_dma_write_hook = hold_the_pass;
-	for (int i = 0; i < 200 && !h.ran; i++) {
-		xr_engine_assist(h.e);
-		usleep(1000);
-	}
-	xr_dma_write_hook = NULL;
-	assert_true(h.ran);
-	assert_int_equal(h.prio, -2);
-	assert_int_equal(task_stat(gettid(), 18), 20);   /* and back once it let go */
-	assert_int_equal(h_wait(&p, &p.b, &wc, 2000), 1);
-	assert_int_equal(wc.status, XR_WC_SUCCESS);
-	h_close(&p);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -345,7 +278,6 @@ int main(void)
 		cmocka_unit_test(test_idle_thread_costs_nothing),
 		cmocka_unit_test(test_posted_receives_let_the_thread_sleep),
 		cmocka_unit_test(test_assisting_callers_beside_a_realtime_thread),
-		cmocka_unit_test(test_pass_holder_inherits_realtime_priority),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
