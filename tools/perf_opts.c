@@ -39,7 +39,8 @@ static void usage(FILE *o)
 "  -F, --CPU-freq           accepted (xroce does not read CPU frequency)\n"
 "  -c, --connection=RC|UC|UD  connection type (RC; UC: write and send tests,\n"
 "                           UD: send tests, messages up to the MTU)\n"
-"      --use_srq            the receivers post into one shared receive queue (send tests)\n"
+"      --use-srq            the receivers post into one shared receive queue (send tests;\n"
+"                           perftest 6.06's spelling, --use_srq too)\n"
 "      --report_gbits       bandwidth in Gb/sec\n"
 "      --run_infinitely     run until interrupted, a line per second\n"
 "      --out_json           JSON results to perftest_out.json (--out_json_file=FILE)\n"
@@ -163,7 +164,7 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		{ "retry7-forever", no_argument, 0, O_RETRY7 }, { "no-host-path", no_argument, 0, O_NO_HOST },
 		{ "fault-drop", required_argument, 0, O_FDROP }, { "fault-reorder", required_argument, 0, O_FREORDER },
 		{ "fault-seed", required_argument, 0, O_FSEED },
-		{ "connection", required_argument, 0, 'c' }, { "use_srq", no_argument, 0, O_SRQ },
+		{ "connection", required_argument, 0, 'c' }, { "use-srq", no_argument, 0, O_SRQ }, { "use_srq", no_argument, 0, O_SRQ },
 		{ 0, 0, 0, 0 },
 	};
 	bool size_set = false, iters_set = false, tx_set = false, inline_set = false;
@@ -293,7 +294,7 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		return 2;
 	}
 	if (c->use_srq && c->verb != V_SEND) {
-		fprintf(stderr, "%s: --use_srq: only the send tests receive\n", prog);
+		fprintf(stderr, "%s: --use-srq: only the send tests receive\n", prog);
 		return 2;
 	}
 	if ((c->conn != XR_QPT_RC || c->use_srq) && c->pingpong) {

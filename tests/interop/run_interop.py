@@ -266,6 +266,12 @@ TESTS = [  # name, perftest tool, xroce-perf args, peer args
     ("write_lat", "ib_write_lat", ["write_lat", "-n", "300"], "-n 300"),
     ("read_lat", "ib_read_lat", ["read_lat", "-n", "300"], "-n 300"),
     ("send_lat", "ib_send_lat", ["send_lat", "-n", "300"], "-n 300"),
+    # the other QP types and SRQs (issue 14); UC with 1 KiB messages, as the drop-in rows (dropin.py)
+    ("send_bw -c UD", "ib_send_bw", ["send_bw", "-n", "300", "-c", "UD"], "-n 300 -c UD"),
+    ("send_lat -c UD", "ib_send_lat", ["send_lat", "-n", "300", "-c", "UD"], "-n 300 -c UD"),
+    ("write_bw -c UC", "ib_write_bw", ["write_bw", "-n", "300", "-s", "1024", "-c", "UC"], "-n 300 -s 1024 -c UC"),
+    ("send_bw -c UC", "ib_send_bw", ["send_bw", "-n", "300", "-s", "1024", "-c", "UC"], "-n 300 -s 1024 -c UC"),
+    ("send_bw --use-srq", "ib_send_bw", ["send_bw", "-n", "300", "--use-srq"], "-n 300 --use-srq"),
 ]
 
 
