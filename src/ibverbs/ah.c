@@ -91,6 +91,22 @@ XRV_EXPORT int ibv_destroy_ah(struct ibv_ah *ibv)
 }
 XRV_DEFAULT(ibv_destroy_ah);
 
+/* RoCE v2 over IPv4: the GRH's last 20 bytes are an IPv4 header with a
+ * valid checksum (as libibverbs tells them from an IPv6 header). */
+static bool grh_is_ipv4(const uint8_t *g)
+{
+	const uint8_t *ip = g + GRH_IPV4_OFF;
+	uint32_t sum = 0;
+
+	if (ip[0] != 0x45)
+		return false;
+	for (int i = 0; i < 20; i += 2)
+		sum += (uint32_t)ip[i] << 8 | ip[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xFFFF) + (sum >> 16);
+	return sum == 0xFFFF;
+}
+
 /* The sender's address from a UD receive: its GID out of the 40 GRH bytes
  * at the head of the receive buffer (for RoCE v2 over IPv4, the IPv4
  * header in their last 20), as a reply's address. */
@@ -116,7 +132,7 @@ XRV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num
 	ah_attr->is_global = 1;
 	ah_attr->grh.sgid_index = 0;
 	ah_attr->grh.hop_limit = 0xFF;
-	if (xr_gid_is_ipv4(&xrv_ctx(context)->gid)) {   /* the device speaks IPv4: so did the sender */
+	if (grh_is_ipv4(g)) {
 		uint32_t src;
 		memcpy(&src, g + GRH_IPV4_OFF + 12, 4);
 		memset(ah_attr->grh.dgid.raw, 0, 10);

@@ -18,12 +18,20 @@ static bool addressed_to_us(struct xr_engine *e, const struct xr_pkt *p, bool ch
 		if (memcmp(mac, p->dmac, 6))
 			return false;
 	}
-	if (p->ip_version == 4)
-		return xr_gid_to_ipv4(&p->dgid) == xr_reg_get(e, XR_REG_IP_ADDR);
-	for (int i = 0; i < 4; i++)
-		if (get_be32(p->dgid.raw + 4 * i) != xr_reg_get(e, XR_REG_IPV6_ADDR_0 + 4u * (unsigned)i))
+	/* An unset address (0.0.0.0, ::: the family the device has none of)
+	 * is nobody's, not a match for a packet sent to it. */
+	if (p->ip_version == 4) {
+		uint32_t ip = xr_reg_get(e, XR_REG_IP_ADDR);
+		return ip && xr_gid_to_ipv4(&p->dgid) == ip;
+	}
+	uint32_t any = 0;
+	for (int i = 0; i < 4; i++) {
+		uint32_t w = xr_reg_get(e, XR_REG_IPV6_ADDR_0 + 4u * (unsigned)i);
+		if (get_be32(p->dgid.raw + 4 * i) != w)
 			return false;
-	return true;
+		any |= w;
+	}
+	return any != 0;
 }
 
 /* The BTH P_Key matches when the low 15 bits are equal and non-zero and

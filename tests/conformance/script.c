@@ -474,6 +474,9 @@ static int eligible(FILE *f, char *why, size_t n)
 				if (!strncmp(tok[i], "state=", 6)) {
 					snprintf(why, n, "'qp %s': the agent brings the QP to RTS only", tok[i]);
 					return no;
+				} else if (!strcmp(tok[i], "type=UC") || !strcmp(tok[i], "type=UD")) {
+					snprintf(why, n, "'qp %s': the agent makes RC QPs only", tok[i]);
+					return no;
 				}
 			continue;
 		}

@@ -8,6 +8,7 @@
  *   verbs_refusals   (run through xroce-run, or with LD_LIBRARY_PATH set)
  */
 #include <infiniband/verbs.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +18,49 @@ static void check(int ok, const char *what)
 {
 	printf("%s %s\n", ok ? "ok  " : "FAIL", what);
 	fails += !ok;
+}
+
+/* ibv_init_ah_from_wc reads the family from the 40 GRH bytes themselves,
+ * as libibverbs does (an IPv4 header with a valid checksum in the last 20,
+ * else an IPv6 header), not from the device's own address: an IPv6 GRH
+ * on an IPv4 device gave the reply address ::ffff:0.0.0.0. */
+static void grh_reply_address(struct ibv_context *ctx)
+{
+	uint8_t grh[40] = { 0 };
+	struct ibv_wc wc;
+	struct ibv_ah_attr ah;
+	static const uint8_t v6src[16] = { 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7 };
+	static const uint8_t v4[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 1, 2, 3 };
+	uint32_t sum = 0;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wc_flags = IBV_WC_GRH;
+	grh[0] = 0x60;   /* IPv6, traffic class 0 */
+	memcpy(grh + 8, v6src, 16);
+	grh[24] = 0xfd;
+	grh[39] = 9;
+	check(!ibv_init_ah_from_wc(ctx, 1, &wc, (struct ibv_grh *)grh, &ah) && ah.is_global &&
+	      !memcmp(ah.grh.dgid.raw, v6src, 16), "ibv_init_ah_from_wc: an IPv6 GRH gives its source GID");
+	memset(grh, 0, sizeof(grh));
+	grh[20] = 0x45;
+	grh[21] = 0x48;   /* TOS */
+	grh[22] = 0;
+	grh[23] = 60;     /* total length */
+	grh[28] = 64;
+	grh[29] = 17;
+	memcpy(grh + 32, v4 + 12, 4);   /* source 10.1.2.3 */
+	grh[36] = 10;
+	grh[39] = 9;
+	for (int i = 20; i < 40; i += 2)
+		sum += (uint32_t)grh[i] << 8 | grh[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xFFFF) + (sum >> 16);
+	grh[30] = (uint8_t)(~sum >> 8);
+	grh[31] = (uint8_t)~sum;
+	check(!ibv_init_ah_from_wc(ctx, 1, &wc, (struct ibv_grh *)grh, &ah) && !memcmp(ah.grh.dgid.raw, v4, 16) &&
+	      ah.grh.traffic_class == 0x48, "ibv_init_ah_from_wc: an IPv4 header gives ::ffff:10.1.2.3 and its TOS");
+	wc.wc_flags = 0;
+	check(ibv_init_ah_from_wc(ctx, 1, &wc, (struct ibv_grh *)grh, &ah) != 0, "ibv_init_ah_from_wc: no GRH: refused");
 }
 
 int main(void)
@@ -73,6 +117,7 @@ int main(void)
 	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			   IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 	check(rc == EINVAL, "RTR -> RTS with max_rd_atomic 128: EINVAL");
+	grh_reply_address(ctx);
 	ibv_destroy_qp(qp);
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);

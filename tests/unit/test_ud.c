@@ -300,6 +300,68 @@ static void test_grh_ipv6(void **state)
 	grh_case(true);
 }
 
+/* A datagram b's link hands over as if a to b's MAC: IPv4 to b's own
+ * address, or IPv6 to :: (b has no IPv6 address: its registers are 0). */
+static void inject_to_b(struct pair *p, struct xr_qp *dst, bool ipv6_unset)
+{
+	static const uint8_t payload[16] = { 1, 2, 3, 4 };
+	struct xr_frame *f = xr_link_frame_alloc(p->la);
+	struct xr_pkt k;
+	ssize_t len;
+
+	assert_non_null(f);
+	xr_pkt_init(&k, 0x64);   /* UD SEND_ONLY */
+	memcpy(k.dmac, p->lb->mac, 6);
+	memcpy(k.smac, p->la->mac, 6);
+	if (ipv6_unset) {
+		k.ip_version = 6;
+		memset(&k.sgid, 0, sizeof(k.sgid));
+		k.sgid.raw[0] = 0xfd;
+		k.sgid.raw[15] = 1;
+		memset(&k.dgid, 0, sizeof(k.dgid));
+	} else {
+		xr_query_gid(p->a.ctx, &k.sgid);
+		xr_query_gid(p->b.ctx, &k.dgid);
+	}
+	k.dqpn = xr_qp_num(dst);
+	k.deth.qkey = QKEY;
+	k.deth.src_qp = 0x99;
+	k.payload = payload;
+	k.payload_len = sizeof(payload);
+	len = xr_pkt_build(&k, f->data, XR_MAX_FRAME);
+	assert_true(len > 0);
+	f->len = (uint16_t)len;
+	assert_int_equal(xr_link_send(p->la, &f, 1), 1);
+}
+
+/* The address family the device has no address for is not ours: an IPv6
+ * datagram to :: reached an IPv4 device's UD QP (the unset IPv6 registers
+ * "matched"), and the reply address made from it was nonsense. */
+static void test_unset_family_is_not_ours(void **state)
+{
+	struct h_opts o = d_opts(false);
+	struct pair p;
+	struct xr_qp *dst;
+	struct xr_wc wc;
+	uint64_t before;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &o), 0);
+	dst = d_ud_qp(&p.b, QKEY, NULL);
+	assert_non_null(dst);
+	assert_int_equal(d_post_recv(dst, &p.b, 0, SLOT, 1), 0);
+	before = d_counter(&p.b, XR_CNT_DROP_NOT_FOR_US);
+	inject_to_b(&p, dst, true);
+	assert_false(next_recv(&p, &p.b, &wc, 200));
+	assert_int_equal(d_counter(&p.b, XR_CNT_DROP_NOT_FOR_US), before + 1);
+	inject_to_b(&p, dst, false);   /* the same datagram to b's IPv4 address arrives */
+	assert_true(next_recv(&p, &p.b, &wc, 1000));
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	assert_int_equal(wc.src_qp, 0x99);
+	xr_destroy_qp(dst);
+	h_close(&p);
+}
+
 static void test_no_wqe_and_refusals(void **state)
 {
 	struct h_opts o = d_opts(false);
@@ -369,6 +431,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_many_peers_to_one),
 		cmocka_unit_test(test_qkey),
+		cmocka_unit_test(test_unset_family_is_not_ours),
 		cmocka_unit_test(test_oversize),
 		cmocka_unit_test(test_grh_ipv4),
 		cmocka_unit_test(test_grh_ipv6),
