@@ -86,6 +86,11 @@ struct xr_qp {
 	pthread_mutex_t sq_lock, rq_lock;
 };
 
+/* Writes receive WR wr into ring slot q (a QP's RQ or an SRQ): 0, or
+ * EINVAL for more than max_sge SGEs or a total beyond 2^31 bytes (the
+ * port's message size; issue 15, defect 12). post.c */
+int xr_rwqe_fill(struct xr_hw_rwqe *q, const struct xr_recv_wr *wr, unsigned max_sge);
+
 /* Keeps a freed MR handle or QPN for the next allocation. */
 static inline bool push_free(uint32_t **list, uint32_t *n, uint32_t v)
 {

@@ -184,32 +184,13 @@ int xr_post_recv(struct xr_qp *qp, struct xr_recv_wr *wr, struct xr_recv_wr **ba
 	pthread_mutex_lock(&qp->rq_lock);
 	for (; wr; wr = wr->next) {
 		uint16_t ci = __atomic_load_n(&qp->rq_ci, __ATOMIC_ACQUIRE);
-		struct xr_hw_rwqe *q;
-		uint32_t len = 0;
 		if ((uint16_t)(qp->rq_pi - ci) >= size) {
 			rc = ENOMEM;
 			break;
 		}
-		if (wr->num_sge < 0 || (unsigned)wr->num_sge > qp->init.cap.max_recv_sge ||
-		    (wr->num_sge && !wr->sg_list)) {
-			rc = EINVAL;
-			break;
-		}
-		/* The total must fit 32 bits and the port's 2^31 message size
-		 * (issue 15, defect 12). */
-		for (int i = 0; i < wr->num_sge && rc == 0; i++) {
-			if (len + wr->sg_list[i].length < len || len + wr->sg_list[i].length > (1u << 31))
-				rc = EINVAL;
-			len += wr->sg_list[i].length;
-		}
+		rc = xr_rwqe_fill(&qp->rq[qp->rq_pi & (size - 1)], wr, qp->init.cap.max_recv_sge);
 		if (rc)
 			break;
-		q = &qp->rq[qp->rq_pi & (size - 1)];
-		q->wr_id = wr->wr_id;
-		q->num_sge = (uint32_t)wr->num_sge;
-		for (int i = 0; i < wr->num_sge; i++)
-			q->sge[i] = wr->sg_list[i];
-		q->length = len;
 		qp->rq_pi++;
 		posted++;
 	}
@@ -221,6 +202,25 @@ int xr_post_recv(struct xr_qp *qp, struct xr_recv_wr *wr, struct xr_recv_wr **ba
 	}
 	pthread_mutex_unlock(&qp->rq_lock);
 	return rc;
+}
+
+int xr_rwqe_fill(struct xr_hw_rwqe *q, const struct xr_recv_wr *wr, unsigned max_sge)
+{
+	uint32_t len = 0;
+
+	if (wr->num_sge < 0 || (unsigned)wr->num_sge > max_sge || (wr->num_sge && !wr->sg_list))
+		return EINVAL;
+	for (int i = 0; i < wr->num_sge; i++) {
+		if (len + wr->sg_list[i].length < len || len + wr->sg_list[i].length > (1u << 31))
+			return EINVAL;   /* the total must fit 32 bits and 2^31 */
+		len += wr->sg_list[i].length;
+	}
+	q->wr_id = wr->wr_id;
+	q->num_sge = (uint32_t)wr->num_sge;
+	for (int i = 0; i < wr->num_sge; i++)
+		q->sge[i] = wr->sg_list[i];
+	q->length = len;
+	return 0;
 }
 
 /* ---- memory windows: type-1 binds ---- */

@@ -161,31 +161,15 @@ int xr_post_srq_recv(struct xr_srq *srq, struct xr_recv_wr *wr, struct xr_recv_w
 	size = 1u << srq->log;
 	pthread_mutex_lock(&srq->lock);
 	for (; wr; wr = wr->next) {
-		struct xr_hw_rwqe *q;
-		uint32_t len = 0;
 		if ((uint16_t)(srq->pi - srq->ci) >= size)
 			refresh_ci(srq);
 		if ((uint16_t)(srq->pi - srq->ci) >= size) {
 			rc = ENOMEM;
 			break;
 		}
-		if (wr->num_sge < 0 || (unsigned)wr->num_sge > srq->max_sge || (wr->num_sge && !wr->sg_list)) {
-			rc = EINVAL;
-			break;
-		}
-		for (int i = 0; i < wr->num_sge && rc == 0; i++) {
-			if (len + wr->sg_list[i].length < len || len + wr->sg_list[i].length > (1u << 31))
-				rc = EINVAL;
-			len += wr->sg_list[i].length;
-		}
+		rc = xr_rwqe_fill(&srq->ring[srq->pi & (size - 1)], wr, srq->max_sge);
 		if (rc)
 			break;
-		q = &srq->ring[srq->pi & (size - 1)];
-		q->wr_id = wr->wr_id;
-		q->num_sge = (uint32_t)wr->num_sge;
-		for (int i = 0; i < wr->num_sge; i++)
-			q->sge[i] = wr->sg_list[i];
-		q->length = len;
 		srq->pi++;
 		posted++;
 	}
