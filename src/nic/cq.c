@@ -6,11 +6,6 @@
 
 #define MAX_CQ_LOG_SIZE 20
 
-static uint32_t shadow_get(void *arg, uint32_t off)
-{
-	return xr_reg_get(arg, off);
-}
-
 static void shadow_load(struct xr_engine *e, const struct xr_cq_ctx *c)
 {
 	uint32_t off[XR_CQ_SHADOW_WORDS], val[XR_CQ_SHADOW_WORDS];
@@ -54,7 +49,7 @@ static enum xr_cmd_status cq_cmd_locked(struct xr_engine *e, struct xr_cq *cq, u
 
 	switch (cmd) {
 	case XR_CMD_COMMIT:
-		xr_cq_ctx_decode(&c, shadow_get, e);
+		xr_cq_ctx_decode(&c, xr_reg_shadow_get, e);
 		if (!c.base || c.log_size < 1 || c.log_size > MAX_CQ_LOG_SIZE)
 			return XR_CMD_ST_BAD_RANGE;
 		c.pi = cq->in_use ? cq->ctx.pi : 0;

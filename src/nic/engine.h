@@ -217,6 +217,13 @@ static inline uint32_t xr_reg_get(const struct xr_engine *e, uint32_t off)
 	return __atomic_load_n(&e->regs[off / 4], __ATOMIC_RELAXED);
 }
 
+/* xr_reg_get as the callback the table windows' decoders take (the
+ * shadow registers of the QP, MR, CQ and SRQ windows). */
+static inline uint32_t xr_reg_shadow_get(void *engine, uint32_t off)
+{
+	return xr_reg_get(engine, off);
+}
+
 static inline void xr_reg_set(struct xr_engine *e, uint32_t off, uint32_t v)
 {
 	__atomic_store_n(&e->regs[off / 4], v, __ATOMIC_RELAXED);

@@ -24,11 +24,6 @@
 #define MIN_PAGE_SHIFT 12
 #define MAX_PAGE_SHIFT 30
 
-static uint32_t shadow_get(void *arg, uint32_t off)
-{
-	return xr_reg_get(arg, off);
-}
-
 static void shadow_load(struct xr_engine *e, const struct xr_mr_ctx *c)
 {
 	uint32_t off[XR_MR_SHADOW_WORDS], val[XR_MR_SHADOW_WORDS];
@@ -213,7 +208,7 @@ enum xr_cmd_status xr_mr_cmd(struct xr_engine *e, uint32_t cmd)
 
 	switch (cmd) {
 	case XR_CMD_COMMIT:
-		xr_mr_ctx_decode(&c, shadow_get, e);
+		xr_mr_ctx_decode(&c, xr_reg_shadow_get, e);
 		st = validate(&c);
 		if (st != XR_CMD_ST_OK)
 			return st;

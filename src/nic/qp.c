@@ -22,11 +22,6 @@ static const uint8_t transitions[7] = {
 	[XR_QPS_ERR]   = 1u << XR_QPS_RESET | 1u << XR_QPS_ERR,
 };
 
-static uint32_t shadow_get(void *arg, uint32_t off)
-{
-	return xr_reg_get(arg, off);
-}
-
 static void shadow_load(struct xr_engine *e, const struct xr_qp_ctx *c)
 {
 	uint32_t off[XR_QP_SHADOW_WORDS], val[XR_QP_SHADOW_WORDS];
@@ -220,7 +215,7 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 	enum xr_cmd_status st;
 	uint8_t old_state;
 
-	xr_qp_ctx_decode(&shadow, shadow_get, e);
+	xr_qp_ctx_decode(&shadow, xr_reg_shadow_get, e);
 	if (is_new && shadow.state != XR_QPS_RESET)
 		return XR_CMD_ST_NO_ENTRY;   /* QPs are created in RESET */
 	if (!qp) {

@@ -11,11 +11,6 @@
 
 #include "engine.h"
 
-static uint32_t shadow_get(void *arg, uint32_t off)
-{
-	return xr_reg_get(arg, off);
-}
-
 static void shadow_load(struct xr_engine *e, const struct xr_srq_ctx *c)
 {
 	uint32_t off[XR_SRQ_SHADOW_WORDS], val[XR_SRQ_SHADOW_WORDS];
@@ -37,7 +32,7 @@ static enum xr_cmd_status srq_commit(struct xr_engine *e, struct xr_srq *srq)
 	struct xr_srq_ctx c;
 	enum xr_cmd_status st = XR_CMD_ST_OK;
 
-	xr_srq_ctx_decode(&c, shadow_get, e);
+	xr_srq_ctx_decode(&c, xr_reg_shadow_get, e);
 	pthread_mutex_lock(&srq->lock);
 	if (srq->in_use) {
 		/* modify: only the limit (a resize is not supported) */
