@@ -257,16 +257,14 @@ static int cmd_log(struct xr_regio *r)
 	first = count > cap ? count - cap : 0;
 	printf("%-8s %-16s %-14s %-8s %-10s %s\n", "seq", "time(ns)", "event", "qpn", "arg0", "arg1");
 	for (uint32_t s = first; s < count; s++) {
-		uint32_t lo, hi, type, qpn, a0, a1;
-		if (xr_regio_write(r, XR_REG_EVLOG_SEL, s) || xr_regio_read(r, XR_REG_EVLOG_TS_LO, &lo) ||
-		    xr_regio_read(r, XR_REG_EVLOG_TS_HI, &hi) || xr_regio_read(r, XR_REG_EVLOG_TYPE, &type) ||
-		    xr_regio_read(r, XR_REG_EVLOG_QPN, &qpn) || xr_regio_read(r, XR_REG_EVLOG_ARG0, &a0) ||
-		    xr_regio_read(r, XR_REG_EVLOG_ARG1, &a1))
-			return 1;
-		if (!(type >> 31))
+		struct xr_event_record ev;
+		int e = xr_regio_read_event(r, s, &ev);
+		if (e == -ENOENT)
 			continue;   /* overwritten while we read */
-		printf("%-8u %-16" PRIu64 " %-14s 0x%06x 0x%08x 0x%08x\n", s, (uint64_t)hi << 32 | lo,
-		       xr_event_name((enum xr_event_type)(type & 0xFF)), qpn, a0, a1);
+		if (e)
+			return 1;
+		printf("%-8u %-16" PRIu64 " %-14s 0x%06x 0x%08x 0x%08x\n", s, ev.ts,
+		       xr_event_name((enum xr_event_type)ev.type), ev.qpn, ev.arg0, ev.arg1);
 	}
 	return 0;
 }

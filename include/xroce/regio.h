@@ -66,6 +66,13 @@ struct xr_regio *xr_regio_socket(const char *path);
 
 /* Reads a 64-bit counter: low word first (latches the high word). */
 int xr_regio_read_counter(struct xr_regio *r, enum xr_counter c, uint64_t *val);
+/* Event seq of the log (EVLOG_SEL, then its fields): 0, -ENOENT when it is
+ * not (or no longer) in the ring, or the access's error. */
+struct xr_event_record {
+	uint64_t ts;
+	uint32_t type, qpn, arg0, arg1;
+};
+int xr_regio_read_event(struct xr_regio *r, uint32_t seq, struct xr_event_record *ev);
 
 /* A QP context as the QP window holds it. */
 struct xr_qp_ctx {

@@ -225,6 +225,30 @@ struct xr_regio *xr_regio_socket(const char *path)
 
 /* ---- typed helpers ---- */
 
+int xr_regio_read_event(struct xr_regio *r, uint32_t seq, struct xr_event_record *ev)
+{
+	uint32_t lo, hi, type;
+	int rc = xr_regio_write(r, XR_REG_EVLOG_SEL, seq);
+
+	if (!rc)
+		rc = xr_regio_read(r, XR_REG_EVLOG_TS_LO, &lo);
+	if (!rc)
+		rc = xr_regio_read(r, XR_REG_EVLOG_TS_HI, &hi);
+	if (!rc)
+		rc = xr_regio_read(r, XR_REG_EVLOG_TYPE, &type);
+	if (!rc)
+		rc = xr_regio_read(r, XR_REG_EVLOG_QPN, &ev->qpn);
+	if (!rc)
+		rc = xr_regio_read(r, XR_REG_EVLOG_ARG0, &ev->arg0);
+	if (!rc)
+		rc = xr_regio_read(r, XR_REG_EVLOG_ARG1, &ev->arg1);
+	if (rc)
+		return rc;
+	ev->ts = (uint64_t)hi << 32 | lo;
+	ev->type = type & 0xFF;
+	return type >> 31 ? 0 : -ENOENT;   /* valid: not overwritten while we read */
+}
+
 int xr_regio_read_counter(struct xr_regio *r, enum xr_counter c, uint64_t *val)
 {
 	uint32_t lo, hi;

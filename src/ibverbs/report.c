@@ -21,44 +21,24 @@ static struct {
 	bool hooked;
 } armed = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-struct event {
-	uint64_t ts;
-	uint32_t type, qpn, a0, a1;
-};
-
-static int read_event(struct xr_regio *r, uint32_t seq, struct event *ev)
-{
-	uint32_t lo, hi;
-
-	if (xr_regio_write(r, XR_REG_EVLOG_SEL, seq) || xr_regio_read(r, XR_REG_EVLOG_TS_LO, &lo) ||
-	    xr_regio_read(r, XR_REG_EVLOG_TS_HI, &hi) || xr_regio_read(r, XR_REG_EVLOG_TYPE, &ev->type) ||
-	    xr_regio_read(r, XR_REG_EVLOG_QPN, &ev->qpn) || xr_regio_read(r, XR_REG_EVLOG_ARG0, &ev->a0) ||
-	    xr_regio_read(r, XR_REG_EVLOG_ARG1, &ev->a1))
-		return -EIO;
-	ev->ts = (uint64_t)hi << 32 | lo;
-	return ev->type >> 31 ? 0 : -ENOENT;   /* valid bit: not yet overwritten */
-}
-
 /* Posting and successful completions are most of a healthy log: the
  * report keeps the rest (timeouts, retransmissions, NAKs, state changes). */
-static bool routine(const struct event *ev)
+static bool routine(const struct xr_event_record *ev)
 {
-	uint32_t t = ev->type & 0xFF;
-
-	return t == XR_EV_WQE_POSTED || (t == XR_EV_WQE_COMPLETED && ev->a0 == 0);
+	return ev->type == XR_EV_WQE_POSTED || (ev->type == XR_EV_WQE_COMPLETED && ev->arg0 == 0);
 }
 
 static void print_events(struct xr_regio *r)
 {
-	struct event kept[REPORT_EVENTS];
+	struct xr_event_record kept[REPORT_EVENTS];
 	uint32_t count, cap, first, n = 0, skipped = 0;
 
 	if (xr_regio_read(r, XR_REG_EVLOG_COUNT, &count) || xr_regio_read(r, XR_REG_EVLOG_CAP, &cap))
 		return;
 	first = count > cap ? count - cap : 0;
 	for (uint32_t s = count; s-- > first && n < REPORT_EVENTS;) {
-		struct event ev;
-		if (read_event(r, s, &ev))
+		struct xr_event_record ev;
+		if (xr_regio_read_event(r, s, &ev))
 			continue;
 		if (routine(&ev))
 			skipped++;
@@ -69,7 +49,7 @@ static void print_events(struct xr_regio *r)
 		" (time ns, event, qpn, arg0, arg1):\n", n, count, skipped);
 	while (n--)
 		fprintf(stderr, "xroce:   %" PRIu64 " %s 0x%06x 0x%08x 0x%08x\n", kept[n].ts,
-			xr_event_name((enum xr_event_type)(kept[n].type & 0xFF)), kept[n].qpn, kept[n].a0, kept[n].a1);
+			xr_event_name((enum xr_event_type)kept[n].type), kept[n].qpn, kept[n].arg0, kept[n].arg1);
 }
 
 /* The host and UDP links: which way frames went, and their drops. */
