@@ -9,8 +9,8 @@ them), the inline verbs from the system's <infiniband/verbs.h> (each calls
 a context op or a verbs_context member); the states from this library's
 sources: a function defined here works, one whose body begins by refusing
 (xrv_unsupported) is refused with that reason, one that refuses in some
-cases says which; a name not defined here is refused by gen_abi.py's
-generated stub; IBVERBS_PRIVATE_* names are rdma-core's interface to its
+cases says which; a name not defined here is refused by the function
+gen_abi.py generates for it; IBVERBS_PRIVATE_* names are rdma-core's interface to its
 providers (n.a.); an inline verb whose op this library leaves NULL fails in
 libibverbs' own inline code (EOPNOTSUPP or ENOSYS).
 """
@@ -88,7 +88,7 @@ def main():
         elif name in b:
             st, why = state_of(b[name])
         else:
-            st, why = "refused", "not implemented (EOPNOTSUPP or NULL, one line on stderr)"
+            st, why = "refused", "no xroce definition: the generated refusal (EOPNOTSUPP or NULL, one line on stderr)"
         rows.append((name, "exported " + ver, st, why))
     for name, op in inline_verbs(verbs_h):
         if name in default:
