@@ -96,6 +96,10 @@ struct xr_qp_ctx {
 	uint16_t sq_ci, rq_ci;            /* read-only: engine progress */
 	uint32_t qkey;                    /* UD Q_Key */
 	uint32_t srqn;                    /* 0: the QP's own receive queue */
+	uint32_t rate_limit;              /* static rate cap, Mb/s (0: none) */
+	/* Read-only, as of READ: congestion control (QP_CC_*). */
+	uint32_t cc_rate, cc_target, cc_alpha;
+	uint32_t ce_rcvd, cnp_sent, cnp_rcvd;
 };
 
 struct xr_mr_ctx {
@@ -154,7 +158,7 @@ int xr_regio_srq_read(struct xr_regio *r, uint32_t srqn, struct xr_srq_ctx *c);
 int xr_regio_srq_destroy(struct xr_regio *r, uint32_t srqn);
 
 /* The shadow words of a context and back: shared by driver and engine. */
-#define XR_QP_SHADOW_WORDS 32
+#define XR_QP_SHADOW_WORDS 40
 /* (offset, value) pairs in write order; returns the count, or -EINVAL when
  * a field does not fit its register field. */
 int xr_qp_ctx_encode(const struct xr_qp_ctx *c, uint32_t off[], uint32_t val[]);

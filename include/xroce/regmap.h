@@ -108,20 +108,31 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	X(QP_CMD_STATUS,   0x110, XR_RO, 0x00000000, "reason:0:8", \
 	  "Why the last QP/MR/CQ command failed (0 ok; the values are listed under Command status).") \
 	X(CNT_CTRL,        0x114, XR_WO, 0x00000000, "clear:0", "Write clear=1 to zero every counter.") \
-	/* Congestion control (DCQCN) and PFC parameters: kept and readable; behaviour in a later issue. */ \
-	X(CC_CTRL,         0x200, XR_RW, 0x00000000, "ecn_enable:0 cnp_enable:1 dcqcn_enable:2 cnp_dscp:8:6 cnp_prio:16:3", "Congestion control enables and the CNP's DSCP and priority.") \
-	X(DCQCN_ALPHA_G,   0x204, XR_RW, 0x00000400, "g:0:16", "DCQCN alpha gain g (x/65536; 1024 = 1/64).") \
-	X(DCQCN_RATE_AI,   0x208, XR_RW, 0x00000005, "", "DCQCN additive increase, Mb/s.") \
-	X(DCQCN_RATE_HAI,  0x20C, XR_RW, 0x00000032, "", "DCQCN hyper additive increase, Mb/s.") \
-	X(DCQCN_MIN_RATE,  0x210, XR_RW, 0x0000000A, "", "DCQCN minimum rate, Mb/s.") \
-	X(DCQCN_TIMER_US,  0x214, XR_RW, 0x00000037, "", "DCQCN rate increase timer, microseconds (55).") \
-	X(DCQCN_BYTE_RESET,0x218, XR_RW, 0x00989680, "", "DCQCN byte counter for rate increase (10 MB).") \
-	X(DCQCN_CNP_INTERVAL_US, 0x21C, XR_RW, 0x00000032, "", "Minimum interval between CNPs per QP, microseconds (50).") \
-	X(ECN_THRESHOLD,   0x220, XR_RW, 0x00010000, "", "Receive queue depth in bytes above which ECN-capable packets are marked CE.") \
-	X(PFC_CTRL,        0x240, XR_RW, 0x00000000, "enable:0:8 rx_enable:8:8", "PFC transmit and receive enable, one bit per priority.") \
-	X(PFC_QUANTA,      0x244, XR_RW, 0x0000FFFF, "quanta:0:16", "Pause time sent in PFC frames, 512-bit-time quanta.") \
-	X(PFC_XOFF,        0x248, XR_RW, 0x00040000, "", "Receive buffer bytes above which XOFF is sent.") \
-	X(PFC_XON,         0x24C, XR_RW, 0x00020000, "", "Receive buffer bytes below which XON is sent.") \
+	/* Congestion control: ECN, the CNP notification point, DCQCN's reaction point (docs/congestion.md). */ \
+	X(CC_CTRL,         0x200, XR_RW, 0x00063007, "ecn_enable:0 cnp_enable:1 dcqcn_enable:2 ect1:3 clamp_target:4 cnp_dscp:8:6 cnp_prio:16:3", \
+	  "Congestion control. ecn_enable: RoCE frames leave ECN-capable (ECT(0), or ECT(1) with ect1) unless the QP's traffic class sets ECN bits itself; cnp_enable: a CE-marked packet for a connected QP is answered with a CNP (opcode 0x81) to the peer QP, at most one per CC_CNP_INTERVAL_US; dcqcn_enable: a received CNP cuts the QP's rate (DCQCN); clamp_target: every cut first sets the target rate to the current one (otherwise only after an increase stage); cnp_dscp/cnp_prio: the CNP's DSCP and 802.1Q priority (48 and 6, as ConnectX).") \
+	X(CC_CNP_INTERVAL_US, 0x204, XR_RW, 0x00000032, "", "Notification point: minimum microseconds between two CNPs for one QP (50; 0: one per CE-marked packet). CE marks in between are counted (cnp_suppressed).") \
+	X(DCQCN_G,         0x208, XR_RW, 0x00000100, "g:0:16", "DCQCN alpha gain g in 1/65536 (256 = 1/256): alpha = (1-g)alpha + g on a CNP, (1-g)alpha per DCQCN_ALPHA_US without one.") \
+	X(DCQCN_ALPHA_US,  0x20C, XR_RW, 0x00000037, "", "DCQCN alpha decay period K, microseconds (55).") \
+	X(DCQCN_TIMER_US,  0x210, XR_RW, 0x00000037, "", "DCQCN rate increase timer T, microseconds (55).") \
+	X(DCQCN_BYTE_RESET,0x214, XR_RW, 0x00989680, "", "DCQCN rate increase byte counter B, bytes sent (10 MB).") \
+	X(DCQCN_F,         0x218, XR_RW, 0x00000005, "f:0:8", "DCQCN fast recovery steps F: increase events below F average the rate toward the target; at F additive, beyond F in both counters hyper increase (5).") \
+	X(DCQCN_RATE_AI,   0x21C, XR_RW, 0x00000028, "", "DCQCN additive increase R_AI, Mb/s (40).") \
+	X(DCQCN_RATE_HAI,  0x220, XR_RW, 0x000000C8, "", "DCQCN hyper increase R_HAI, Mb/s (200).") \
+	X(DCQCN_MIN_RATE,  0x224, XR_RW, 0x0000000A, "", "DCQCN minimum rate, Mb/s (10).") \
+	X(DCQCN_MAX_RATE,  0x228, XR_RW, 0x000186A0, "", "Line rate, Mb/s (100000): a QP's rate on its first CNP and the ceiling of every increase; a QP back at it stops being paced.") \
+	X(DCQCN_INIT_ALPHA,0x22C, XR_RW, 0x00000400, "alpha:0:11", "DCQCN alpha on a QP's first CNP, in 1/1024 (1024 = 1).") \
+	X(CC_PACER_BURST,  0x230, XR_RW, 0x00004000, "", "Pacer bucket depth, bytes (16 KiB): what a paced QP may send at once after idling; at least two frames are always allowed.") \
+	/* PFC (802.1Qbb) and 802.3x PAUSE on Ethernet links, with a watchdog (docs/congestion.md). */ \
+	X(PFC_CTRL,        0x240, XR_RW, 0x00000000, "enable:0:8 rx_enable:8:8 pause_rx:16", "PFC: enable, one bit per priority, sends XOFF/XON for that priority from the receive backlog; rx_enable honours received PFC frames for that priority (its QPs stop sending); pause_rx honours 802.3x PAUSE (every priority).") \
+	X(PFC_QUANTA,      0x244, XR_RW, 0x0000FFFF, "quanta:0:16", "Pause time sent in XOFF frames, 512-bit-time quanta (refreshed at half of it while still congested).") \
+	X(PFC_XOFF,        0x248, XR_RW, 0x00000050, "percent:0:7", "Receive backlog, percent of the link's receive buffer, at or above which XOFF is sent (80).") \
+	X(PFC_XON,         0x24C, XR_RW, 0x00000032, "percent:0:7", "Receive backlog, percent, at or below which XON (pause time 0) is sent (50).") \
+	X(PFC_MAX_PAUSE_US,0x250, XR_RW, 0x00000000, "", "Longest pause honoured from one received frame, microseconds (0: as the frame says).") \
+	X(PFC_LINK_MBPS,   0x254, XR_RW, 0x000186A0, "", "Link speed for pause quanta, Mb/s (100000: one quantum is 5.12 ns).") \
+	X(PFC_WD_MS,       0x258, XR_RW, 0x00000064, "", "Watchdog: a priority paused this many milliseconds without a break is a storm: the pause is released and PFC frames for it are ignored for PFC_WD_RESTORE_MS (100; 0: off).") \
+	X(PFC_WD_RESTORE_MS, 0x25C, XR_RW, 0x000000C8, "", "Watchdog restoration: PFC for a stormed priority is honoured again after this many milliseconds without a PFC frame for it (200).") \
+	X(PFC_STATUS,      0x260, XR_RO, 0x00000000, "paused:0:8 xoff_sent:8:8 stormed:16:8", "Priorities now paused (transmit), those for which an XOFF is out (receive), and those the watchdog holds released.") \
 	/* Event log window. */ \
 	X(EVLOG_COUNT,     0x280, XR_RO, 0x00000000, "", "Events logged since reset (low 32 bits of the sequence).") \
 	X(EVLOG_WRAP,      0x284, XR_RO, 0x00000000, "", "Times the ring wrapped (events lost to overwrite = EVLOG_COUNT - EVLOG_CAP when wrapped).") \
@@ -149,7 +160,7 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	X(QP_SQ_CI,        0x330, XR_RO, 0x00000000, "index:0:16", "Send queue consumer index (WQEs the engine has completed).") \
 	X(QP_RQ_CI,        0x334, XR_RO, 0x00000000, "index:0:16", "Receive queue consumer index.") \
 	X(QP_COMMIT_MASK,  0x338, XR_RW, 0xFFFFFFFF, "", \
-	  "Which fields a COMMIT of an existing QP applies, as ibv_qp_attr_mask: bit 0 state, 3 access flags, 4 P_Key, 7 address vector (GID, MAC, ports, traffic class, hop limit, flow label, VLAN), 8 path MTU, 9 timeout, 10 retry count, 11 RNR retry, 12 RQ PSN, 13 max_rd_atomic, 15 min RNR timer, 16 SQ PSN, 17 max_dest_rd_atomic, 20 dest QPN; xroce: 24 rings, 25 CQs, 26 PD, 27 type, 28 MSN, 29 SRQ; 6 is the UD Q_Key (IBV_QP_QKEY). Fields left out keep the engine's values (PSNs advance while a driver edits the shadow). A new QP takes every field.") \
+	  "Which fields a COMMIT of an existing QP applies, as ibv_qp_attr_mask: bit 0 state, 3 access flags, 4 P_Key, 7 address vector (GID, MAC, ports, traffic class, hop limit, flow label, VLAN), 8 path MTU, 9 timeout, 10 retry count, 11 RNR retry, 12 RQ PSN, 13 max_rd_atomic, 15 min RNR timer, 16 SQ PSN, 17 max_dest_rd_atomic, 20 dest QPN; xroce: 24 rings, 25 CQs, 26 PD, 27 type, 28 MSN, 29 SRQ, 30 rate limit; 6 is the UD Q_Key (IBV_QP_QKEY). Fields left out keep the engine's values (PSNs advance while a driver edits the shadow). A new QP takes every field.") \
 	/* CQ window. */ \
 	X(CQ_SEL,          0x340, XR_RW, 0x00000000, "cqn:0:24", "CQN that CQ_CMD acts on.") \
 	X(CQ_CMD,          0x344, XR_WO, 0x00000000, "cmd:0:4", "CQ command: 1 COMMIT (create or resize), 2 READ, 3 DESTROY, 4 CLEAR.") \
@@ -163,6 +174,14 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	  "UD Q_Key: a received DETH Q_Key must equal it (else rx_drop_bad_qkey); sent instead of a WQE's Q_Key whose bit 31 is set (privileged Q_Key, IBTA C10-15). COMMIT mask bit 6.") \
 	X(QP_SRQN,         0x360, XR_RW, 0x00000000, "srqn:0:12", \
 	  "Shared receive queue the QP takes its receive WQEs from (0: its own receive queue). Taken when the QP is created; COMMIT mask bit 29 on a QP in RESET.") \
+	X(QP_RATE_LIMIT,   0x364, XR_RW, 0x00000000, "mbps:0:24", \
+	  "Static rate cap, Mb/s (0: none; ibv static_rate / rate_limit): the pacer never lets the QP send faster, whatever DCQCN allows. COMMIT mask bit 30.") \
+	X(QP_CC_RATE,      0x368, XR_RO, 0x00000000, "mbps:0:24", "As of READ: the rate the pacer holds the QP to, Mb/s (0: not paced).") \
+	X(QP_CC_TARGET,    0x36C, XR_RO, 0x00000000, "mbps:0:24", "As of READ: DCQCN's target rate, Mb/s (0: DCQCN idle on this QP).") \
+	X(QP_CC_ALPHA,     0x370, XR_RO, 0x00000000, "alpha:0:11", "As of READ: DCQCN's alpha, 1/1024.") \
+	X(QP_CE_RCVD,      0x374, XR_RO, 0x00000000, "count:0:32", "As of READ: CE-marked packets received on the QP.") \
+	X(QP_CNP_SENT,     0x378, XR_RO, 0x00000000, "count:0:32", "As of READ: CNPs the QP sent (notification point).") \
+	X(QP_CNP_RCVD,     0x37C, XR_RO, 0x00000000, "count:0:32", "As of READ: CNPs received for the QP (reaction point).") \
 	/* SRQ window: a shadow of one shared receive queue, applied by SRQ_CMD. */ \
 	X(SRQ_SEL,         0x380, XR_RW, 0x00000000, "srqn:0:12", "SRQN that SRQ_CMD acts on (1 .. CAP_SRQ-1).") \
 	X(SRQ_CMD,         0x384, XR_WO, 0x00000000, "cmd:0:4", \
@@ -238,8 +257,44 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	X(CNP_SENT,           "cnp_sent",               "Congestion notification packets sent.") \
 	X(CNP_RCVD,           "cnp_rcvd",               "Congestion notification packets received.") \
 	X(ECN_MARKED,         "ecn_marked_pkts",        "Received packets with ECN CE set.") \
-	X(PFC_PAUSE_SENT,     "pfc_pause_sent",         "PFC pause frames sent.") \
-	X(PFC_PAUSE_RCVD,     "pfc_pause_rcvd",         "PFC pause frames received.") \
+	X(CNP_SUPPRESSED,     "cnp_suppressed",         "CE-marked packets left without a CNP: one was sent for the QP less than CC_CNP_INTERVAL_US before.") \
+	X(DROP_CNP,           "rx_drop_cnp",            "CNPs ignored: no connected QP of that number, or not from its peer.") \
+	X(DCQCN_CUTS,         "dcqcn_rate_decreases",   "DCQCN rate decreases (one per CNP taken).") \
+	X(DCQCN_INCREASES,    "dcqcn_rate_increases",   "DCQCN rate increase events (timer and byte counter).") \
+	X(PACER_WAITS,        "pacer_waits",            "Times a QP had a packet ready and its pacer held it.") \
+	X(PFC_PAUSE_SENT,     "pfc_pause_sent",         "PFC XOFF frames sent (all priorities).") \
+	X(PFC_PAUSE_RCVD,     "pfc_pause_rcvd",         "PFC frames received naming a priority with a non-zero time.") \
+	X(PFC_XON_SENT,       "pfc_xon_sent",           "PFC XON (zero-time) frames sent.") \
+	X(PFC_XON_RCVD,       "pfc_xon_rcvd",           "PFC frames received resuming a priority (time 0).") \
+	X(PAUSE_RCVD,         "pause_rcvd",             "802.3x PAUSE frames received.") \
+	X(PFC_TX_PRIO0, "pfc_tx_prio0", "PFC XOFF frames sent for priority 0.") \
+	X(PFC_TX_PRIO1, "pfc_tx_prio1", "PFC XOFF frames sent for priority 1.") \
+	X(PFC_TX_PRIO2, "pfc_tx_prio2", "PFC XOFF frames sent for priority 2.") \
+	X(PFC_TX_PRIO3, "pfc_tx_prio3", "PFC XOFF frames sent for priority 3.") \
+	X(PFC_TX_PRIO4, "pfc_tx_prio4", "PFC XOFF frames sent for priority 4.") \
+	X(PFC_TX_PRIO5, "pfc_tx_prio5", "PFC XOFF frames sent for priority 5.") \
+	X(PFC_TX_PRIO6, "pfc_tx_prio6", "PFC XOFF frames sent for priority 6.") \
+	X(PFC_TX_PRIO7, "pfc_tx_prio7", "PFC XOFF frames sent for priority 7.") \
+	X(PFC_RX_PRIO0, "pfc_rx_prio0", "PFC frames received pausing priority 0.") \
+	X(PFC_RX_PRIO1, "pfc_rx_prio1", "PFC frames received pausing priority 1.") \
+	X(PFC_RX_PRIO2, "pfc_rx_prio2", "PFC frames received pausing priority 2.") \
+	X(PFC_RX_PRIO3, "pfc_rx_prio3", "PFC frames received pausing priority 3.") \
+	X(PFC_RX_PRIO4, "pfc_rx_prio4", "PFC frames received pausing priority 4.") \
+	X(PFC_RX_PRIO5, "pfc_rx_prio5", "PFC frames received pausing priority 5.") \
+	X(PFC_RX_PRIO6, "pfc_rx_prio6", "PFC frames received pausing priority 6.") \
+	X(PFC_RX_PRIO7, "pfc_rx_prio7", "PFC frames received pausing priority 7.") \
+	X(PFC_PAUSED_US_PRIO0, "pfc_paused_us_prio0", "Microseconds priority 0 stood paused (transmit).") \
+	X(PFC_PAUSED_US_PRIO1, "pfc_paused_us_prio1", "Microseconds priority 1 stood paused.") \
+	X(PFC_PAUSED_US_PRIO2, "pfc_paused_us_prio2", "Microseconds priority 2 stood paused.") \
+	X(PFC_PAUSED_US_PRIO3, "pfc_paused_us_prio3", "Microseconds priority 3 stood paused.") \
+	X(PFC_PAUSED_US_PRIO4, "pfc_paused_us_prio4", "Microseconds priority 4 stood paused.") \
+	X(PFC_PAUSED_US_PRIO5, "pfc_paused_us_prio5", "Microseconds priority 5 stood paused.") \
+	X(PFC_PAUSED_US_PRIO6, "pfc_paused_us_prio6", "Microseconds priority 6 stood paused.") \
+	X(PFC_PAUSED_US_PRIO7, "pfc_paused_us_prio7", "Microseconds priority 7 stood paused.") \
+	X(PFC_WD_TRIPS,       "pfc_watchdog_trips",     "PFC storms: a pause held longer than PFC_WD_MS, released by the watchdog.") \
+	X(PFC_WD_RESTORES,    "pfc_watchdog_restores",  "Stormed priorities whose PFC is honoured again.") \
+	X(PFC_WD_IGNORED,     "pfc_watchdog_ignored",   "PFC frames ignored for a priority the watchdog holds released.") \
+	X(DROP_MAC_CONTROL,   "rx_drop_mac_control",    "MAC control frames (EtherType 0x8808) dropped: unknown opcode, too short, or flow control off.") \
 	X(REG_SLVERR,         "reg_slverr",             "Register accesses answered SLVERR.") \
 	X(REG_DECERR,         "reg_decerr",             "Register accesses answered DECERR.") \
 	X(DROP_UNKNOWN_QPN,   "rx_drop_unknown_qpn",    "Dropped: destination QP does not exist.") \
@@ -302,6 +357,12 @@ enum xr_reg_array {
 #define XR_CTRL_LOOPBACK   (1u << 2)
 /* retry_cnt 7 retries forever, as rxe reads it (IBTA: seven retries). */
 #define XR_CTRL_RETRY7_FOREVER (1u << 3)
+/* CC_CTRL bits. */
+#define XR_CC_ECN_ENABLE    (1u << 0)
+#define XR_CC_CNP_ENABLE    (1u << 1)
+#define XR_CC_DCQCN_ENABLE  (1u << 2)
+#define XR_CC_ECT1          (1u << 3)
+#define XR_CC_CLAMP_TARGET  (1u << 4)
 #define XR_STATUS_LINK_UP  (1u << 0)
 #define XR_STATUS_READY    (1u << 1)
 #define XR_STATUS_ENABLED  (1u << 2)
@@ -344,7 +405,7 @@ enum xr_qp_mask {
 	XR_QPM_SQ_PSN = 1u << 16, XR_QPM_MAX_DEST_RD_ATOMIC = 1u << 17,
 	XR_QPM_DEST_QPN = 1u << 20, XR_QPM_RINGS = 1u << 24, XR_QPM_CQS = 1u << 25,
 	XR_QPM_PD = 1u << 26, XR_QPM_TYPE = 1u << 27, XR_QPM_MSN = 1u << 28,
-	XR_QPM_QKEY = 1u << 6, XR_QPM_SRQ = 1u << 29,
+	XR_QPM_QKEY = 1u << 6, XR_QPM_SRQ = 1u << 29, XR_QPM_RATE_LIMIT = 1u << 30,
 	XR_QPM_ALL = 0xFFFFFFFFu,
 };
 
@@ -390,7 +451,15 @@ enum xr_qp_type { XR_QPT_RC = 0, XR_QPT_UC = 1, XR_QPT_UD = 3 };
 	X(SQ_DRAINED,    "sq_drained",     "",            "") \
 	X(MW_BIND,       "mw_bind",        "rkey",        "region index (0: unbound)") \
 	X(SRQ_LIMIT,     "srq_limit",      "srqn",        "WQEs left posted") \
-	X(QP_LAST_WQE,   "qp_last_wqe",    "srqn",        "")
+	X(QP_LAST_WQE,   "qp_last_wqe",    "srqn",        "") \
+	X(DCQCN_START,   "dcqcn_start",    "rate Mb/s after the first cut", "alpha /1024") \
+	X(DCQCN_DONE,    "dcqcn_line_rate", "rate Mb/s",  "") \
+	X(PFC_PAUSED,    "pfc_paused",     "priority mask", "quanta (0xFFFFFFFF: 802.3x)") \
+	X(PFC_RESUMED,   "pfc_resumed",    "priority mask", "microseconds paused") \
+	X(PFC_XOFF,      "pfc_xoff_sent",  "priority mask", "receive backlog, percent") \
+	X(PFC_XON,       "pfc_xon_sent",   "priority mask", "receive backlog, percent") \
+	X(PFC_STORM,     "pfc_storm",      "priority",    "milliseconds paused") \
+	X(PFC_RESTORED,  "pfc_restored",   "priority",    "")
 
 enum xr_event_type {
 #define XR_X(e, name, a0, a1) XR_EV_##e,

@@ -32,7 +32,10 @@ struct field {
 	X(hop_limit, QP_NET, "hop_limit") X(pcp, QP_NET, "pcp") X(vlan, QP_NET, "vlan") \
 	X(vid, QP_NET, "vid") X(sq_cqn, QP_SQ_CQN, "cqn") X(rq_cqn, QP_RQ_CQN, "cqn") X(pd, QP_PD, "pd") \
 	X(sq_log_size, QP_SQ_LOG_SIZE, "log_entries") X(rq_log_size, QP_RQ_LOG_SIZE, "log_entries") \
-	X(sq_ci, QP_SQ_CI, "index") X(rq_ci, QP_RQ_CI, "index") X(srqn, QP_SRQN, "srqn")
+	X(sq_ci, QP_SQ_CI, "index") X(rq_ci, QP_RQ_CI, "index") X(srqn, QP_SRQN, "srqn") \
+	X(rate_limit, QP_RATE_LIMIT, "mbps") X(cc_rate, QP_CC_RATE, "mbps") X(cc_target, QP_CC_TARGET, "mbps") \
+	X(cc_alpha, QP_CC_ALPHA, "alpha") X(ce_rcvd, QP_CE_RCVD, "count") X(cnp_sent, QP_CNP_SENT, "count") \
+	X(cnp_rcvd, QP_CNP_RCVD, "count")
 #define MR_FIELDS(X) \
 	X(access, MR_ACCESS, "access") X(valid, MR_ACCESS, "valid") X(pd, MR_PD, "pd") \
 	X(page_shift, MR_PAGE_SHIFT, "shift") X(mw, MR_KIND, "mw") X(mw_type, MR_KIND, "mw_type") \

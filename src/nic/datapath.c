@@ -156,7 +156,7 @@ struct xr_frame *xr_tx_begin(struct xr_engine *e, struct xr_tx *tx, struct xr_qp
 		}
 		p->flow_label = c->flow_label;
 	}
-	p->traffic_class = c->traffic_class;
+	p->traffic_class = xr_cc_tclass(e, c->traffic_class);
 	p->hop_limit = c->hop_limit ? c->hop_limit : 64;
 	p->sport = c->src_port ? c->src_port : xr_rxe_udp_sport(qp->qpn, c->dest_qpn);
 	p->dport = c->dst_port ? c->dst_port : (uint16_t)xr_reg_get(e, XR_REG_PEER_UDP_PORT);
@@ -195,14 +195,17 @@ static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx)
 	xr_count(e, XR_CNT_RX_BYTES, f->len);
 	if (f->rx_flags & XR_FRAME_ICRC_ID_RECOVERED)
 		xr_count(e, XR_CNT_ICRC_ID_RECOVERED, 1);
-	if ((p.traffic_class & 3) == 3)   /* ECN CE */
-		xr_count(e, XR_CNT_ECN_MARKED, 1);
 	if (p.op->flags & XR_OPF_CNP) {
 		xr_count(e, XR_CNT_CNP_RCVD, 1);
+		xr_cc_cnp_rx(e, &p, xr_engine_now(e));
 		return;
 	}
 	if (xr_recv_check(e, &p, true, &qp))
 		return;
+	if ((p.traffic_class & 3) == 3) {   /* ECN CE: the notification point */
+		xr_count(e, XR_CNT_ECN_MARKED, 1);
+		xr_cc_ce(e, qp, xr_engine_now(e));
+	}
 	if (p.op->flags & XR_OPF_REQ)
 		xr_resp_rx(e, qp, &p, tx);
 	else
@@ -223,7 +226,7 @@ static bool qp_has_work(const struct xr_qp *qp)
 		return r->tail != qp->sq_pi || qp->resp.rq_head != qp->rq_pi || xr_resp_has_work(qp);
 	return xr_resp_has_work(qp) || r->cur_active || r->retx_pending ||
 	       (r->head != qp->sq_pi && qp->ctx.state == XR_QPS_RTS) ||
-	       r->timer_due_ns || r->rnr_due_ns;
+	       r->timer_due_ns || r->rnr_due_ns || xr_cc_has_work(qp);
 }
 
 static void serve_qp(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t now)
@@ -238,6 +241,9 @@ static void serve_qp(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, ui
 		return;
 	default:
 		xr_comp_timers(e, qp, now);
+		xr_cc_timers(e, qp, now);
+		if (!xr_cc_tx(e, qp, tx, now))
+			return;
 		xr_resp_tx(e, qp, tx);
 		if (qp->ctx.state == XR_QPS_RTS || qp->ctx.state == XR_QPS_SQD)
 			xr_req_tx(e, qp, tx);
@@ -253,7 +259,7 @@ static int progress_locked(struct xr_engine *e)
 	struct xr_qp **list;
 	uint32_t n, list_cap;
 	int work = 0, got;
-	uint64_t now;
+	uint64_t now, due = UINT64_MAX;
 
 	got = xr_link_recv(e->link, rx, RX_BURST);
 	for (int i = 0; i < got; i++) {
@@ -301,8 +307,12 @@ static int progress_locked(struct xr_engine *e)
 			unsigned before = tx->n;
 			serve_qp(e, qp, tx, now);
 			work += (int)(tx->n - before);
-			if (qp_has_work(qp))
+			if (qp_has_work(qp)) {
+				uint64_t d = xr_cc_next_due(qp);
+				if (d < due)
+					due = d;
 				xr_qp_mark_busy(e, qp);
+			}
 		}
 		pthread_mutex_unlock(&qp->lock);
 		if (tx->n >= 24)
@@ -312,6 +322,8 @@ static int progress_locked(struct xr_engine *e)
 	e->busy_spare = list;   /* only progress takes it, and progress is us */
 	e->spare_cap = list_cap;
 	pthread_mutex_unlock(&e->busy_lock);
+	/* A paced QP or a DCQCN timer: when the sleeping thread must look again. */
+	atomic_store_explicit(&e->cc_due_ns, due, memory_order_relaxed);
 	tx_flush(e, tx);
 	return work;
 }
@@ -415,7 +427,17 @@ static void sleep_on_fds(struct xr_engine *e, int link_fd)
 	 * refused wait in txq: with neither, nothing is due until a frame or
 	 * a doorbell, so an idle device sleeps for good. */
 	bool due = __atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) || e->txq->n;
-	ready = poll(pf, 2, due ? 1 : -1);
+	struct timespec ts = { 0, 1000000 }, *tmo = due ? &ts : NULL;
+	uint64_t cc_due = atomic_load_explicit(&e->cc_due_ns, memory_order_relaxed);
+
+	if (due && cc_due != UINT64_MAX && !e->clock_fn) {
+		/* The pacer's next packet or a DCQCN timer is sooner than the tick. */
+		uint64_t now = xr_now_ns();
+		uint64_t wait = cc_due > now ? cc_due - now : 0;
+		if (wait < 1000000)
+			ts.tv_nsec = (long)wait;
+	}
+	ready = ppoll(pf, 2, tmo, NULL);
 	if (ready > 0 && (pf[1].revents & POLLIN)) {
 		if (read(e->doorbell_efd, &v, sizeof(v)) < 0) {
 			/* drained by another wakeup */
@@ -539,6 +561,7 @@ void xr_datapath_init(struct xr_engine *e)
 	pthread_mutex_init(&e->dp_mutex, NULL);
 	pthread_mutex_init(&e->busy_lock, NULL);
 	e->doorbell_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	atomic_store(&e->cc_due_ns, UINT64_MAX);
 }
 
 void xr_datapath_fini(struct xr_engine *e)

@@ -109,6 +109,26 @@ struct xr_resp {
 	uint8_t  held_head, held_len;
 };
 
+/* Congestion control of a QP (cc.c): the notification point's CNP
+ * pacing, DCQCN's reaction point, and the pacer that enforces the rate. */
+struct xr_cc {
+	/* Notification point. */
+	uint64_t cnp_last_ns;        /* when the last CNP left (0: never) */
+	bool     cnp_owed;           /* a CE arrived: a CNP waits for the next serve */
+	uint32_t ce_rcvd, cnp_sent, cnp_rcvd;
+	/* Reaction point (rates in kb/s, alpha in 1/2^20). */
+	bool     rp_active;          /* cut at least once and not back at line rate */
+	uint64_t rc_kbps, rt_kbps;
+	uint32_t alpha;
+	uint64_t alpha_ns;           /* the alpha decay timer's last restart */
+	uint64_t inc_due_ns;         /* the rate increase timer */
+	uint64_t bytes;              /* sent since the byte counter last fired */
+	uint32_t t_stage, bc_stage;
+	/* Pacer: the next send may start at pace_ns. */
+	uint64_t pace_ns;
+	bool     held;               /* counted in pacer_waits for this hold */
+};
+
 struct xr_qp {
 	pthread_mutex_t lock;        /* held by the data path per packet and by commit */
 	uint32_t qpn;
@@ -120,6 +140,7 @@ struct xr_qp {
 	uint8_t last_state;          /* state the data path last acted on */
 	struct xr_req req;
 	struct xr_resp resp;
+	struct xr_cc cc;
 };
 
 struct xr_mr {
@@ -194,6 +215,7 @@ struct xr_engine {
 	struct xr_qp **busy_spare;             /* the list a progress pass gave back */
 	uint32_t spare_cap;
 	int doorbell_efd;                      /* wakes the progress thread */
+	_Atomic uint64_t cc_due_ns;            /* earliest pacer/DCQCN time of a busy QP */
 	void (*irq)(void *ctx, uint32_t cqn);  /* completion interrupt (MSI-X) */
 	void *irq_ctx;
 	void (*event_irq)(void *ctx, uint32_t type, uint32_t qpn);  /* event queue interrupt */
@@ -357,6 +379,30 @@ void xr_uc_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p);
 void xr_ud_address(struct xr_engine *e, const struct xr_qp *qp, const struct xr_hw_wqe *w, struct xr_pkt *p);
 void xr_comp_timers(struct xr_engine *e, struct xr_qp *qp, uint64_t now);
 void xr_req_retransmit(struct xr_engine *e, struct xr_qp *qp, uint32_t from_psn);
+
+/* cc.c: congestion control. */
+/* The traffic class a frame of this QP leaves with (ECT added). */
+uint8_t xr_cc_tclass(const struct xr_engine *e, uint8_t tclass);
+/* A CE-marked packet arrived for qp (locked). */
+void xr_cc_ce(struct xr_engine *e, struct xr_qp *qp, uint64_t now);
+/* Sends the CNP qp owes, if any; false when the link could not take it. */
+bool xr_cc_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t now);
+/* A CNP arrived (opcode 0x81): the reaction point of its QP. */
+void xr_cc_cnp_rx(struct xr_engine *e, const struct xr_pkt *p, uint64_t now);
+/* Rate increase timers of qp (locked). */
+void xr_cc_timers(struct xr_engine *e, struct xr_qp *qp, uint64_t now);
+/* The pacer: may qp send a packet now? */
+bool xr_cc_may_send(struct xr_engine *e, struct xr_qp *qp, uint64_t now);
+/* A packet of wire_bytes left qp (pacer and DCQCN byte counter). */
+void xr_cc_sent(struct xr_engine *e, struct xr_qp *qp, uint64_t now, uint32_t wire_bytes);
+/* qp has congestion-control timers running (it stays on the busy list). */
+bool xr_cc_has_work(const struct xr_qp *qp);
+/* The earliest time qp's pacer or timers want it served (UINT64_MAX: none). */
+uint64_t xr_cc_next_due(const struct xr_qp *qp);
+/* Forgets a QP's congestion state (RESET, create). */
+void xr_cc_reset(struct xr_qp *qp);
+/* Snapshot for the QP window's read-only CC registers. */
+void xr_cc_read(const struct xr_qp *qp, struct xr_qp_ctx *c);
 
 /* datapath.c: frames out. */
 struct xr_tx {

@@ -31,6 +31,13 @@ static void shadow_load(struct xr_engine *e, const struct xr_qp_ctx *c)
 		xr_reg_set(e, off[i], val[i]);
 	xr_reg_set(e, XR_REG_QP_SQ_CI, c->sq_ci);
 	xr_reg_set(e, XR_REG_QP_RQ_CI, c->rq_ci);
+	/* Read-only congestion state, as of this READ. */
+	xr_reg_set(e, XR_REG_QP_CC_RATE, c->cc_rate);
+	xr_reg_set(e, XR_REG_QP_CC_TARGET, c->cc_target);
+	xr_reg_set(e, XR_REG_QP_CC_ALPHA, c->cc_alpha);
+	xr_reg_set(e, XR_REG_QP_CE_RCVD, c->ce_rcvd);
+	xr_reg_set(e, XR_REG_QP_CNP_SENT, c->cnp_sent);
+	xr_reg_set(e, XR_REG_QP_CNP_RCVD, c->cnp_rcvd);
 }
 
 static void shadow_clear(struct xr_engine *e)
@@ -107,6 +114,7 @@ void xr_qp_runtime_reset(struct xr_qp *qp)
 	if (res)
 		memset(res, 0, cap * sizeof(*res));
 	qp->rq_ci = 0;
+	xr_cc_reset(qp);
 }
 
 struct xr_qp *xr_qp_lookup(struct xr_engine *e, uint32_t qpn)
@@ -193,6 +201,7 @@ static void merge(struct xr_qp_ctx *live, const struct xr_qp_ctx *s, uint32_t ma
 	TAKE(XR_QPM_PD, pd);
 	TAKE(XR_QPM_QKEY, qkey);
 	TAKE(XR_QPM_SRQ, srqn);
+	TAKE(XR_QPM_RATE_LIMIT, rate_limit);
 	if (mask & XR_QPM_CQS) {
 		live->sq_cqn = s->sq_cqn;
 		live->rq_cqn = s->rq_cqn;
@@ -298,6 +307,7 @@ enum xr_cmd_status xr_qp_cmd(struct xr_engine *e, uint32_t cmd)
 	if (cmd == XR_CMD_READ) {
 		pthread_mutex_lock(&qp->lock);
 		c = qp->ctx;
+		xr_cc_read(qp, &c);
 		pthread_mutex_unlock(&qp->lock);
 		shadow_load(e, &c);
 		return XR_CMD_ST_OK;

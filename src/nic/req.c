@@ -343,6 +343,7 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 		}
 	}
 	xr_tx_commit(e, tx, f, &p);
+	xr_cc_sent(e, qp, now, f->len);
 	{
 		/* Responses may now carry PSNs up to this packet's (a READ's: up
 		 * to its last response); anything later is forged or stale. */
@@ -423,6 +424,8 @@ void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx)
 		 * unacknowledged one, so 129 in flight (B2). */
 		if (qp->ctx.type == XR_QPT_RC && psn_cmp(r->cur_psn, psn_add(r->una_psn, MAX_UNACKED_PSNS)) > 0)
 			return;   /* window full */
+		if (!xr_cc_may_send(e, qp, now))
+			return;   /* the pacer: served again on a later pass */
 		if (!send_packet(e, qp, tx, now))
 			return;
 		if (qp->ctx.type != XR_QPT_RC && !r->cur_active)
