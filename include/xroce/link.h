@@ -62,6 +62,10 @@ struct xr_link_ops {
 	/* Neighbour resolution: the MAC that reaches gid; 0 or -errno
 	 * (-EHOSTUNREACH). Links without L2 (UDP) may leave it NULL. */
 	int (*resolve)(struct xr_link *l, const xr_gid *gid, uint8_t mac[6]);
+	/* Receive backlog: what waits for recv_burst and what the link can
+	 * hold, in one unit of the link's choosing (frames, bytes); 0 or
+	 * -errno. NULL: unknown (the engine then never generates PFC). */
+	int (*rx_backlog)(struct xr_link *l, uint32_t *queued, uint32_t *capacity);
 };
 
 struct xr_link {
@@ -92,6 +96,9 @@ static inline void xr_link_frame_free(struct xr_link *l, struct xr_frame *f)
 void xr_link_close(struct xr_link *l);
 /* The MAC for a peer: the link's resolution, or all zeros without one. */
 int xr_link_resolve(struct xr_link *l, const xr_gid *gid, uint8_t mac[6]);
+/* The link's receive backlog (see rx_backlog): 0, or -EOPNOTSUPP for a
+ * link that cannot tell, or the link's -errno. */
+int xr_link_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capacity);
 
 /*
  * Two connected in-memory links (a and b), for two engines in one process.

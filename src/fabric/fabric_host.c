@@ -149,8 +149,16 @@ static int host_resolve(struct xr_link *l, const xr_gid *gid, uint8_t mac[6])
 	return xr_fab_host_resolve(h->fab, gid, mac);
 }
 
+/* The wire's receive queue: the inner mem link's. */
+static int host_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capacity)
+{
+	struct host *h = l->priv;
+	return xr_link_rx_backlog(h->inner, queued, capacity);
+}
+
 static const struct xr_link_ops host_ops = {
 	host_send, host_recv, host_wait_fd, host_alloc, host_free, host_is_up, host_close, host_resolve,
+	host_rx_backlog,
 };
 
 int xr_fabric_attach_host(struct xr_fabric *fab, const struct xr_fabric_port_cfg *pcfg,

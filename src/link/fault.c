@@ -177,8 +177,16 @@ static int fault_resolve(struct xr_link *l, const xr_gid *gid, uint8_t mac[6])
 	return xr_link_resolve(ft->inner, gid, mac);
 }
 
+/* The inner link's receive queue (faults act on the send side). */
+static int fault_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capacity)
+{
+	struct fault *ft = l->priv;
+	return xr_link_rx_backlog(ft->inner, queued, capacity);
+}
+
 static const struct xr_link_ops fault_ops = {
 	fault_send, fault_recv, fault_wait_fd, fault_alloc, fault_free, fault_is_up, fault_close, fault_resolve,
+	fault_rx_backlog,
 };
 
 struct xr_link *xr_link_fault(struct xr_link *inner, const struct xr_fault_cfg *cfg)

@@ -245,8 +245,19 @@ static int mem_resolve(struct xr_link *l, const xr_gid *gid, uint8_t mac[6])
 	return 0;
 }
 
+/* Frames sent to this end and not yet received, of the depth a direction holds. */
+static int mem_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capacity)
+{
+	int me;
+	struct mem_pair *p = pair_of(l, &me);
+
+	*queued = ring_count(&p->end[me].in);
+	*capacity = p->depth;
+	return 0;
+}
+
 static const struct xr_link_ops mem_ops = {
-	mem_send, mem_recv, mem_wait_fd, mem_alloc, mem_free, mem_is_up, mem_close, mem_resolve,
+	mem_send, mem_recv, mem_wait_fd, mem_alloc, mem_free, mem_is_up, mem_close, mem_resolve, mem_rx_backlog,
 };
 
 int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth)

@@ -108,8 +108,14 @@ static int tap_resolve(struct xr_link *l, const xr_gid *gid, uint8_t mac[6])
 	return xr_link_resolve(t->inner, gid, mac);
 }
 
+static int tap_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capacity)
+{
+	struct tap *t = l->priv;
+	return xr_link_rx_backlog(t->inner, queued, capacity);
+}
+
 static const struct xr_link_ops tap_ops = {
-	tap_send, tap_recv, tap_wait_fd, tap_alloc, tap_free, tap_is_up, tap_close, tap_resolve,
+	tap_send, tap_recv, tap_wait_fd, tap_alloc, tap_free, tap_is_up, tap_close, tap_resolve, tap_rx_backlog,
 };
 
 struct xr_link *xr_link_pcap_tap(struct xr_link *inner, const char *path)

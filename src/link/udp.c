@@ -433,7 +433,7 @@ static void udp_close(struct xr_link *l)
 }
 
 static const struct xr_link_ops udp_ops = {
-	udp_send, udp_recv, udp_wait_fd, udp_alloc, udp_free, udp_is_up, udp_close, NULL,
+	udp_send, udp_recv, udp_wait_fd, udp_alloc, udp_free, udp_is_up, udp_close, NULL, NULL,
 };
 
 /* The MTU of the interface that holds addr (1500 when unknown). */

@@ -410,7 +410,7 @@ static void xdp_close(struct xr_link *l)
 }
 
 static const struct xr_link_ops xdp_ops = {
-	xdp_send, xdp_recv, xdp_wait_fd, xdp_alloc, xdp_free, xdp_is_up, xdp_close, xdp_resolve,
+	xdp_send, xdp_recv, xdp_wait_fd, xdp_alloc, xdp_free, xdp_is_up, xdp_close, xdp_resolve, NULL,
 };
 
 /* ---- opening ---- */
