@@ -4,12 +4,15 @@
  * FPGA's MAC sees them. The link owns an IP address the kernel does not
  * have: it answers ARP requests (IPv4) and neighbour solicitations (IPv6)
  * for it, resolves peers the same way into a small neighbour table (or
- * takes static entries), tags frames 802.1Q when asked, and sends and
- * counts PFC pause frames. Everything else that arrives is ignored.
+ * takes static entries), tags frames 802.1Q when asked (never MAC
+ * control frames), sends PFC frames, counts those received and hands MAC
+ * control frames (PFC, PAUSE) to the engine, which honours them
+ * (docs/pfc.md). Everything else that arrives is ignored.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/if_packet.h>
+#include <linux/sock_diag.h>
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <poll.h>
@@ -241,13 +244,19 @@ static bool rx_classify(struct raw_link *r, uint8_t *d, size_t *len, bool tagged
 		*len -= XR_VLAN_HLEN;
 		type = get_be16(d + ETH_OFF_TYPE);
 	}
+	if (type == ETHERTYPE_PFC) {
+		/* MAC control (PFC, PAUSE; never tagged): counted, and to the
+		 * engine when addressed to the MAC control group or to us (the
+		 * engine honours or drops it, counted, docs/pfc.md). */
+		static const uint8_t mac_ctrl_dst[6] = { 0x01, 0x80, 0xC2, 0x00, 0x00, 0x01 };
+		if (*len >= XR_ETH_HLEN + 4 && get_be16(d + XR_ETH_HLEN) == PFC_OPCODE)
+			r->pfc_rcvd++;
+		return !memcmp(d, mac_ctrl_dst, 6) || !memcmp(d, r->link.mac, 6);
+	}
 	if ((r->vid && (!tagged || vlan != r->vid)) || (!r->vid && tagged && vlan))
 		return false;   /* another VLAN */
 	if (type == ETHERTYPE_ARP) {
 		arp_input(r, d + XR_ETH_HLEN, *len - XR_ETH_HLEN);
-	} else if (type == ETHERTYPE_PFC) {
-		if (*len >= XR_ETH_HLEN + 4 && get_be16(d + XR_ETH_HLEN) == PFC_OPCODE)
-			r->pfc_rcvd++;
 	} else if (type == XR_ETHERTYPE_IPV6 && *len > XR_ETH_HLEN + XR_IPV6_HLEN &&
 		   d[XR_ETH_HLEN + IP6_OFF_NEXTHDR] == 58) {
 		nd_input(r, d + XR_ETH_HLEN, *len - XR_ETH_HLEN);
@@ -410,15 +419,20 @@ static int raw_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 	struct mmsghdr msg[BURST];
 	struct iovec iov[BURST];
 	unsigned k = n < BURST ? n : BURST;
+	uint32_t tagged = 0;   /* frames tagged here, untagged again if they stay the caller's */
 	int sent;
 
+	_Static_assert(BURST <= 32, "the tagged mask holds a burst");
 	for (unsigned i = 0; i < k; i++) {
 		struct xr_frame *fr = f[i];
-		if (r->vid && get_be16(fr->data + ETH_OFF_TYPE) != XR_ETHERTYPE_VLAN) {
+		uint16_t type = get_be16(fr->data + ETH_OFF_TYPE);
+		/* PFC and PAUSE frames (the engine's XOFF/XON) are never tagged. */
+		if (r->vid && type != XR_ETHERTYPE_VLAN && type != ETHERTYPE_PFC) {
 			memmove(fr->data + 16, fr->data + 12, fr->len - 12u);
 			put_be16(fr->data + 12, XR_ETHERTYPE_VLAN);
 			put_be16(fr->data + 14, vlan_tci(r->pcp, false, r->vid));
 			fr->len += XR_VLAN_HLEN;
+			tagged |= 1u << i;
 		}
 		iov[i].iov_base = fr->data;
 		iov[i].iov_len = fr->len;
@@ -430,7 +444,9 @@ static int raw_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 	if (sent < 0) {
 		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS || errno == EINTR) {
 			/* Untag what stays the caller's: it is sent again later. */
-			for (unsigned i = 0; i < k && r->vid; i++) {
+			for (unsigned i = 0; i < k; i++) {
+				if (!(tagged & (1u << i)))
+					continue;
 				memmove(f[i]->data + 12, f[i]->data + 16, f[i]->len - 16u);
 				f[i]->len -= XR_VLAN_HLEN;
 			}
@@ -439,7 +455,9 @@ static int raw_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 		sent = 1;   /* this frame cannot go: dropped, counted */
 		l->stats.tx_drops++;
 	}
-	for (unsigned i = (unsigned)sent; i < k && r->vid; i++) {
+	for (unsigned i = (unsigned)sent; i < k; i++) {
+		if (!(tagged & (1u << i)))
+			continue;
 		memmove(f[i]->data + 12, f[i]->data + 16, f[i]->len - 16u);
 		f[i]->len -= XR_VLAN_HLEN;
 	}
@@ -527,8 +545,48 @@ static void raw_close(struct xr_link *l)
 	free(r);
 }
 
+/* Frames the kernel holds for us: with the receive ring, the slots it has
+ * filled and we have not read (they run contiguously from ring_head, so a
+ * binary search finds the end); without it, the socket's receive memory
+ * against its buffer (SO_MEMINFO; SIOCINQ on a packet socket tells only
+ * the next frame's length). */
+static int raw_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capacity)
+{
+	struct raw_link *r = l->priv;
+
+	if (r->ring) {
+		unsigned lo = 0, hi = RING_FRAMES;   /* slots [head, head+lo) are ours */
+		pthread_mutex_lock(&r->lock);
+		while (lo < hi) {
+			unsigned mid = (lo + hi + 1) / 2, slot = (r->ring_head + mid - 1) % RING_FRAMES;
+			const struct tpacket2_hdr *h = (const void *)(r->ring + (size_t)slot * RING_FRAME_SIZE);
+			if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		*queued = lo + r->npending;
+		pthread_mutex_unlock(&r->lock);
+		*capacity = RING_FRAMES + PENDING_MAX;
+		return 0;
+	}
+#ifdef SO_MEMINFO
+	{
+		uint32_t mi[SK_MEMINFO_VARS];
+		socklen_t sl = sizeof(mi);
+		if (getsockopt(r->fd, SOL_SOCKET, SO_MEMINFO, mi, &sl) < 0)
+			return -errno;
+		*queued = mi[SK_MEMINFO_RMEM_ALLOC];
+		*capacity = mi[SK_MEMINFO_RCVBUF];
+		return 0;
+	}
+#else
+	return -EOPNOTSUPP;
+#endif
+}
+
 static const struct xr_link_ops raw_ops = {
-	raw_send, raw_recv, raw_wait_fd, raw_alloc, raw_free, raw_is_up, raw_close, raw_resolve,
+	raw_send, raw_recv, raw_wait_fd, raw_alloc, raw_free, raw_is_up, raw_close, raw_resolve, raw_rx_backlog,
 };
 
 struct xr_link *xr_link_raw(const char *ifname, const char *addr, uint16_t vid, uint8_t pcp)
