@@ -124,15 +124,15 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	X(DCQCN_INIT_ALPHA,0x22C, XR_RW, 0x00000400, "alpha:0:11", "DCQCN alpha on a QP's first CNP, in 1/1024 (1024 = 1).") \
 	X(CC_PACER_BURST,  0x230, XR_RW, 0x00004000, "", "Pacer bucket depth, bytes (16 KiB): what a paced QP may send at once after idling; at least two frames are always allowed.") \
 	/* PFC (802.1Qbb) and 802.3x PAUSE on Ethernet links, with a watchdog (docs/congestion.md). */ \
-	X(PFC_CTRL,        0x240, XR_RW, 0x00000000, "enable:0:8 rx_enable:8:8 pause_rx:16", "PFC: enable, one bit per priority, sends XOFF/XON for that priority from the receive backlog; rx_enable honours received PFC frames for that priority (its QPs stop sending); pause_rx honours 802.3x PAUSE (every priority).") \
-	X(PFC_QUANTA,      0x244, XR_RW, 0x0000FFFF, "quanta:0:16", "Pause time sent in XOFF frames, 512-bit-time quanta (refreshed at half of it while still congested).") \
+	X(PFC_CTRL,        0x240, XR_RW, 0x00000000, "enable:0:8 rx_enable:8:8 pause_rx:16 prio_dscp:17", "PFC (docs/pfc.md): enable, one bit per priority, sends XOFF/XON for that priority from the link's receive backlog; rx_enable honours received PFC frames for that priority (QPs whose frames carry it stop sending); pause_rx honours 802.3x PAUSE (every priority). A QP's priority is its 802.1Q PCP when it has a VLAN tag, else DSCP >> 3 of its traffic class; prio_dscp: always DSCP >> 3.") \
+	X(PFC_QUANTA,      0x244, XR_RW, 0x0000FFFF, "quanta:0:16", "Pause time sent in XOFF frames, 512-bit-time quanta at PFC_LINK_MBPS (0: 65535; refreshed at half of it while still above PFC_XON).") \
 	X(PFC_XOFF,        0x248, XR_RW, 0x00000050, "percent:0:7", "Receive backlog, percent of the link's receive buffer, at or above which XOFF is sent (80).") \
 	X(PFC_XON,         0x24C, XR_RW, 0x00000032, "percent:0:7", "Receive backlog, percent, at or below which XON (pause time 0) is sent (50).") \
 	X(PFC_MAX_PAUSE_US,0x250, XR_RW, 0x00000000, "", "Longest pause honoured from one received frame, microseconds (0: as the frame says).") \
 	X(PFC_LINK_MBPS,   0x254, XR_RW, 0x000186A0, "", "Link speed for pause quanta, Mb/s (100000: one quantum is 5.12 ns).") \
 	X(PFC_WD_MS,       0x258, XR_RW, 0x00000064, "", "Watchdog: a priority paused this many milliseconds without a break is a storm: the pause is released and PFC frames for it are ignored for PFC_WD_RESTORE_MS (100; 0: off).") \
 	X(PFC_WD_RESTORE_MS, 0x25C, XR_RW, 0x000000C8, "", "Watchdog restoration: PFC for a stormed priority is honoured again after this many milliseconds without a PFC frame for it (200).") \
-	X(PFC_STATUS,      0x260, XR_RO, 0x00000000, "paused:0:8 xoff_sent:8:8 stormed:16:8", "Priorities now paused (transmit), those for which an XOFF is out (receive), and those the watchdog holds released.") \
+	X(PFC_STATUS,      0x260, XR_RO, 0x00000000, "paused:0:8 xoff_sent:8:8 stormed:16:8", "Read live: priorities now paused by the peer (transmit), those for which an XOFF of ours is out (receive), and those the watchdog holds released (their PFC ignored).") \
 	/* Event log window. */ \
 	X(EVLOG_COUNT,     0x280, XR_RO, 0x00000000, "", "Events logged since reset (low 32 bits of the sequence).") \
 	X(EVLOG_WRAP,      0x284, XR_RO, 0x00000000, "", "Times the ring wrapped (events lost to overwrite = EVLOG_COUNT - EVLOG_CAP when wrapped).") \
@@ -363,6 +363,9 @@ enum xr_reg_array {
 #define XR_CC_DCQCN_ENABLE  (1u << 2)
 #define XR_CC_ECT1          (1u << 3)
 #define XR_CC_CLAMP_TARGET  (1u << 4)
+/* PFC_CTRL bits (enable in 7:0, rx_enable in 15:8). */
+#define XR_PFC_PAUSE_RX     (1u << 16)
+#define XR_PFC_PRIO_DSCP    (1u << 17)
 #define XR_STATUS_LINK_UP  (1u << 0)
 #define XR_STATUS_READY    (1u << 1)
 #define XR_STATUS_ENABLED  (1u << 2)

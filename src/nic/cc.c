@@ -80,6 +80,15 @@ void xr_cc_ce(struct xr_engine *e, struct xr_qp *qp, uint64_t now)
 	cc->cnp_owed = true;
 }
 
+/* The priority a CNP of qp leaves with, as xr_pfc_qp_prio reads frames:
+ * the CNP's PCP when the QP is tagged, else the CNP's DSCP >> 3. */
+static uint8_t cnp_prio(const struct xr_engine *e, const struct xr_qp *qp, uint32_t ctrl)
+{
+	if (qp->ctx.vlan && !(xr_reg_get(e, XR_REG_PFC_CTRL) & XR_PFC_PRIO_DSCP))
+		return (uint8_t)((ctrl >> 16) & 7);
+	return (uint8_t)(((ctrl >> 8) & 0x3F) >> 3);
+}
+
 bool xr_cc_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t now)
 {
 	struct xr_cc *cc = &qp->cc;
@@ -89,10 +98,12 @@ bool xr_cc_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t 
 
 	if (!cc->cnp_owed)
 		return true;
-	f = xr_tx_begin(e, tx, qp, &p);
+	ctrl = cc_ctrl(e);
+	if (e->pfc.paused && xr_pfc_paused(e, cnp_prio(e, qp, ctrl)))
+		return true;   /* the CNP's priority is paused: it waits, the QP is served */
+	f = xr_tx_begin_prio(e, tx, qp, &p, cnp_prio(e, qp, ctrl));
 	if (!f)
 		return false;
-	ctrl = cc_ctrl(e);
 	/* Byte 1 of the BTH is 0, P_Key 0xFFFF, BECN set, PSN 0, DestQP the
 	 * peer's QP: the layout of ConnectX's CNPs (rocev2-wire.md). */
 	p.opcode = XR_OP_CNP;

@@ -97,32 +97,54 @@ int xr_engine_post_end(struct xr_engine *e)
 
 /* ---- frames out ---- */
 
+#define TX_SLOTS (sizeof(((struct xr_tx *)0)->f) / sizeof(((struct xr_tx *)0)->f[0]))
+
 static void tx_flush(struct xr_engine *e, struct xr_tx *tx)
 {
-	unsigned done = 0;
+	struct xr_frame *held[TX_SLOTS];
+	unsigned done = 0, nheld = 0;
 
+	if (e->pfc.paused) {
+		/* Frames of a priority the peer paused stay, in order; the
+		 * others go (a MAC's per-priority queues). */
+		unsigned k = 0;
+		for (unsigned i = 0; i < tx->n; i++) {
+			if (xr_pfc_frame_paused(e, tx->f[i]))
+				held[nheld++] = tx->f[i];
+			else
+				tx->f[k++] = tx->f[i];
+		}
+		tx->n = k;
+	}
 	while (done < tx->n) {
 		int sent = xr_link_send(e->link, tx->f + done, tx->n - done);
 		if (sent <= 0)
 			break;
 		done += (unsigned)sent;
 	}
-	if (done < tx->n) {
-		/* The link is full: keep the rest for the next pass, in order. */
-		memmove(tx->f, tx->f + done, (tx->n - done) * sizeof(tx->f[0]));
-		tx->n -= done;
-		tx->full = true;
-		return;
-	}
-	tx->n = 0;
-	tx->full = false;
+	tx->full = done < tx->n;
+	/* The link is full: keep the rest for the next pass, in order. */
+	memmove(tx->f, tx->f + done, (tx->n - done) * sizeof(tx->f[0]));
+	tx->n -= done;
+	memcpy(tx->f + tx->n, held, nheld * sizeof(held[0]));
+	tx->n += nheld;
 }
 
 struct xr_frame *xr_tx_begin(struct xr_engine *e, struct xr_tx *tx, struct xr_qp *qp, struct xr_pkt *p)
 {
+	return xr_tx_begin_prio(e, tx, qp, p, xr_pfc_qp_prio(e, qp));
+}
+
+struct xr_frame *xr_tx_begin_prio(struct xr_engine *e, struct xr_tx *tx, struct xr_qp *qp, struct xr_pkt *p,
+				  uint8_t prio)
+{
 	const struct xr_qp_ctx *c = &qp->ctx;
 	struct xr_frame *f;
 
+	/* A paused priority builds nothing: every producer (requester,
+	 * responder, from the serve loop or the receive path) waits. */
+	if (e->pfc.paused && xr_pfc_paused(e, prio))
+		return NULL;
 	if (tx->n == sizeof(tx->f) / sizeof(tx->f[0]))
 		tx_flush(e, tx);
 	if (tx->full || tx->n == sizeof(tx->f) / sizeof(tx->f[0]))
@@ -182,6 +204,10 @@ static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx)
 	struct xr_qp *qp;
 	enum xr_parse_err err;
 
+	if (xr_pfc_is_mac_control(f)) {   /* PFC, PAUSE: pfc.c */
+		xr_pfc_rx(e, f);
+		return;
+	}
 	if (f->rx_flags & XR_FRAME_ICRC_UNVERIFIABLE) {
 		xr_count(e, XR_CNT_DROP_ICRC_UNVERIFIABLE, 1);
 		return;
@@ -231,18 +257,26 @@ static bool qp_has_work(const struct xr_qp *qp)
 
 static void serve_qp(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t now)
 {
+	bool held;
+
 	switch (qp->ctx.state) {
 	case XR_QPS_RESET:
 	case XR_QPS_INIT:
 		return;
 	case XR_QPS_ERR:
+		if (xr_pfc_qp_hold(e, qp, now))
+			return;   /* the fatal NAK waits for the pause to end */
 		xr_resp_tx(e, qp, tx);   /* a fatal NAK still leaves */
 		xr_qp_flush(e, qp);
 		return;
 	default:
-		xr_comp_timers(e, qp, now);
+		/* Paused (PFC): nothing of the QP leaves and its ACK timer
+		 * stands still; a CNP leaves at its own priority. */
+		held = xr_pfc_qp_hold(e, qp, now);
+		if (!held)
+			xr_comp_timers(e, qp, now);
 		xr_cc_timers(e, qp, now);
-		if (!xr_cc_tx(e, qp, tx, now))
+		if (!xr_cc_tx(e, qp, tx, now) || held)
 			return;
 		xr_resp_tx(e, qp, tx);
 		if (qp->ctx.state == XR_QPS_RTS || qp->ctx.state == XR_QPS_SQD)
@@ -261,6 +295,9 @@ static int progress_locked(struct xr_engine *e)
 	int work = 0, got;
 	uint64_t now, due = UINT64_MAX;
 
+	/* PFC first: pauses that ran out, the watchdog, XOFF/XON from the
+	 * backlog as it stands before this burst is taken. */
+	xr_pfc_pass(e);
 	got = xr_link_recv(e->link, rx, RX_BURST);
 	for (int i = 0; i < got; i++) {
 		if (xr_reg_get(e, XR_REG_CTRL) & XR_CTRL_ENABLE)
@@ -283,6 +320,8 @@ static int progress_locked(struct xr_engine *e)
 	 * marked busy meanwhile is seen by the next pass. */
 	if (!__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE)) {
 		tx_flush(e, tx);
+		if (tx->n)   /* frames held by a pause: the thread looks again when it ends */
+			atomic_store_explicit(&e->cc_due_ns, xr_pfc_next_due(e), memory_order_relaxed);
 		return work;
 	}
 	now = xr_engine_now(e);
@@ -322,7 +361,14 @@ static int progress_locked(struct xr_engine *e)
 	e->busy_spare = list;   /* only progress takes it, and progress is us */
 	e->spare_cap = list_cap;
 	pthread_mutex_unlock(&e->busy_lock);
-	/* A paced QP or a DCQCN timer: when the sleeping thread must look again. */
+	/* A paced QP, a DCQCN timer, a pause ending or the PFC watchdog: when
+	 * the sleeping thread must look again (a paused QP stays busy without
+	 * spinning the thread). */
+	if (e->pfc.paused) {
+		uint64_t d = xr_pfc_next_due(e);
+		if (d < due)
+			due = d;
+	}
 	atomic_store_explicit(&e->cc_due_ns, due, memory_order_relaxed);
 	tx_flush(e, tx);
 	return work;

@@ -122,6 +122,7 @@ void xr_engine_soft_reset(struct xr_engine *e)
 {
 	pthread_rwlock_wrlock(&e->dp_lock);
 	xr_tables_reset(e);
+	xr_pfc_reset(e);
 	for (unsigned c = 0; c < XR_CNT_COUNT; c++)
 		atomic_store_explicit(&e->counters[c], 0, memory_order_relaxed);
 	e->latch_valid = false;

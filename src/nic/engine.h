@@ -127,6 +127,24 @@ struct xr_cc {
 	/* Pacer: the next send may start at pace_ns. */
 	uint64_t pace_ns;
 	bool     held;               /* counted in pacer_waits for this hold */
+	/* PFC (pfc.c): the QP's priority has been paused since (0: not). */
+	uint64_t pfc_held_ns;
+};
+
+/* PFC and PAUSE (pfc.c), engine-wide: what the peer paused (transmit) and
+ * what this engine asked its peer to pause (receive). Written only inside
+ * a progress pass; PFC_STATUS reads the masks and pause ends atomically. */
+#define XR_PFC_PRIOS 8
+struct xr_pfc {
+	uint64_t until[XR_PFC_PRIOS];      /* a paused priority's pause ends (engine clock) */
+	uint64_t since[XR_PFC_PRIOS];      /* its pause began, without a break since (watchdog) */
+	uint64_t paused_ns[XR_PFC_PRIOS];  /* time paused, pauses that ended */
+	uint64_t counted_us[XR_PFC_PRIOS]; /* paused time already in PFC_PAUSED_US_PRIOn */
+	uint64_t last_frame[XR_PFC_PRIOS]; /* stormed: the last PFC frame for it (restoration) */
+	uint8_t  paused;                   /* priorities paused */
+	uint8_t  stormed;                  /* released by the watchdog: frames for them ignored */
+	uint8_t  xoff_out;                 /* an XOFF of ours is out for them, no XON yet */
+	uint64_t xoff_ns;                  /* our last XOFF left (refresh) */
 };
 
 struct xr_qp {
@@ -215,7 +233,8 @@ struct xr_engine {
 	struct xr_qp **busy_spare;             /* the list a progress pass gave back */
 	uint32_t spare_cap;
 	int doorbell_efd;                      /* wakes the progress thread */
-	_Atomic uint64_t cc_due_ns;            /* earliest pacer/DCQCN time of a busy QP */
+	_Atomic uint64_t cc_due_ns;            /* earliest pacer/DCQCN/PFC time of a busy QP */
+	struct xr_pfc pfc;                     /* PFC and PAUSE (pfc.c) */
 	void (*irq)(void *ctx, uint32_t cqn);  /* completion interrupt (MSI-X) */
 	void *irq_ctx;
 	void (*event_irq)(void *ctx, uint32_t type, uint32_t qpn);  /* event queue interrupt */
@@ -404,6 +423,32 @@ void xr_cc_reset(struct xr_qp *qp);
 /* Snapshot for the QP window's read-only CC registers. */
 void xr_cc_read(const struct xr_qp *qp, struct xr_qp_ctx *c);
 
+/* pfc.c: PFC (802.1Qbb) and 802.3x PAUSE, with a watchdog (docs/pfc.md). */
+void xr_pfc_reset(struct xr_engine *e);
+/* Start of a progress pass: pauses that ran out, the watchdog, and XOFF/XON
+ * from the link's receive backlog (sent straight to the link). */
+void xr_pfc_pass(struct xr_engine *e);
+/* EtherType 0x8808: the frame is for xr_pfc_rx, not the RoCE parser. */
+bool xr_pfc_is_mac_control(const struct xr_frame *f);
+/* A received MAC control frame: honoured, or counted as dropped. */
+void xr_pfc_rx(struct xr_engine *e, const struct xr_frame *f);
+static inline bool xr_pfc_paused(const struct xr_engine *e, uint8_t prio)
+{
+	return (e->pfc.paused >> (prio & 7)) & 1;
+}
+/* The priority of qp's frames: the 802.1Q PCP with a VLAN tag, else its
+ * DSCP >> 3 (PFC_CTRL.prio_dscp: always the DSCP). */
+uint8_t xr_pfc_qp_prio(const struct xr_engine *e, const struct xr_qp *qp);
+/* A frame built but not handed to the link whose priority is paused. */
+bool xr_pfc_frame_paused(const struct xr_engine *e, const struct xr_frame *f);
+/* Serving qp (locked): true while its priority is paused (it sends
+ * nothing; its local ACK timer is pushed back by the pause on resume). */
+bool xr_pfc_qp_hold(struct xr_engine *e, struct xr_qp *qp, uint64_t now);
+/* The earliest pause end or watchdog deadline (UINT64_MAX: none). */
+uint64_t xr_pfc_next_due(const struct xr_engine *e);
+/* PFC_STATUS as read now. */
+uint32_t xr_pfc_status(struct xr_engine *e);
+
 /* datapath.c: frames out. */
 struct xr_tx {
 	struct xr_frame *f[32];
@@ -417,6 +462,10 @@ void xr_datapath_init(struct xr_engine *e);
 void xr_datapath_fini(struct xr_engine *e);
 struct xr_frame *xr_tx_begin(struct xr_engine *e, struct xr_tx *tx, struct xr_qp *qp,
 			     struct xr_pkt *p);
+/* The same for a frame of priority prio rather than the QP's (a CNP):
+ * NULL while that priority is paused. */
+struct xr_frame *xr_tx_begin_prio(struct xr_engine *e, struct xr_tx *tx, struct xr_qp *qp,
+				  struct xr_pkt *p, uint8_t prio);
 void xr_tx_commit(struct xr_engine *e, struct xr_tx *tx, struct xr_frame *f, struct xr_pkt *p);
 
 #endif

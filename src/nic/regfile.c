@@ -97,6 +97,9 @@ static enum xr_axi_resp reg_read(struct xr_engine *e, uint32_t off, uint32_t *va
 	case XR_REG_STATUS:
 		*val = status_value(e);
 		break;
+	case XR_REG_PFC_STATUS:
+		*val = xr_pfc_status(e);
+		break;
 	case XR_REG_EVLOG_COUNT:
 		*val = (uint32_t)xr_evlog_count(e);
 		break;
