@@ -172,8 +172,13 @@ bool xdp_rx_classify(struct xdp_link *x, const uint8_t *d, size_t len)
 	if (type == ETHERTYPE_ARP) {
 		arp_input(x, d + XR_ETH_HLEN, len - XR_ETH_HLEN);
 	} else if (type == ETHERTYPE_PFC) {
+		/* MAC control (PFC, PAUSE): counted, and to the engine when
+		 * addressed to the MAC control group or to us (docs/pfc.md). */
+		static const uint8_t mac_ctrl_dst[6] = { 0x01, 0x80, 0xC2, 0x00, 0x00, 0x01 };
 		if (len >= XR_ETH_HLEN + 4 && get_be16(d + XR_ETH_HLEN) == PFC_OPCODE)
 			x->info.pfc_rcvd++;
+		if (!memcmp(d, mac_ctrl_dst, 6) || !memcmp(d, x->link.mac, 6))
+			return true;
 	} else if (type == XR_ETHERTYPE_IPV6 && len > XR_ETH_HLEN + XR_IPV6_HLEN &&
 		   d[XR_ETH_HLEN + IP6_OFF_NEXTHDR] == 58) {
 		nd_input(x, d + XR_ETH_HLEN, len - XR_ETH_HLEN);
