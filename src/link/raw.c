@@ -565,9 +565,9 @@ static int raw_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capacit
 			else
 				hi = mid - 1;
 		}
-		*queued = lo + r->npending;
+		*queued = lo + r->npending;   /* frames read while resolving wait too */
 		pthread_mutex_unlock(&r->lock);
-		*capacity = RING_FRAMES + PENDING_MAX;
+		*capacity = RING_FRAMES;
 		return 0;
 	}
 #ifdef SO_MEMINFO
