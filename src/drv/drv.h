@@ -102,4 +102,7 @@ static inline bool push_free(uint32_t **list, uint32_t *n, uint32_t v)
 	return true;
 }
 
+/* An IBV_RATE_* value in Mb/s (0: none). */
+uint32_t xr_static_rate_mbps(uint8_t rate);
+
 #endif
