@@ -174,6 +174,18 @@ XRV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int ma
 }
 XRV_DEFAULT(ibv_modify_qp);
 
+int xrv_modify_qp_rate_limit(struct ibv_qp *qp, struct ibv_qp_rate_limit_attr *attr)
+{
+	struct xr_qp_attr a = { 0 };
+
+	if (!qp || !attr)
+		return EINVAL;
+	/* max_burst_sz and typical_pkt_sz: the engine's bucket depth is
+	 * CC_PACER_BURST, one value for every QP. */
+	a.rate_limit = attr->rate_limit;
+	return xr_modify_qp(XRV_OF(xrv_qp, qp)->xr, &a, XR_QP_RATE_LIMIT);
+}
+
 XRV_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, struct ibv_qp_init_attr *init)
 {
 	struct xr_qp_attr a;
