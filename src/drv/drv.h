@@ -79,6 +79,7 @@ struct xr_qp {
 	uint32_t qpn;
 	struct xr_qp_init_attr init;
 	struct xr_qp_ctx hw;           /* the context as last committed */
+	uint8_t static_rate;           /* the AV's IBV_RATE_* as given (the engine keeps Mb/s) */
 	struct xr_hw_wqe *sq;
 	struct xr_hw_rwqe *rq;
 	uint32_t sq_log, rq_log;

@@ -390,8 +390,11 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 	}
 	rc = xr_regio_write(ctx->regs, XR_REG_QP_COMMIT_MASK, commit_mask) ||
 	     xr_regio_qp_commit(ctx->regs, qp->qpn, &next, &st) ? EINVAL : 0;
-	if (!rc)
+	if (!rc) {
 		qp->hw = next;
+		if (mask & XR_QP_AV)
+			qp->static_rate = a->ah_attr.static_rate;
+	}
 out:
 	pthread_mutex_unlock(&ctx->lock);
 	return rc;
@@ -423,6 +426,7 @@ int xr_query_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask, struct xr_qp_i
 	a->ah_attr.port_num = 1;
 	a->ah_attr.grh.dgid = c.peer_gid;
 	a->ah_attr.grh.flow_label = c.flow_label;
+	a->ah_attr.static_rate = qp->static_rate;
 	a->ah_attr.grh.hop_limit = c.hop_limit;
 	a->ah_attr.grh.traffic_class = c.traffic_class;
 	a->max_rd_atomic = c.max_rd_atomic;
