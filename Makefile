@@ -59,6 +59,8 @@ bench: build
 	@bench/ibverbs.sh build/bin
 	@echo
 	@bench/links.sh build/bin/bench-links
+	@echo
+	@build/bin/bench-cc
 
 # xroce-run into $(PREFIX)/bin, the drop-in libibverbs into $(PREFIX)/lib/xroce
 # (a private directory: never over the system's libibverbs).

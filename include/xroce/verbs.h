@@ -211,6 +211,10 @@ struct xr_qp_attr {
 	uint16_t pkey_index;
 	uint8_t sq_draining, max_rd_atomic, max_dest_rd_atomic, min_rnr_timer, port_num, timeout,
 		retry_cnt, rnr_retry;
+	/* kb/s, as ibv_qp_attr.rate_limit (0: none); the engine paces in whole
+	 * Mb/s, rounded up. ah_attr.static_rate (an IBV_RATE_* value, 0: none)
+	 * sets the same cap with XR_QP_AV unless XR_QP_RATE_LIMIT is given too. */
+	uint32_t rate_limit;
 };
 
 /* ibv_qp_attr_mask */
@@ -222,6 +226,7 @@ enum xr_qp_attr_mask {
 	XR_QP_MAX_QP_RD_ATOMIC = 1 << 13, XR_QP_ALT_PATH = 1 << 14, XR_QP_MIN_RNR_TIMER = 1 << 15,
 	XR_QP_SQ_PSN = 1 << 16, XR_QP_MAX_DEST_RD_ATOMIC = 1 << 17, XR_QP_PATH_MIG_STATE = 1 << 18,
 	XR_QP_CAP = 1 << 19, XR_QP_DEST_QPN = 1 << 20,
+	XR_QP_RATE_LIMIT = 1 << 25,   /* rate_limit: the QP's pacer cap (QP_RATE_LIMIT) */
 };
 
 #define XR_MAX_RD_ATOMIC 16

@@ -79,6 +79,7 @@ struct xr_qp {
 	uint32_t qpn;
 	struct xr_qp_init_attr init;
 	struct xr_qp_ctx hw;           /* the context as last committed */
+	uint8_t static_rate;           /* the AV's IBV_RATE_* as given (the engine keeps Mb/s) */
 	struct xr_hw_wqe *sq;
 	struct xr_hw_rwqe *rq;
 	uint32_t sq_log, rq_log;
@@ -101,5 +102,8 @@ static inline bool push_free(uint32_t **list, uint32_t *n, uint32_t v)
 	*list = l;
 	return true;
 }
+
+/* An IBV_RATE_* value in Mb/s (0: none). */
+uint32_t xr_static_rate_mbps(uint8_t rate);
 
 #endif

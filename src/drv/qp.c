@@ -24,6 +24,19 @@ uint32_t xr_qp_num(const struct xr_qp *qp)
 
 /* The largest IB MTU a UD packet (IPv6, UDP, BTH, DETH, ImmDt, ICRC) fits
  * in on this link: the port's active MTU (D1). */
+/* An IBV_RATE_* value (ah_attr.static_rate) in Mb/s; 0 (and unknown
+ * values) mean no cap. */
+uint32_t xr_static_rate_mbps(uint8_t rate)
+{
+	static const uint32_t mbps[] = {
+		[2] = 2500, [3] = 10000, [4] = 30000, [5] = 5000, [6] = 20000, [7] = 40000, [8] = 60000,
+		[9] = 80000, [10] = 120000, [11] = 14000, [12] = 56000, [13] = 112000, [14] = 168000,
+		[15] = 25000, [16] = 100000, [17] = 200000, [18] = 300000, [19] = 28000, [20] = 50000,
+		[21] = 400000, [22] = 600000,
+	};
+	return rate < sizeof(mbps) / sizeof(mbps[0]) ? mbps[rate] : 0;
+}
+
 static uint8_t ud_mtu(const struct xr_context *ctx)
 {
 	uint32_t room = ctx->link && ctx->link->mtu ? ctx->link->mtu : 1500;
@@ -246,8 +259,11 @@ static int check_modify(const struct xr_qp *qp, const struct xr_qp_attr *a, int 
 		return EINVAL;
 	t = qp->hw.type == XR_QPT_UD ? &ud_table[cur][next] :
 	    qp->hw.type == XR_QPT_UC ? &uc_table[cur][next] : &rc_table[cur][next];
+	/* The rate cap may change whenever the QP can send (as mlx5 takes
+	 * IB_QP_RATE_LIMIT into RTS and in RTS). */
+	uint32_t rate = next >= XR_QPS_RTR && next <= XR_QPS_SQD ? XR_QP_RATE_LIMIT : 0;
 	if (!t->valid || (mask & t->req) != t->req ||
-	    (mask & ~(t->req | t->opt | XR_QP_STATE)))
+	    (mask & ~(t->req | t->opt | XR_QP_STATE | rate)))
 		return EINVAL;
 	if ((mask & XR_QP_ALT_PATH) || ((mask & XR_QP_AV) && !a->ah_attr.is_global))
 		return EINVAL;   /* RoCE: no alternate path; the address needs a GRH */
@@ -313,6 +329,13 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 		}
 		commit_mask |= XR_QPM_AV;
 	}
+	if (mask & (XR_QP_AV | XR_QP_RATE_LIMIT)) {
+		next.rate_limit = (mask & XR_QP_RATE_LIMIT) ? (a->rate_limit + 999) / 1000
+							    : xr_static_rate_mbps(a->ah_attr.static_rate);
+		if (next.rate_limit > 0xFFFFFF)
+			next.rate_limit = 0xFFFFFF;
+		commit_mask |= XR_QPM_RATE_LIMIT;
+	}
 	if (mask & XR_QP_PATH_MTU) {
 		next.path_mtu = (uint8_t)a->path_mtu;
 		commit_mask |= XR_QPM_PATH_MTU;
@@ -367,8 +390,11 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 	}
 	rc = xr_regio_write(ctx->regs, XR_REG_QP_COMMIT_MASK, commit_mask) ||
 	     xr_regio_qp_commit(ctx->regs, qp->qpn, &next, &st) ? EINVAL : 0;
-	if (!rc)
+	if (!rc) {
 		qp->hw = next;
+		if (mask & XR_QP_AV)
+			qp->static_rate = a->ah_attr.static_rate;
+	}
 out:
 	pthread_mutex_unlock(&ctx->lock);
 	return rc;
@@ -400,6 +426,7 @@ int xr_query_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask, struct xr_qp_i
 	a->ah_attr.port_num = 1;
 	a->ah_attr.grh.dgid = c.peer_gid;
 	a->ah_attr.grh.flow_label = c.flow_label;
+	a->ah_attr.static_rate = qp->static_rate;
 	a->ah_attr.grh.hop_limit = c.hop_limit;
 	a->ah_attr.grh.traffic_class = c.traffic_class;
 	a->max_rd_atomic = c.max_rd_atomic;
@@ -409,6 +436,7 @@ int xr_query_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask, struct xr_qp_i
 	a->timeout = c.timeout;
 	a->retry_cnt = c.retry_cnt;
 	a->rnr_retry = c.rnr_retry;
+	a->rate_limit = c.rate_limit * 1000;
 	if (init)
 		*init = qp->init;
 	return 0;

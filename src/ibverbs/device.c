@@ -336,6 +336,7 @@ XRV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	x->vctx.sz = sizeof(x->vctx);
 	x->vctx.query_port = xrv_query_port;
 	x->vctx.query_device_ex = xrv_query_device_ex;
+	x->vctx.modify_qp_rate_limit = xrv_modify_qp_rate_limit;
 	c->device = device;
 	c->cmd_fd = -1;
 	c->async_fd = x->async_fd;
@@ -420,6 +421,12 @@ int xrv_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_
 		return EINVAL;
 	memset(attr, 0, len < sizeof(*attr) ? len : sizeof(*attr));
 	fill_device_attr(xrv_ctx(c), &attr->orig_attr);
+	if (len >= offsetof(struct ibv_device_attr_ex, packet_pacing_caps) + sizeof(attr->packet_pacing_caps)) {
+		/* The engine's pacer: whole Mb/s, any QP type (docs/congestion.md). */
+		attr->packet_pacing_caps.qp_rate_limit_min = 1000;
+		attr->packet_pacing_caps.qp_rate_limit_max = 400000000;
+		attr->packet_pacing_caps.supported_qpts = 1u << IBV_QPT_RC | 1u << IBV_QPT_UC | 1u << IBV_QPT_UD;
+	}
 	return 0;
 }
 

@@ -20,7 +20,9 @@ _Static_assert(sizeof(struct ibv_sge) == sizeof(struct xr_sge) &&
 	       offsetof(struct ibv_sge, lkey) == offsetof(struct xr_sge, lkey),
 	       "an ibv_sge list is an xr_sge list");
 
-#define XRV_QP_MASKS ((1 << 21) - 1)   /* IBV_QP_STATE .. IBV_QP_DEST_QPN: xroce's masks */
+/* IBV_QP_STATE .. IBV_QP_DEST_QPN and IBV_QP_RATE_LIMIT: xroce's masks */
+#define XRV_QP_MASKS (((1 << 21) - 1) | IBV_QP_RATE_LIMIT)
+_Static_assert((int)IBV_QP_RATE_LIMIT == (int)XR_QP_RATE_LIMIT, "the rate limit mask is ibverbs' value");
 
 static const char *qp_type_name(enum ibv_qp_type t)
 {
@@ -128,7 +130,7 @@ XRV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int ma
 	if (!qp || !attr)
 		return EINVAL;
 	if (mask & ~XRV_QP_MASKS) {
-		xrv_unsupported("ibv_modify_qp", "attributes beyond IBV_QP_DEST_QPN (rate limit)");
+		xrv_unsupported("ibv_modify_qp", "attributes beyond IBV_QP_DEST_QPN other than IBV_QP_RATE_LIMIT");
 		return EOPNOTSUPP;
 	}
 	if ((mask & IBV_QP_AV) && (rc = xrv_ah_attr_from_ibv("ibv_modify_qp", &attr->ah_attr, &a.ah_attr)))
@@ -164,12 +166,25 @@ XRV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int ma
 	a.timeout = attr->timeout;
 	a.retry_cnt = attr->retry_cnt;
 	a.rnr_retry = attr->rnr_retry;
+	a.rate_limit = attr->rate_limit;
 	rc = xr_modify_qp(XRV_OF(xrv_qp, qp)->xr, &a, mask);
 	if (!rc && (mask & IBV_QP_STATE))
 		qp->state = attr->qp_state;
 	return rc;
 }
 XRV_DEFAULT(ibv_modify_qp);
+
+int xrv_modify_qp_rate_limit(struct ibv_qp *qp, struct ibv_qp_rate_limit_attr *attr)
+{
+	struct xr_qp_attr a = { 0 };
+
+	if (!qp || !attr)
+		return EINVAL;
+	/* max_burst_sz and typical_pkt_sz: the engine's bucket depth is
+	 * CC_PACER_BURST, one value for every QP. */
+	a.rate_limit = attr->rate_limit;
+	return xr_modify_qp(XRV_OF(xrv_qp, qp)->xr, &a, XR_QP_RATE_LIMIT);
+}
 
 XRV_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, struct ibv_qp_init_attr *init)
 {
@@ -211,6 +226,7 @@ XRV_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 	attr->timeout = a.timeout;
 	attr->retry_cnt = a.retry_cnt;
 	attr->rnr_retry = a.rnr_retry;
+	attr->rate_limit = a.rate_limit;
 	memset(init, 0, sizeof(*init));
 	init->qp_context = qp->qp_context;
 	init->send_cq = qp->send_cq;

@@ -119,6 +119,8 @@ struct ibv_mw *xrv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int xrv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
 int xrv_dealloc_mw(struct ibv_mw *mw);
 int xrv_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr, size_t len);
+/* ibv_modify_qp_rate_limit (an inline verb through the context): the QP's pacer cap. */
+int xrv_modify_qp_rate_limit(struct ibv_qp *qp, struct ibv_qp_rate_limit_attr *attr);
 int xrv_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
 			struct ibv_device_attr_ex *attr, size_t len);
 

@@ -263,6 +263,11 @@ static uint64_t pace_kbps(const struct xr_qp *qp)
 	return r;
 }
 
+bool xr_cc_paced(const struct xr_qp *qp)
+{
+	return pace_kbps(qp) != 0;
+}
+
 bool xr_cc_may_send(struct xr_engine *e, struct xr_qp *qp, uint64_t now)
 {
 	struct xr_cc *cc = &qp->cc;

@@ -339,8 +339,11 @@ static int progress_locked(struct xr_engine *e)
 	for (uint32_t i = 0; i < n; i++)
 		list[i]->busy = false;
 	pthread_mutex_unlock(&e->busy_lock);
-	for (uint32_t i = 0; i < n; i++) {
-		struct xr_qp *qp = list[i];
+	/* Round robin: each pass starts one QP further, so when the link has
+	 * room for only a frame or two, every QP gets to be first in turn. */
+	uint32_t first = n ? e->rr_next++ % n : 0;
+	for (uint32_t j = 0; j < n; j++) {
+		struct xr_qp *qp = list[(first + j) % n];
 		pthread_mutex_lock(&qp->lock);
 		if (qp->in_use) {
 			unsigned before = tx->n;

@@ -46,6 +46,7 @@ struct xr_req {
 	uint32_t rd_atomic_out;      /* READ/atomic requests in flight */
 	uint32_t rd_atomic_started;  /* READ/atomic WQEs in [tail, started_end) */
 	uint32_t since_ackreq;       /* packets sent since the last AckReq */
+	uint64_t ackreq_ns;          /* when the last AckReq left */
 	uint64_t timer_due_ns;       /* local ACK timer (0: stopped) */
 	uint64_t rnr_due_ns;         /* RNR wait (0: none) */
 	uint8_t  retry_left, rnr_left;
@@ -234,6 +235,7 @@ struct xr_engine {
 	uint32_t spare_cap;
 	int doorbell_efd;                      /* wakes the progress thread */
 	_Atomic uint64_t cc_due_ns;            /* earliest pacer/DCQCN/PFC time of a busy QP */
+	uint32_t rr_next;                      /* where the next pass starts on the busy list */
 	struct xr_pfc pfc;                     /* PFC and PAUSE (pfc.c) */
 	void (*irq)(void *ctx, uint32_t cqn);  /* completion interrupt (MSI-X) */
 	void *irq_ctx;
@@ -410,6 +412,8 @@ bool xr_cc_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t 
 void xr_cc_cnp_rx(struct xr_engine *e, const struct xr_pkt *p, uint64_t now);
 /* Rate increase timers of qp (locked). */
 void xr_cc_timers(struct xr_engine *e, struct xr_qp *qp, uint64_t now);
+/* qp's requester is paced (a rate cap or DCQCN holds it). */
+bool xr_cc_paced(const struct xr_qp *qp);
 /* The pacer: may qp send a packet now? */
 bool xr_cc_may_send(struct xr_engine *e, struct xr_qp *qp, uint64_t now);
 /* A packet of wire_bytes left qp (pacer and DCQCN byte counter). */

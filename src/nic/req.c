@@ -321,7 +321,12 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 		p.opcode = (uint8_t)(p.opcode | XR_TRANSPORT_UC << 5);   /* the same operation, UC's opcode */
 	p.payload_len = len;
 	/* AckReq only on RC: UC and UD are never acknowledged (B3). */
-	p.ackreq = qp->ctx.type == XR_QPT_RC && (last || r->since_ackreq + 1 >= MAX_PKTS_PER_ACK);
+	/* A paced QP also asks every eighth of its ACK timeout: a message
+	 * that takes longer to pace out than the timer runs would time out
+	 * before its last packet asks for an ACK. */
+	p.ackreq = qp->ctx.type == XR_QPT_RC &&
+		   (last || r->since_ackreq + 1 >= MAX_PKTS_PER_ACK ||
+		    (xr_cc_paced(qp) && now - r->ackreq_ns >= ack_timeout_ns(qp->ctx.timeout) / 8));
 	if (xr_pkt_build_hdrs(&p, f->data, sizeof(f->data)) < 0) {
 		xr_link_frame_free(e->link, f);
 		m->status = XR_WC_LOC_QP_OP_ERR;
@@ -352,6 +357,8 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 			r->sent_end = end;
 	}
 	r->since_ackreq = p.ackreq ? 0 : r->since_ackreq + 1;
+	if (p.ackreq)
+		r->ackreq_ns = now;
 	if (!r->timer_due_ns && qp->ctx.type == XR_QPT_RC)
 		xr_req_arm_timer(qp, now);
 	if (w->opcode == XR_WR_RDMA_READ || w->opcode == XR_WR_ATOMIC_CMP_AND_SWP ||

@@ -117,6 +117,20 @@ int main(void)
 	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			   IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 	check(rc == EINVAL, "RTR -> RTS with max_rd_atomic 128: EINVAL");
+	/* The pacer's cap: with RTS, through ibv_modify_qp and the inline verb. */
+	a.max_rd_atomic = 16;
+	a.rate_limit = 250000;   /* kb/s */
+	check(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RATE_LIMIT), "RTR -> RTS with a rate limit");
+	struct ibv_qp_attr q;
+	struct ibv_qp_init_attr qi;
+	check(!ibv_query_qp(qp, &q, IBV_QP_RATE_LIMIT, &qi) && q.rate_limit == 250000, "query_qp: rate_limit 250000 kb/s");
+	struct ibv_qp_rate_limit_attr rl = { .rate_limit = 1000000 };
+	check(!ibv_modify_qp_rate_limit(qp, &rl), "ibv_modify_qp_rate_limit 1 Gb/s");
+	check(!ibv_query_qp(qp, &q, IBV_QP_RATE_LIMIT, &qi) && q.rate_limit == 1000000, "query_qp: rate_limit 1 Gb/s");
+	struct ibv_device_attr_ex dx;
+	check(!ibv_query_device_ex(ctx, NULL, &dx) && dx.packet_pacing_caps.qp_rate_limit_max > 0 &&
+	      (dx.packet_pacing_caps.supported_qpts & (1u << IBV_QPT_RC)), "query_device_ex: packet pacing caps");
 	grh_reply_address(ctx);
 	ibv_destroy_qp(qp);
 	ibv_destroy_cq(cq);
