@@ -40,6 +40,7 @@ struct cg_dev {
 	size_t len;
 	struct xr_mr *mr;
 	int port;
+	bool serving;
 };
 
 struct cg_flow {
@@ -70,6 +71,8 @@ struct cg_run {
 	struct cg_totals prev;
 	double jain_min;
 	unsigned intervals;
+	uint64_t drops_late;          /* after the first interval (the start-up) */
+	double iv_good_min;           /* the lowest interval goodput, Gb/s */
 };
 
 static uint64_t counter(struct cg_dev *d, enum xr_counter c)
@@ -93,6 +96,29 @@ static int reg_write(struct cg_dev *d, uint32_t reg, uint32_t v)
 	if (rc)
 		fprintf(stderr, "%s: register 0x%04x <- 0x%08x: %s\n", prog, reg, v, xr_axi_resp_name(rc));
 	return rc ? -EIO : 0;
+}
+
+/* --regs-socket PREFIX: the engine's registers on PREFIX-NAME, for
+ * xroce-regs --attach PREFIX-NAME watch --cc while the run goes on. */
+static int dev_serve(struct cg_run *r, struct cg_dev *d, const char *name)
+{
+	char path[108];
+	int rc;
+
+	if (!r->c->regs_prefix)
+		return 0;
+	if ((size_t)snprintf(path, sizeof(path), "%s-%s", r->c->regs_prefix, name) >= sizeof(path)) {
+		fprintf(stderr, "%s: --regs-socket %s: path too long\n", prog, r->c->regs_prefix);
+		return -ENAMETOOLONG;
+	}
+	rc = xr_engine_serve_debug(xr_context_engine(d->ctx), path);
+	if (rc) {
+		fprintf(stderr, "%s: serving registers on %s: %s\n", prog, path, strerror(-rc));
+		return rc;
+	}
+	d->serving = true;
+	fprintf(r->c->out, "# registers of %s on %s (xroce-regs --attach %s watch --cc)\n", name, path, path);
+	return 0;
 }
 
 static int dev_open(struct cg_run *r, struct cg_dev *d, const struct xr_fabric_port_cfg *pc, uint64_t host_bps,
@@ -134,6 +160,8 @@ static void dev_close(struct cg_dev *d)
 		xr_destroy_cq(d->cq);
 	if (d->pd)
 		xr_dealloc_pd(d->pd);
+	if (d->serving)
+		xr_engine_stop_debug(xr_context_engine(d->ctx));
 	if (d->ctx)
 		xr_close_device(d->ctx);
 	if (d->link)
@@ -252,11 +280,15 @@ static int run_open(struct cg_run *r)
 	}
 	rc = dev_open(r, &r->recv, &bp, c->bottleneck_bps, false, "10.0.0.1",
 		      (size_t)c->senders * c->qps * c->size, (unsigned)(c->senders * c->qps * depth));
+	if (!rc)
+		rc = dev_serve(r, &r->recv, "recv");
 	for (unsigned i = 0; !rc && i < c->senders; i++) {
 		snprintf(addr, sizeof(addr), "10.0.1.%u", i + 1);
 		snprintf(name, sizeof(name), "s%u", i);
 		ep.name = name;
 		rc = dev_open(r, &r->send[i], &ep, c->edge_bps, !c->mac_pause, addr, c->size, c->qps * depth);
+		if (!rc)
+			rc = dev_serve(r, &r->send[i], name);
 		for (uint32_t k = 0; !rc && k < c->size; k++)
 			r->send[i].buf[k] = (uint8_t)(i * 73 + k * 7 + (k >> 8));
 	}
@@ -489,8 +521,13 @@ static void report(struct cg_run *r, double iv_ns)
 		sum += good[i];
 	}
 	double jain = cg_jain(good, r->nflows);
-	if (r->intervals++ && jain < r->jain_min)   /* the first interval is the start-up */
-		r->jain_min = jain;
+	if (r->intervals++) {   /* the first interval is the start-up */
+		if (jain < r->jain_min)
+			r->jain_min = jain;
+		r->drops_late += t.drops - r->prev.drops;
+	}
+	if (r->intervals == 1 || sum < r->iv_good_min)
+		r->iv_good_min = sum;
 	fprintf(o, "%8.3f %8.3f %5.2f %7.1f %5" PRIu64 " %5" PRIu64 " %6" PRIu64 " %6" PRIu64 " %6" PRIu64
 		   " %6" PRIu64 " %6" PRIu64 " %6" PRIu64 " %5.3f\n",
 		r->now / 1e6, sum, (t.wire - r->prev.wire) * 8.0 / iv_ns / (c->bottleneck_bps / 1e9),
@@ -499,21 +536,26 @@ static void report(struct cg_run *r, double iv_ns)
 		t.cnp_rx - r->prev.cnp_rx, (t.pfc_sw + t.pfc_inj) - (r->prev.pfc_sw + r->prev.pfc_inj), jain);
 	for (unsigned i = 0; c->per_qp && i < r->nflows; i++) {
 		struct cg_flow *f = &r->flow[i];
-		struct xr_qp_ctx q;
+		struct xr_qp_ctx q, rq;
 		uint32_t qpn = xr_qp_num(f->sqp);
 		memset(&q, 0, sizeof(q));
-		/* A QP READ command loads the QP into the window; the CC fields follow. */
+		memset(&rq, 0, sizeof(rq));
+		/* A QP READ command loads the QP into the window; the CC fields
+		 * follow: the reaction point's on the sender, the notification
+		 * point's (CE received, CNPs sent) on the receiver's peer QP. */
 		int rc = xr_regio_qp_read(xr_context_regs(r->send[f->sender].ctx), qpn, &q);
+		if (!rc)
+			rc = xr_regio_qp_read(xr_context_regs(r->recv.ctx), xr_qp_num(f->rqp), &rq);
 		fprintf(o, "         qp s%u.%u 0x%06x %8.3f Gb/s", f->sender, f->q, qpn, good[i]);
 		if (rc)
 			fprintf(o, "  (QP READ: %s)", rc > 0 ? xr_axi_resp_name(rc) : strerror(-rc));
 		else if (q.cc_rate)
-			fprintf(o, "  rate %6u Mb/s  target %6u  alpha %4u/1024  ce %u  cnp %u", q.cc_rate, q.cc_target,
-				q.cc_alpha, q.ce_rcvd, q.cnp_rcvd);
+			fprintf(o, "  rate %6u Mb/s  target %6u  alpha %4u/1024", q.cc_rate, q.cc_target, q.cc_alpha);
 		else
-			fprintf(o, "  rate   line (unpaced)                cnp %u", q.cnp_rcvd);
+			fprintf(o, "  rate   line (unpaced)                   ");
+		if (!rc)
+			fprintf(o, "  ce %u cnp_tx %u cnp_rx %u", rq.ce_rcvd, rq.cnp_sent, q.cnp_rcvd);
 		fprintf(o, "%s\n", f->dead ? "  ERROR" : "");
-		f->bytes_iv = 0;
 	}
 	for (unsigned i = 0; i < r->nflows; i++)
 		r->flow[i].bytes_iv = 0;
@@ -546,7 +588,7 @@ static void summary(struct cg_run *r, double wall_s)
 		fprintf(o, " %.3f", good[i]);
 	fprintf(o, "\nJain's fairness over %u QPs: %.4f (whole run), worst interval %.4f\n", r->nflows, jain,
 		r->intervals > 1 ? r->jain_min : jain);
-	fprintf(o, "drops %" PRIu64, t.drops);
+	fprintf(o, "drops %" PRIu64 " (%" PRIu64 " after the first interval)", t.drops, r->drops_late);
 	for (int d = 0; d < XR_FABRIC_DROP_COUNT; d++)
 		if (t.drop[d])
 			fprintf(o, " (%s %" PRIu64 ")", xr_fabric_drop_name((enum xr_fabric_drop)d), t.drop[d]);
@@ -560,12 +602,13 @@ static void summary(struct cg_run *r, double wall_s)
 		   " (held %" PRIu64 " sends), engines took %" PRIu64 ", paused %" PRIu64 " us\n",
 		t.pfc_sw, t.pfc_inj, r->inj_errors, t.host_pfc, t.host_refusals, t.eng_pause, t.eng_paused_us);
 	/* One line for scripts. */
-	fprintf(o, "RESULT goodput_gbps=%.3f util=%.4f jain=%.4f jain_min=%.4f drops=%" PRIu64 " rexmit=%" PRIu64
+	fprintf(o, "RESULT goodput_gbps=%.3f util=%.4f jain=%.4f jain_min=%.4f good_min_gbps=%.3f drops=%" PRIu64
+		   " drops_late=%" PRIu64 " rexmit=%" PRIu64
 		   " timeouts=%" PRIu64 " qp_errors=%u marks=%" PRIu64 " cnp_sent=%" PRIu64 " cnp_rcvd=%" PRIu64
 		   " cuts=%" PRIu64 " q_mean_kb=%.1f q_p99_kb=%" PRIu64 " q_max_kb=%" PRIu64 " pfc_switch=%" PRIu64
 		   " pfc_injected=%" PRIu64 " host_pfc=%" PRIu64 " host_held=%" PRIu64 " engine_pfc=%" PRIu64
 		   " engine_paused_us=%" PRIu64 "\n",
-		sum, util, jain, r->intervals > 1 ? r->jain_min : jain, t.drops, t.rexmit, t.timeouts, r->qp_errors,
+		sum, util, jain, r->intervals > 1 ? r->jain_min : jain, r->iv_good_min, t.drops, r->drops_late, t.rexmit, t.timeouts, r->qp_errors,
 		t.marks, t.cnp_tx, t.cnp_rx, t.cuts, bs.qlen_mean / 1024, bs.qlen_p99 / 1024, bs.qlen_max / 1024,
 		t.pfc_sw, t.pfc_inj, t.host_pfc, t.host_refusals, t.eng_pause, t.eng_paused_us);
 	if (c->fabric_stats)

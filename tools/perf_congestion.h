@@ -37,6 +37,7 @@ struct cg_cfg {
 	unsigned qp_timeout;
 	uint64_t seed, step_ns;
 	double wall_limit_s;
+	const char *regs_prefix;      /* --regs-socket: serve each engine's registers */
 	struct cg_set sets[CG_MAX_SETS];
 	unsigned nsets;
 	FILE *out;

@@ -53,6 +53,8 @@ static void usage(FILE *o)
 "      --seed=N             the switch's ECN draws (1)\n"
 "      --step-ns=NS         the clock's step, 50..10000 ns (250)\n"
 "      --wall-limit=S       give up after S seconds of wall time, 0 = none (300)\n"
+"      --regs-socket=PREFIX serve each engine's registers on PREFIX-recv, PREFIX-s0 ..\n"
+"                           (xroce-regs --attach PREFIX-s0 watch --cc --qp 0x11)\n"
 "      --no-per-qp          leave out the per-QP lines\n"
 "      --fabric-stats       every switch port's counters at the end\n"
 "  -h, --help\n"
@@ -164,7 +166,7 @@ static bool below(uint64_t v, uint64_t lo)
 }
 
 enum { O_QUEUE = 256, O_ECN, O_NO_ECN, O_NO_DCQCN, O_PFC, O_XOFF, O_PRIO, O_PFC_AT, O_MAC_PAUSE, O_SEND,
-       O_SET, O_QP_TIMEOUT, O_SEED, O_STEP, O_WALL, O_NO_PER_QP, O_FABRIC_STATS };
+       O_SET, O_QP_TIMEOUT, O_SEED, O_STEP, O_WALL, O_NO_PER_QP, O_FABRIC_STATS, O_REGS };
 
 int cg_parse(int argc, char **argv, struct cg_cfg *c)
 {
@@ -184,6 +186,7 @@ int cg_parse(int argc, char **argv, struct cg_cfg *c)
 		{ "qp-timeout", required_argument, 0, O_QP_TIMEOUT }, { "seed", required_argument, 0, O_SEED },
 		{ "step-ns", required_argument, 0, O_STEP }, { "wall-limit", required_argument, 0, O_WALL },
 		{ "no-per-qp", no_argument, 0, O_NO_PER_QP }, { "fabric-stats", no_argument, 0, O_FABRIC_STATS },
+		{ "regs-socket", required_argument, 0, O_REGS },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	bool edge_set = false, interval_set = false, at_set = false, xoff_set = false, ecn_set = false;
@@ -192,7 +195,7 @@ int cg_parse(int argc, char **argv, struct cg_cfg *c)
 	int ch;
 
 	*c = (struct cg_cfg){ .senders = 2, .qps = 1, .bottleneck_bps = 10000000000ull, .size = 16384, .mtu = 1024,
-			      .depth = 8, .queue = 128 * 1024, .duration_ms = 20, .ecn = true, .kmin = 20 * 1024,
+			      .depth = 8, .queue = 512 * 1024, .duration_ms = 20, .ecn = true, .kmin = 20 * 1024,
 			      .kmax = 80 * 1024, .pmax = 0.2, .dcqcn = true, .per_qp = true, .xoff = 32 * 1024,
 			      .prio = 3, .inject_prio = -1, .qp_timeout = 10, .seed = 1, .step_ns = 250,
 			      .wall_limit_s = 300, .out = stdout };
@@ -253,6 +256,7 @@ int cg_parse(int argc, char **argv, struct cg_cfg *c)
 		case O_WALL: if (!double_arg("wall-limit", optarg, 0, 86400, &c->wall_limit_s)) return 2; break;
 		case O_NO_PER_QP: c->per_qp = false; break;
 		case O_FABRIC_STATS: c->fabric_stats = true; break;
+		case O_REGS: c->regs_prefix = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default:
 			if (optopt && optopt < 256)
