@@ -521,6 +521,9 @@ static void report(struct cg_run *r, double iv_ns)
 		sum += good[i];
 	}
 	double jain = cg_jain(good, r->nflows);
+	uint64_t p99 = cg_qhist_p99(r->qhist, r->qn);
+	if (p99 > r->qmax)
+		p99 = r->qmax;   /* the bucket's top, not above what was seen */
 	if (r->intervals++) {   /* the first interval is the start-up */
 		if (jain < r->jain_min)
 			r->jain_min = jain;
@@ -531,7 +534,7 @@ static void report(struct cg_run *r, double iv_ns)
 	fprintf(o, "%8.3f %8.3f %5.2f %7.1f %5" PRIu64 " %5" PRIu64 " %6" PRIu64 " %6" PRIu64 " %6" PRIu64
 		   " %6" PRIu64 " %6" PRIu64 " %6" PRIu64 " %5.3f\n",
 		r->now / 1e6, sum, (t.wire - r->prev.wire) * 8.0 / iv_ns / (c->bottleneck_bps / 1e9),
-		r->qn ? r->qsum / (double)r->qn / 1024 : 0, cg_qhist_p99(r->qhist, r->qn) / 1024, r->qmax / 1024,
+		r->qn ? r->qsum / (double)r->qn / 1024 : 0, p99 / 1024, r->qmax / 1024,
 		t.drops - r->prev.drops, t.rexmit - r->prev.rexmit, t.marks - r->prev.marks, t.cnp_tx - r->prev.cnp_tx,
 		t.cnp_rx - r->prev.cnp_rx, (t.pfc_sw + t.pfc_inj) - (r->prev.pfc_sw + r->prev.pfc_inj), jain);
 	for (unsigned i = 0; c->per_qp && i < r->nflows; i++) {
@@ -680,7 +683,6 @@ int cg_run(const struct cg_cfg *c)
 			fprintf(stderr, "%s: fabric step: %s\n", prog, strerror(-rc));
 			break;
 		}
-		inject_tick(r);
 		xr_engine_progress(xr_context_engine(r->recv.ctx));
 		for (unsigned i = 0; i < c->senders; i++)
 			xr_engine_progress(xr_context_engine(r->send[i].ctx));
@@ -690,6 +692,7 @@ int cg_run(const struct cg_cfg *c)
 			report(r, (double)iv);
 			next_report += iv;
 		}
+		inject_tick(r);   /* after the report: a row covers the time before its stamp */
 		if ((s & 4095) == 0 && c->wall_limit_s && now_us() - wall0 > c->wall_limit_s * 1e6) {
 			fprintf(stderr, "%s: stopped after %.0f s of wall time (--wall-limit) at %.3f ms of fabric time\n",
 				prog, c->wall_limit_s, r->now / 1e6);

@@ -321,6 +321,11 @@ int cg_parse(int argc, char **argv, struct cg_cfg *c)
 			return 2;
 		}
 	}
+	/* sun_path holds 108 bytes: PREFIX-recv, PREFIX-s15 and a NUL. */
+	if (c->regs_prefix && strlen(c->regs_prefix) + sizeof("-recv") > 108) {
+		fprintf(stderr, "%s congestion: --regs-socket '%s': path too long for a UNIX socket\n", prog, c->regs_prefix);
+		return 2;
+	}
 	if (c->send && c->size > 1u << 20) {
 		fprintf(stderr, "%s congestion: --size: SENDs up to 1 MiB\n", prog);
 		return 2;
