@@ -366,9 +366,10 @@ static void post_sends(struct cg_run *r, unsigned fi)
 
 static void flow_failed(struct cg_run *r, struct cg_flow *f, const struct xr_wc *wc)
 {
-	if (!f->dead)
-		fprintf(r->c->out, "# %.3f ms: sender %u QP %u (0x%06x): %s, the QP stops\n", r->now / 1e6, f->sender,
-			f->q, wc->qp_num, xr_wc_status_str(wc->status));
+	if (f->dead)
+		return;   /* the rest of its queue flushed */
+	fprintf(r->c->out, "# %.3f ms: sender %u QP %u (0x%06x): %s, the QP stops\n", r->now / 1e6, f->sender, f->q,
+		wc->qp_num, xr_wc_status_str(wc->status));
 	f->dead = true;
 	r->qp_errors++;
 }
@@ -630,8 +631,9 @@ static void header(const struct cg_cfg *c)
 		fprintf(o, ", ECN %u..%u KB pmax %.2f", c->kmin / 1024, c->kmax / 1024, c->pmax);
 	else
 		fprintf(o, ", no ECN");
-	fprintf(o, "), edges %.3g Gb/s; DCQCN %s; PFC %s; priority %u\n", c->edge_bps / 1e9, c->dcqcn ? "on" : "off",
-		c->pfc ? "on (switch XOFF toward the senders)" : "off", c->prio);
+	fprintf(o, "), edges %.3g Gb/s; DCQCN %s; PFC %s%s; priority %u\n", c->edge_bps / 1e9, c->dcqcn ? "on" : "off",
+		c->pfc ? "on (switch XOFF toward the senders, honoured by their " : "off",
+		c->pfc ? (c->mac_pause ? "MAC models)" : "engines)") : "", c->prio);
 	if (c->inject_prio >= 0)
 		fprintf(o, "# PFC injection: priority %d for %.3f ms from %.3f ms, honoured by the senders' %s\n",
 			c->inject_prio, c->inject_ms, c->inject_at_ms, c->mac_pause ? "MAC models" : "engines");
