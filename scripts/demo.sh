@@ -2,8 +2,9 @@
 # `make demo`: xroce's main job on the embedded default, the in-memory link.
 # A short perftest-style sweep (bandwidth and latency of WRITE, READ, SEND
 # and atomics), every payload verified end to end, the engine's counters
-# read through its register file, and a pcap of the first packets that
-# Wireshark's tshark dissects as RoCE v2.
+# read through its register file, a pcap of the first packets that
+# Wireshark's tshark dissects as RoCE v2, and an 8-to-1 incast through the
+# switch model with and without DCQCN side by side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=build/bin
@@ -34,6 +35,12 @@ if command -v tshark >/dev/null; then
 else
   echo "(tshark is not installed: scripts/deps.sh installs it)"
 fi
+echo
+echo "== congestion: 8 senders into one 10 Gb/s port of the switch model, with and without DCQCN =="
+echo "(simulated fabric time; the receiver answers ECN marks with CNPs, the senders' engines cut and pace)"
+cc_run() { "$bin/xroce-perf" congestion -N 8 -D 50ms --no-per-qp "$@" | grep -E '^(goodput|Jain|drops|ECN|bottleneck queue)'; }
+printf -- '-- DCQCN on --\n'; cc_run
+printf -- '-- DCQCN off --\n'; cc_run --no-dcqcn
 echo
 echo "== the wire layer: one packet of every opcode, checked by xroce's parser =="
 "$bin/xroce-gen" -q --all --pcap "$out/all-opcodes.pcap"

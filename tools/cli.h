@@ -4,10 +4,12 @@
 #define XR_TOOLS_CLI_H
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Parses a whole-string unsigned number (decimal, 0x hex, 0 octal) <= max.
  * On error prints "PROG: bad VALUE for --OPT" and returns false. */
@@ -29,6 +31,35 @@ bad:
 	fprintf(stderr, "%s: bad value '%s' for --%s (expected 0..%llu)\n",
 		prog, s ? s : "", opt, (unsigned long long)max);
 	return false;
+}
+
+/* A decimal number with an optional K/M/G/T suffix scaling it by k, k^2,
+ * k^3, k^4, then an optional 'b'/'B' and "ps" (10Gbps, 64KB, 2.5G).
+ * False on garbage, a negative value or infinity; prints nothing. */
+static inline bool cli_scaled(const char *s, double k, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	if (!s)
+		return false;
+	v = strtod(s, &end);
+	if (end == s || errno || !(v >= 0) || isinf(v))
+		return false;
+	switch (*end) {
+	case 'k': case 'K': v *= k; end++; break;
+	case 'm': case 'M': v *= k * k; end++; break;
+	case 'g': case 'G': v *= k * k * k; end++; break;
+	case 't': case 'T': v *= k * k * k * k; end++; break;
+	default: break;
+	}
+	if (*end == 'b' || *end == 'B')
+		end++;
+	if (!strcmp(end, "ps"))
+		end += 2;
+	*out = v;
+	return *end == '\0';
 }
 
 static inline bool cli_mac(const char *prog, const char *opt, const char *s, uint8_t mac[6])

@@ -17,6 +17,8 @@ static void usage(FILE *o)
 "Usage: xroce-perf TEST [options] [server-address]\n"
 "       xroce-perf pingpong [options] [server-address]   (ibv_rc_pingpong compatible: its\n"
 "           flags -p -d -i -s -m -r -n -l -g -c; -e -o -O -P -t -j -N are refused by name)\n"
+"       xroce-perf congestion [options]   (an N-to-1 incast through the switch model in\n"
+"           this process, DCQCN/ECN/PFC per interval; xroce-perf congestion --help)\n"
 "TEST: write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat atomic_lat\n"
 "Without a server address this is the server; with one, the client (as perftest).\n"
 "With --link mem both ends run in this process and no address is needed.\n"

@@ -7,6 +7,8 @@
  *
  *   xroce-perf TEST [options] [server-address]
  *   xroce-perf pingpong [options] [server-address]
+ *   xroce-perf congestion [options]   (an incast through the switch model,
+ *                                      perf_congestion.c; also -m congestion)
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "perf.h"
+#include "perf_congestion.h"
 
 const char *prog = "xroce-perf";
 
@@ -78,6 +81,12 @@ int main(int argc, char **argv)
 	const char *link_kind = "udp";
 	int rc;
 
+	/* The congestion mode has a command line of its own (the seed's
+	 * roce_stress spelling, -m congestion, too). */
+	if (argc >= 2 && !strcmp(argv[1], "congestion"))
+		return run_congestion(argc - 1, argv + 1);
+	if (argc >= 3 && !strcmp(argv[1], "-m") && !strcmp(argv[2], "congestion"))
+		return run_congestion(argc - 2, argv + 2);
 	rc = parse_args(argc, argv, &c, &link_kind);
 	if (rc >= 0)
 		return rc;

@@ -33,7 +33,14 @@ static void usage(FILE *out)
 "  read REG|OFFSET          one register (a counter name reads all 64 bits)\n"
 "  write REG|OFFSET VALUE   one register; prints the AXI response\n"
 "  log                      the event log entries still in the ring\n"
-"  watch [-i SEC] [-n N]    counters that change, per second (N rounds; 0 = forever)\n"
+"  watch [-i SEC] [-n N] [--cc] [--qp QPN[,QPN..]]\n"
+"                           counters that change, per second (N rounds; 0 = forever);\n"
+"                           --cc: the congestion view: every ECN/CNP/DCQCN/pacer/PFC\n"
+"                           counter each round, changed or not (per-priority PFC ones\n"
+"                           once non-zero), and PFC_STATUS; --qp: each QP's\n"
+"                           QP_CC_RATE/TARGET/ALPHA, QP_CE_RCVD, QP_CNP_SENT/RCVD\n"
+"                           per round (a QP READ command: it uses the QP window, so\n"
+"                           not while a driver edits a QP there)\n"
 "  check GOLDEN [--config-only]\n"
 "                           read back every register and compare with a golden file\n"
 "                           (from dump --golden); prints a diff, exit 1 on mismatch.\n"
@@ -276,11 +283,100 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-static int cmd_watch(struct xr_regio *r, double interval, uint64_t rounds)
+/* Counters of congestion control and PFC: the --cc view shows them every
+ * round. Chosen by name, so counters added to those families join. */
+static bool is_cc_counter(enum xr_counter c)
+{
+	static const char *const prefix[] = { "cnp_", "ecn_", "dcqcn_", "pacer_", "pfc_", "pause_", "rx_drop_cnp" };
+	const char *n = xr_counter_name(c);
+
+	for (size_t i = 0; n && i < sizeof(prefix) / sizeof(prefix[0]); i++)
+		if (!strncmp(n, prefix[i], strlen(prefix[i])))
+			return true;
+	return false;
+}
+
+/* pfc_tx_prio3 and the like: shown once non-zero. */
+static bool is_per_prio(enum xr_counter c)
+{
+	const char *n = xr_counter_name(c);
+	size_t l = n ? strlen(n) : 0;
+	return l > 5 && !strncmp(n + l - 5, "prio", 4);
+}
+
+#define WATCH_MAX_QPS 32
+
+struct watch_qp {
+	uint32_t qpn;
+	struct xr_qp_ctx prev;
+	bool have;
+};
+
+/* QPN[,QPN..] for --qp: 1..32 QPNs of 24 bits. */
+static int parse_qps(const char *s, struct watch_qp *q, unsigned *n)
+{
+	char buf[512];
+	char *save = NULL;
+	uint64_t v;
+
+	if (strlen(s) >= sizeof(buf)) {
+		fprintf(stderr, "%s: --qp '%s': too long\n", prog, s);
+		return -EINVAL;
+	}
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (*n == WATCH_MAX_QPS) {
+			fprintf(stderr, "%s: --qp: at most %d QPs\n", prog, WATCH_MAX_QPS);
+			return -EINVAL;
+		}
+		if (!cli_u64(prog, "qp", t, 0xFFFFFF, &v))
+			return -EINVAL;
+		q[(*n)++].qpn = (uint32_t)v;
+	}
+	if (!*n) {
+		fprintf(stderr, "%s: --qp '%s': no QP number\n", prog, s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void watch_qp(struct xr_regio *r, struct watch_qp *w, double interval)
+{
+	struct xr_qp_ctx c;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	rc = xr_regio_qp_read(r, w->qpn, &c);
+	if (rc) {
+		uint32_t st = 0;
+		xr_regio_read(r, XR_REG_QP_CMD_STATUS, &st);
+		printf("qp 0x%06x  READ: %s (status %u)\n", w->qpn, rc > 0 ? xr_axi_resp_name(rc) : strerror(-rc), st);
+		w->have = false;
+		return;
+	}
+	printf("qp 0x%06x  rate %7u Mb/s%s target %7u Mb/s alpha %4u/1024  ce %10u cnp_sent %8u cnp_rcvd %8u",
+	       w->qpn, c.cc_rate, c.cc_rate ? "" : " (unpaced)", c.cc_target, c.cc_alpha, c.ce_rcvd, c.cnp_sent,
+	       c.cnp_rcvd);
+	if (w->have)
+		printf("  (+%.1f ce/s, +%.1f cnp/s)", (double)(uint32_t)(c.ce_rcvd - w->prev.ce_rcvd) / interval,
+		       (double)(uint32_t)(c.cnp_rcvd + c.cnp_sent - w->prev.cnp_rcvd - w->prev.cnp_sent) / interval);
+	if (c.rate_limit)
+		printf("  cap %u Mb/s", c.rate_limit);
+	printf("\n");
+	w->prev = c;
+	w->have = true;
+}
+
+static int cmd_watch(struct xr_regio *r, double interval, uint64_t rounds, bool cc, const char *qps)
 {
 	uint64_t prev[XR_CNT_COUNT], cur;
 	struct timespec ts = { (time_t)interval, (long)((interval - (double)(time_t)interval) * 1e9) };
+	struct watch_qp wq[WATCH_MAX_QPS];
+	unsigned nq = 0;
 
+	memset(wq, 0, sizeof(wq));
+	if (qps && parse_qps(qps, wq, &nq))
+		return 2;
 	for (unsigned c = 0; c < XR_CNT_COUNT; c++)
 		if (xr_regio_read_counter(r, (enum xr_counter)c, &prev[c]))
 			return 1;
@@ -290,16 +386,28 @@ static int cmd_watch(struct xr_regio *r, double interval, uint64_t rounds)
 		nanosleep(&ts, NULL);
 		printf("-- %.1f s --\n", (double)(round + 1) * interval);
 		for (unsigned c = 0; c < XR_CNT_COUNT; c++) {
+			bool show;
 			if (xr_regio_read_counter(r, (enum xr_counter)c, &cur))
 				return 1;
-			if (cur != prev[c]) {
+			show = cur != prev[c];
+			if (cc && is_cc_counter((enum xr_counter)c) && (cur || !is_per_prio((enum xr_counter)c)))
+				show = true;
+			if (show) {
 				printf("%-26s %14" PRIu64 " %14.1f/s\n", xr_counter_name((enum xr_counter)c), cur,
 				       (double)(cur - prev[c]) / interval);
 				any = true;
 			}
 			prev[c] = cur;
 		}
-		if (!any)
+		if (cc) {
+			uint32_t st;
+			if (!xr_regio_read(r, XR_REG_PFC_STATUS, &st))
+				printf("%-26s 0x%08x paused=0x%02x xoff_sent=0x%02x stormed=0x%02x\n", "PFC_STATUS", st,
+				       st & 0xFF, (st >> 8) & 0xFF, (st >> 16) & 0xFF);
+		}
+		for (unsigned i = 0; i < nq; i++)
+			watch_qp(r, &wq[i], interval);
+		if (!any && !cc && !nq)
 			printf("(no counter changed)\n");
 		fflush(stdout);
 	}
@@ -383,10 +491,11 @@ int main(int argc, char **argv)
 		{ "attach", required_argument, 0, 'a' }, { "mmio", required_argument, 0, 'm' },
 		{ "golden", no_argument, 0, 'g' }, { "config-only", no_argument, 0, 'c' },
 		{ "interval", required_argument, 0, 'i' }, { "count", required_argument, 0, 'n' },
-		{ "link-up", no_argument, 0, 'l' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "link-up", no_argument, 0, 'l' }, { "help", no_argument, 0, 'h' },
+		{ "cc", no_argument, 0, 'C' }, { "qp", required_argument, 0, 'Q' }, { 0, 0, 0, 0 },
 	};
-	const char *attach = NULL, *mmio = NULL, *cmd;
-	bool golden = false, config_only = false, link_up = false;
+	const char *attach = NULL, *mmio = NULL, *cmd, *qps = NULL;
+	bool golden = false, config_only = false, link_up = false, cc = false;
 	double interval = 1.0;
 	uint64_t rounds = 0;
 	struct xr_regio *r;
@@ -415,6 +524,8 @@ int main(int argc, char **argv)
 		case 'g': golden = true; break;
 		case 'c': config_only = true; break;
 		case 'l': link_up = true; break;
+		case 'C': cc = true; break;
+		case 'Q': qps = optarg; break;
 		case 'i': {
 			char *end;
 			interval = strtod(optarg, &end);
@@ -427,6 +538,10 @@ int main(int argc, char **argv)
 		case 'n': if (!cli_u64(prog, "count", optarg, UINT32_MAX, &rounds)) return 2; break;
 		default: usage(stderr); return 2;
 		}
+	}
+	if ((cc || qps) && strcmp(cmd, "watch")) {
+		fprintf(stderr, "%s: --cc and --qp are options of watch\n", prog);
+		return 2;
 	}
 	if (!strcmp(cmd, "doc"))
 		return xr_regmap_write_doc(stdout) ? 1 : 0;
@@ -446,7 +561,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd, "log") && optind == argc)
 		rc = cmd_log(r);
 	else if (!strcmp(cmd, "watch") && optind == argc)
-		rc = cmd_watch(r, interval, rounds);
+		rc = cmd_watch(r, interval, rounds, cc, qps);
 	else if (!strcmp(cmd, "check") && optind == argc - 1)
 		rc = cmd_check(r, argv[optind], config_only);
 	else if (!strcmp(cmd, "serve") && optind == argc - 1)

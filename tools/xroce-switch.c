@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli.h"
 #include "xroce/fabric.h"
 
 #define MAX_STATIC 64
@@ -92,26 +93,7 @@ static void bad(const char *fmt, const char *arg)
 /* A decimal number with an optional suffix scaling it; false on garbage. */
 static bool parse_scaled(const char *s, double k, double *out)
 {
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || errno || !(v >= 0) || isinf(v))
-		return false;
-	switch (*end) {
-	case 'k': case 'K': v *= k; end++; break;
-	case 'm': case 'M': v *= k * k; end++; break;
-	case 'g': case 'G': v *= k * k * k; end++; break;
-	case 't': case 'T': v *= k * k * k * k; end++; break;
-	default: break;
-	}
-	if (*end == 'b' || *end == 'B')
-		end++;
-	if (!strcmp(end, "ps"))
-		end += 2;
-	*out = v;
-	return *end == '\0';
+	return cli_scaled(s, k, out);
 }
 
 static uint64_t parse_rate(const char *s, const char *what)

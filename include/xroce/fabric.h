@@ -109,6 +109,8 @@ struct xr_fabric_port_stats {
 	uint64_t pfc_sent[XR_FABRIC_PRIOS];  /* XOFF frames sent out of this port (toward its sender), per priority */
 	uint64_t pfc_xon_sent[XR_FABRIC_PRIOS]; /* XON (zero-time) frames sent */
 	uint64_t pfc_rcvd[XR_FABRIC_PRIOS];  /* PFC frames received naming the priority with a non-zero time */
+	uint64_t pfc_injected[XR_FABRIC_PRIOS];     /* XOFF frames sent by xr_fabric_send_pfc, per priority */
+	uint64_t pfc_xon_injected[XR_FABRIC_PRIOS]; /* XON frames sent by it */
 	uint64_t pause_rcvd;                 /* 802.3x PAUSE frames received */
 	uint64_t paused_ns[XR_FABRIC_PRIOS]; /* time the egress priority stood paused */
 	uint64_t tx_stalls;                  /* the port's link refused a frame (kept, retried) */
@@ -152,6 +154,16 @@ const char *xr_fabric_port_name(const struct xr_fabric *fab, unsigned port);
 int xr_fabric_port_stats(const struct xr_fabric *fab, unsigned port, struct xr_fabric_port_stats *out);
 /* Bytes held for (egress port, priority), and all priorities (prio < 0). */
 uint64_t xr_fabric_queue_bytes(const struct xr_fabric *fab, unsigned port, int prio);
+/*
+ * Injects one 802.1Qbb frame out of port (toward the host or link on it)
+ * at once, bypassing the queues, as the switch's own XOFF/XON: priorities
+ * in mask paused for quanta (0: resumed). For tests and tools that show a
+ * sender's reaction to PFC; counted in pfc_injected / pfc_xon_injected,
+ * not in the switch's generated pfc_sent. 0, -EINVAL (no such port or an
+ * empty mask), -ENOBUFS (the port's link had no frame or refused it;
+ * counted in tx_stalls).
+ */
+int xr_fabric_send_pfc(struct xr_fabric *fab, unsigned port, uint8_t mask, uint16_t quanta);
 /* Every non-zero counter of every port, one line per port. */
 void xr_fabric_print_stats(const struct xr_fabric *fab, FILE *out);
 

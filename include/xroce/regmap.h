@@ -23,7 +23,9 @@
 #include "xroce/wire.h"
 
 #define XR_REG_ID_MAGIC   0x58524345u   /* "XRCE" */
-#define XR_REGMAP_VERSION    0x00010000u   /* map version 1.0 */
+/* 2.0: the congestion-control block (0x200-0x260) and counters were laid
+ * out anew (issue 12); counters after srq_limit_reached moved. */
+#define XR_REGMAP_VERSION    0x00020000u   /* map version 2.0 */
 
 /* Capacities of this engine model (also readable from CAP_* registers). */
 #define XR_MAX_QP        (1u << 17)     /* QPNs 2 .. XR_MAX_QP-1 are usable */

@@ -212,8 +212,8 @@ struct xr_qp_attr {
 	uint8_t sq_draining, max_rd_atomic, max_dest_rd_atomic, min_rnr_timer, port_num, timeout,
 		retry_cnt, rnr_retry;
 	/* kb/s, as ibv_qp_attr.rate_limit (0: none); the engine paces in whole
-	 * Mb/s, rounded up. ah_attr.static_rate (an IBV_RATE_* value, 0: none)
-	 * sets the same cap with XR_QP_AV unless XR_QP_RATE_LIMIT is given too. */
+	 * Mb/s, rounded up, at the lower of this and ah_attr.static_rate (an
+	 * IBV_RATE_* value, 0: none), each kept until changed. */
 	uint32_t rate_limit;
 };
 

@@ -79,7 +79,8 @@ struct xr_qp {
 	uint32_t qpn;
 	struct xr_qp_init_attr init;
 	struct xr_qp_ctx hw;           /* the context as last committed */
-	uint8_t static_rate;           /* the AV's IBV_RATE_* as given (the engine keeps Mb/s) */
+	uint8_t static_rate;           /* the AV's IBV_RATE_* as given */
+	uint32_t rate_limit;           /* IBV_QP_RATE_LIMIT as given, kb/s */
 	struct xr_hw_wqe *sq;
 	struct xr_hw_rwqe *rq;
 	uint32_t sq_log, rq_log;

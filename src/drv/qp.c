@@ -330,10 +330,13 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 		commit_mask |= XR_QPM_AV;
 	}
 	if (mask & (XR_QP_AV | XR_QP_RATE_LIMIT)) {
-		next.rate_limit = (mask & XR_QP_RATE_LIMIT) ? (a->rate_limit + 999) / 1000
-							    : xr_static_rate_mbps(a->ah_attr.static_rate);
-		if (next.rate_limit > 0xFFFFFF)
-			next.rate_limit = 0xFFFFFF;
+		/* Two caps, kept apart as the verbs keep them (the AV's
+		 * static_rate, the QP's rate_limit): the engine paces at the
+		 * lower one that is set. */
+		uint32_t s = xr_static_rate_mbps((mask & XR_QP_AV) ? a->ah_attr.static_rate : qp->static_rate);
+		uint64_t l = ((uint64_t)((mask & XR_QP_RATE_LIMIT) ? a->rate_limit : qp->rate_limit) + 999) / 1000;
+		uint64_t cap = s && (!l || s < l) ? s : l;
+		next.rate_limit = cap > 0xFFFFFF ? 0xFFFFFF : (uint32_t)cap;
 		commit_mask |= XR_QPM_RATE_LIMIT;
 	}
 	if (mask & XR_QP_PATH_MTU) {
@@ -394,6 +397,8 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 		qp->hw = next;
 		if (mask & XR_QP_AV)
 			qp->static_rate = a->ah_attr.static_rate;
+		if (mask & XR_QP_RATE_LIMIT)
+			qp->rate_limit = a->rate_limit;
 	}
 out:
 	pthread_mutex_unlock(&ctx->lock);
@@ -436,7 +441,7 @@ int xr_query_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask, struct xr_qp_i
 	a->timeout = c.timeout;
 	a->retry_cnt = c.retry_cnt;
 	a->rnr_retry = c.rnr_retry;
-	a->rate_limit = c.rate_limit * 1000;
+	a->rate_limit = qp->rate_limit;
 	if (init)
 		*init = qp->init;
 	return 0;

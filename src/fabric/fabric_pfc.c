@@ -11,9 +11,12 @@
  *    time (XON) once at or below XON. Lossless frames beyond XOFF +
  *    headroom are dropped (counted): the headroom is for what was already
  *    on the wire when the XOFF left.
+ *  - Injected: xr_fabric_send_pfc sends a frame a caller asks for (a tool
+ *    showing a sender's reaction), out of the port like a generated one.
  * MAC control frames bypass the queues (they are never queued behind the
  * congestion they signal) and are not counted as forwarded traffic.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "../wire/bytes.h"
@@ -84,27 +87,52 @@ static uint16_t xoff_quanta(const struct port *p)
 	return p->cfg.pfc.pause_ns ? xr_fabric_ns_quanta(p->cfg.pfc.pause_ns, p->cfg.rate_bps) : 0xFFFF;
 }
 
-/* Sends one PFC frame out of p at once (MAC control frames skip the queue). */
-static void send_pfc(struct xr_fabric *fab, struct port *p, uint8_t prio, uint16_t quanta)
+/* Puts one PFC frame on p's link at once (MAC control frames skip the
+ * queue). 0, or -ENOBUFS (counted as a stall). */
+static int pfc_out(struct xr_fabric *fab, struct port *p, uint8_t mask, uint16_t quanta)
 {
 	struct xr_frame *f = xr_link_frame_alloc(p->link);
 	uint64_t now = atomic_load_explicit(&fab->now, memory_order_relaxed);
 
 	if (!f) {
 		p->st.tx_stalls++;
-		return;
+		return -ENOBUFS;
 	}
-	f->len = xr_fabric_build_pfc(f->data, p->link->mac, (uint8_t)(1u << prio), quanta);
+	f->len = xr_fabric_build_pfc(f->data, p->link->mac, mask, quanta);
 	xr_fab_pcap(fab, p, f->data, f->len, now);
 	if (xr_link_send(p->link, &f, 1) != 1) {
 		xr_link_frame_free(p->link, f);
 		p->st.tx_stalls++;
-		return;
+		return -ENOBUFS;
 	}
+	return 0;
+}
+
+static void send_pfc(struct xr_fabric *fab, struct port *p, uint8_t prio, uint16_t quanta)
+{
+	if (pfc_out(fab, p, (uint8_t)(1u << prio), quanta))
+		return;
 	if (quanta)
 		p->st.pfc_sent[prio]++;
 	else
 		p->st.pfc_xon_sent[prio]++;
+}
+
+int xr_fabric_send_pfc(struct xr_fabric *fab, unsigned port, uint8_t mask, uint16_t quanta)
+{
+	struct port *p;
+	int rc;
+
+	if (!fab || port >= fab->nports || !mask)
+		return -EINVAL;
+	p = fab->ports[port];
+	rc = pfc_out(fab, p, mask, quanta);
+	if (rc)
+		return rc;
+	for (uint8_t i = 0; i < XR_FABRIC_PRIOS; i++)
+		if (mask & (1u << i))
+			(quanta ? p->st.pfc_injected : p->st.pfc_xon_injected)[i]++;
+	return 0;
 }
 
 static void send_xoff(struct xr_fabric *fab, struct port *p, uint8_t prio)

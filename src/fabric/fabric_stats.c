@@ -151,6 +151,8 @@ void xr_fabric_print_stats(const struct xr_fabric *fab, FILE *out)
 		per_prio(out, "pfc_sent", s.pfc_sent);
 		per_prio(out, "pfc_xon_sent", s.pfc_xon_sent);
 		per_prio(out, "pfc_rcvd", s.pfc_rcvd);
+		per_prio(out, "pfc_injected", s.pfc_injected);
+		per_prio(out, "pfc_xon_injected", s.pfc_xon_injected);
 		field(out, "pause_rcvd", s.pause_rcvd);
 		per_prio(out, "paused_ns", s.paused_ns);
 		field(out, "tx_stalls", s.tx_stalls);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "recv.h"
 
 #define ALPHA_SHIFT 20
 #define ALPHA_ONE (1u << ALPHA_SHIFT)
@@ -22,8 +23,6 @@
 #define WIRE_OVERHEAD 24u
 /* The pacer always lets two of the largest frames through at once. */
 #define PACER_MIN_BURST (2u * 4200u)
-/* After an idle spell longer than this many periods alpha is 0 anyway. */
-#define ALPHA_MAX_DECAYS 4096u
 
 static uint32_t cc_ctrl(const struct xr_engine *e)
 {
@@ -127,6 +126,44 @@ bool xr_cc_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t 
 
 /* ---- reaction point: DCQCN ---- */
 
+/* alpha (1 - g)^n in 1/2^20, by squaring: exact to the fixed point
+ * however long the QP was quiet. */
+static uint32_t alpha_decayed(uint32_t alpha, uint32_t g, uint64_t n)
+{
+	uint64_t f = ALPHA_ONE - g, r = ALPHA_ONE;
+
+	while (n && r) {
+		if (n & 1)
+			r = (r * f) >> ALPHA_SHIFT;
+		f = (f * f) >> ALPHA_SHIFT;
+		n >>= 1;
+	}
+	return (uint32_t)(((uint64_t)alpha * r) >> ALPHA_SHIFT);
+}
+
+/* The rate qp is held to, kb/s (0: unpaced). */
+static uint64_t pace_kbps(const struct xr_qp *qp)
+{
+	uint64_t r = qp->cc.rp_active ? qp->cc.rc_kbps : 0;
+	uint64_t cap = (uint64_t)qp->ctx.rate_limit * 1000u;
+
+	if (cap && (!r || cap < r))
+		r = cap;
+	return r;
+}
+
+/* The rate changed from old (kb/s, 0: unpaced): a wait for the next send
+ * computed at the old rate is rescaled to the new one, so a QP cut hard
+ * does not sit out a long wait after its rate came back. */
+static void pace_rescale(struct xr_qp *qp, uint64_t old, uint64_t now)
+{
+	uint64_t r = pace_kbps(qp);
+
+	if (!old || !r || r == old || qp->cc.pace_ns <= now)
+		return;
+	qp->cc.pace_ns = now + (uint64_t)((double)(qp->cc.pace_ns - now) * (double)old / (double)r);
+}
+
 /* Alpha decays once per DCQCN_ALPHA_US that passed without a CNP. */
 static void alpha_decay(struct xr_engine *e, struct xr_cc *cc, uint64_t now)
 {
@@ -137,24 +174,26 @@ static void alpha_decay(struct xr_engine *e, struct xr_cc *cc, uint64_t now)
 		return;
 	n = (now - cc->alpha_ns) / k;
 	cc->alpha_ns += n * k;
-	if (n > ALPHA_MAX_DECAYS)
-		n = ALPHA_MAX_DECAYS;
-	while (n-- && cc->alpha) {
-		uint32_t d = (uint32_t)(((uint64_t)cc->alpha * g) >> ALPHA_SHIFT);
-		cc->alpha -= d ? d : 1;   /* integer decay still reaches 0 */
-	}
+	cc->alpha = alpha_decayed(cc->alpha, g, n);
 }
 
 static void rate_cut(struct xr_engine *e, struct xr_qp *qp, uint64_t now)
 {
 	struct xr_cc *cc = &qp->cc;
-	uint64_t rmin = reg_kbps(e, XR_REG_DCQCN_MIN_RATE);
+	uint64_t rmin = reg_kbps(e, XR_REG_DCQCN_MIN_RATE), old = pace_kbps(qp);
+	uint64_t cap = (uint64_t)qp->ctx.rate_limit * 1000u, start = max_kbps(e);
 	uint32_t g = gain(e);
 	bool first = !cc->rp_active;
 
+	if (rmin < 1000)
+		rmin = 1000;   /* 1 Mb/s: a rate of 0 would never send again */
 	if (first) {
+		/* From the rate the QP may send at: a capped QP's first cut
+		 * must slow it down. */
+		if (cap && cap < start)
+			start = cap;
 		cc->rp_active = true;
-		cc->rc_kbps = cc->rt_kbps = max_kbps(e);
+		cc->rc_kbps = cc->rt_kbps = start;
 		cc->alpha = (xr_reg_get(e, XR_REG_DCQCN_INIT_ALPHA) & 0x7FF) << (ALPHA_SHIFT - 10);
 		if (cc->alpha > ALPHA_ONE)
 			cc->alpha = ALPHA_ONE;
@@ -171,8 +210,6 @@ static void rate_cut(struct xr_engine *e, struct xr_qp *qp, uint64_t now)
 	cc->rc_kbps -= (cc->rc_kbps * cc->alpha) >> (ALPHA_SHIFT + 1);
 	if (cc->rc_kbps < rmin)
 		cc->rc_kbps = rmin;
-	if (cc->rc_kbps == 0)
-		cc->rc_kbps = 1;
 	cc->alpha = cc->alpha - (uint32_t)(((uint64_t)cc->alpha * g) >> ALPHA_SHIFT) + g;
 	if (cc->alpha > ALPHA_ONE)
 		cc->alpha = ALPHA_ONE;
@@ -181,17 +218,18 @@ static void rate_cut(struct xr_engine *e, struct xr_qp *qp, uint64_t now)
 	cc->bytes = 0;
 	cc->inc_due_ns = now + reg_us_ns(e, XR_REG_DCQCN_TIMER_US);
 	xr_count(e, XR_CNT_DCQCN_CUTS, 1);
+	pace_rescale(qp, old, now);
 	if (first)
 		xr_evlog_add(e, XR_EV_DCQCN_START, qp->qpn, (uint32_t)(cc->rc_kbps / 1000),
 			     cc->alpha >> (ALPHA_SHIFT - 10));
 }
 
 /* One increase event (its stage counter already bumped). */
-static void rate_increase(struct xr_engine *e, struct xr_qp *qp)
+static void rate_increase(struct xr_engine *e, struct xr_qp *qp, uint64_t now)
 {
 	struct xr_cc *cc = &qp->cc;
 	uint32_t f = xr_reg_get(e, XR_REG_DCQCN_F) & 0xFF;
-	uint64_t rmax = max_kbps(e);
+	uint64_t rmax = max_kbps(e), old = pace_kbps(qp);
 
 	if (cc->t_stage >= f && cc->bc_stage >= f) {
 		uint32_t i = (cc->t_stage < cc->bc_stage ? cc->t_stage : cc->bc_stage) - f + 1;
@@ -209,6 +247,7 @@ static void rate_increase(struct xr_engine *e, struct xr_qp *qp)
 		cc->rc_kbps = cc->rt_kbps = 0;
 		xr_evlog_add(e, XR_EV_DCQCN_DONE, qp->qpn, (uint32_t)(rmax / 1000), 0);
 	}
+	pace_rescale(qp, old, now);
 }
 
 void xr_cc_cnp_rx(struct xr_engine *e, const struct xr_pkt *p, uint64_t now)
@@ -216,6 +255,10 @@ void xr_cc_cnp_rx(struct xr_engine *e, const struct xr_pkt *p, uint64_t now)
 	struct xr_qp *qp = xr_qp_lookup(e, p->dqpn);
 	bool ok;
 
+	if (!xr_recv_addressed_to_us(e, p, true)) {
+		xr_count(e, XR_CNT_DROP_NOT_FOR_US, 1);
+		return;
+	}
 	if (!qp) {
 		xr_count(e, XR_CNT_DROP_CNP, 1);
 		return;
@@ -242,26 +285,23 @@ void xr_cc_timers(struct xr_engine *e, struct xr_qp *qp, uint64_t now)
 {
 	struct xr_cc *cc = &qp->cc;
 
-	if (!cc->rp_active || now < cc->inc_due_ns)
+	if (!cc->rp_active)
+		return;
+	if (!(cc_ctrl(e) & XR_CC_DCQCN_ENABLE)) {
+		/* DCQCN turned off: the QPs it slowed go back to line rate. */
+		cc->rp_active = false;
+		cc->rc_kbps = cc->rt_kbps = 0;
+		return;
+	}
+	if (now < cc->inc_due_ns)
 		return;
 	cc->t_stage++;
 	/* Late (a slow pass): one step, and the period counts from now. */
 	cc->inc_due_ns = now + reg_us_ns(e, XR_REG_DCQCN_TIMER_US);
-	rate_increase(e, qp);
+	rate_increase(e, qp, now);
 }
 
 /* ---- the pacer ---- */
-
-/* The rate qp is held to, kb/s (0: unpaced). */
-static uint64_t pace_kbps(const struct xr_qp *qp)
-{
-	uint64_t r = qp->cc.rp_active ? qp->cc.rc_kbps : 0;
-	uint64_t cap = (uint64_t)qp->ctx.rate_limit * 1000u;
-
-	if (cap && (!r || cap < r))
-		r = cap;
-	return r;
-}
 
 bool xr_cc_paced(const struct xr_qp *qp)
 {
@@ -304,7 +344,7 @@ void xr_cc_sent(struct xr_engine *e, struct xr_qp *qp, uint64_t now, uint32_t fr
 		if (b && cc->bytes >= b) {
 			cc->bytes -= b;
 			cc->bc_stage++;
-			rate_increase(e, qp);
+			rate_increase(e, qp, now);
 		}
 	}
 }
@@ -314,13 +354,15 @@ bool xr_cc_has_work(const struct xr_qp *qp)
 	return qp->cc.rp_active || qp->cc.cnp_owed;
 }
 
-uint64_t xr_cc_next_due(const struct xr_qp *qp)
+uint64_t xr_cc_next_due(const struct xr_qp *qp, uint64_t now)
 {
 	uint64_t due = UINT64_MAX;
 
-	if (qp->cc.rp_active)
+	if (qp->cc.rp_active && qp->cc.inc_due_ns > now)
 		due = qp->cc.inc_due_ns;
-	if (pace_kbps(qp) && qp->cc.pace_ns < due)
+	/* Only a QP its pacer holds waits for its send time; one waiting for
+	 * an ACK (or with nothing to send) is woken by the ACK or a doorbell. */
+	if (qp->cc.held && qp->cc.pace_ns > now && qp->cc.pace_ns < due)
 		due = qp->cc.pace_ns;
 	return due;
 }
@@ -330,11 +372,14 @@ void xr_cc_reset(struct xr_qp *qp)
 	memset(&qp->cc, 0, sizeof(qp->cc));
 }
 
-void xr_cc_read(const struct xr_qp *qp, struct xr_qp_ctx *c)
+void xr_cc_read(struct xr_engine *e, const struct xr_qp *qp, struct xr_qp_ctx *c)
 {
+	struct xr_cc now = qp->cc;
+
+	alpha_decay(e, &now, xr_engine_now(e));   /* alpha as of this READ */
 	c->cc_rate = (uint32_t)(pace_kbps(qp) / 1000);
 	c->cc_target = qp->cc.rp_active ? (uint32_t)(qp->cc.rt_kbps / 1000) : 0;
-	c->cc_alpha = qp->cc.rp_active ? qp->cc.alpha >> (ALPHA_SHIFT - 10) : 0;
+	c->cc_alpha = qp->cc.rp_active ? now.alpha >> (ALPHA_SHIFT - 10) : 0;
 	c->ce_rcvd = qp->cc.ce_rcvd;
 	c->cnp_sent = qp->cc.cnp_sent;
 	c->cnp_rcvd = qp->cc.cnp_rcvd;

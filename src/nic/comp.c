@@ -143,12 +143,20 @@ static void ack_upto(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 		made_progress(qp, next);
 }
 
+/* Every packet sent is acknowledged: a WQE still being sent (held by its
+ * pacer, say) has nothing on the wire to time out; its next packet starts
+ * the timer again (send_packet). */
+static bool nothing_unacked(const struct xr_req *r)
+{
+	return !r->retx_pending && psn_cmp(r->una_psn, r->sent_end) >= 0;
+}
+
 /* Timer bookkeeping after progress: stop when nothing is outstanding. */
 static void rearm(struct xr_engine *e, struct xr_qp *qp)
 {
 	struct xr_req *r = &qp->req;
 
-	if (r->tail == r->head && !r->cur_active)
+	if ((r->tail == r->head && !r->cur_active) || nothing_unacked(r))
 		r->timer_due_ns = 0;
 	else
 		xr_req_arm_timer(qp, xr_engine_now(e));
@@ -436,7 +444,7 @@ void xr_comp_timers(struct xr_engine *e, struct xr_qp *qp, uint64_t now)
 
 	if (!r->timer_due_ns || now < r->timer_due_ns || r->rnr_due_ns)
 		return;
-	if (r->tail == r->head && !r->cur_active) {
+	if ((r->tail == r->head && !r->cur_active) || nothing_unacked(r)) {
 		r->timer_due_ns = 0;
 		return;
 	}

@@ -313,8 +313,11 @@ static int progress_locked(struct xr_engine *e)
 	tx->full = false;
 	if (tx->n)
 		tx_flush(e, tx);
-	if (tx->full)
+	if (tx->full) {
+		/* Nothing is served until the link takes frames: no pacer time. */
+		atomic_store_explicit(&e->cc_due_ns, UINT64_MAX, memory_order_relaxed);
 		return work;
+	}
 
 	/* An idle pass stops here without a lock or a clock read: a QP
 	 * marked busy meanwhile is seen by the next pass. */
@@ -350,7 +353,7 @@ static int progress_locked(struct xr_engine *e)
 			serve_qp(e, qp, tx, now);
 			work += (int)(tx->n - before);
 			if (qp_has_work(qp)) {
-				uint64_t d = xr_cc_next_due(qp);
+				uint64_t d = xr_cc_next_due(qp, now);
 				if (d < due)
 					due = d;
 				xr_qp_mark_busy(e, qp);

@@ -421,11 +421,11 @@ void xr_cc_sent(struct xr_engine *e, struct xr_qp *qp, uint64_t now, uint32_t wi
 /* qp has congestion-control timers running (it stays on the busy list). */
 bool xr_cc_has_work(const struct xr_qp *qp);
 /* The earliest time qp's pacer or timers want it served (UINT64_MAX: none). */
-uint64_t xr_cc_next_due(const struct xr_qp *qp);
+uint64_t xr_cc_next_due(const struct xr_qp *qp, uint64_t now);
 /* Forgets a QP's congestion state (RESET, create). */
 void xr_cc_reset(struct xr_qp *qp);
 /* Snapshot for the QP window's read-only CC registers. */
-void xr_cc_read(const struct xr_qp *qp, struct xr_qp_ctx *c);
+void xr_cc_read(struct xr_engine *e, const struct xr_qp *qp, struct xr_qp_ctx *c);
 
 /* pfc.c: PFC (802.1Qbb) and 802.3x PAUSE, with a watchdog (docs/pfc.md). */
 void xr_pfc_reset(struct xr_engine *e);

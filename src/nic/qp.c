@@ -307,7 +307,7 @@ enum xr_cmd_status xr_qp_cmd(struct xr_engine *e, uint32_t cmd)
 	if (cmd == XR_CMD_READ) {
 		pthread_mutex_lock(&qp->lock);
 		c = qp->ctx;
-		xr_cc_read(qp, &c);
+		xr_cc_read(e, qp, &c);
 		pthread_mutex_unlock(&qp->lock);
 		shadow_load(e, &c);
 		return XR_CMD_ST_OK;

@@ -10,7 +10,7 @@
 #include "engine.h"
 #include "recv.h"
 
-static bool addressed_to_us(struct xr_engine *e, const struct xr_pkt *p, bool check_mac)
+bool xr_recv_addressed_to_us(struct xr_engine *e, const struct xr_pkt *p, bool check_mac)
 {
 	if (check_mac) {
 		uint8_t mac[6];
@@ -66,7 +66,7 @@ int xr_recv_check(struct xr_engine *e, const struct xr_pkt *p, bool check_mac, s
 	*out = NULL;
 	if (!(xr_reg_get(e, XR_REG_CTRL) & XR_CTRL_ENABLE))
 		return drop(e, XR_CNT_DROP_DISABLED);
-	if (!addressed_to_us(e, p, check_mac))
+	if (!xr_recv_addressed_to_us(e, p, check_mac))
 		return drop(e, XR_CNT_DROP_NOT_FOR_US);
 	qp = xr_qp_lookup(e, p->dqpn);
 	if (!qp)

@@ -10,6 +10,8 @@
  * Returns 0 with *out set to the QP, locked (the caller unlocks it when
  * done), or 1 + the counter of the drop reason (already counted).
  */
+/* The packet's destination MAC (with check_mac) and IP are this engine's. */
+bool xr_recv_addressed_to_us(struct xr_engine *e, const struct xr_pkt *p, bool check_mac);
 int xr_recv_check(struct xr_engine *e, const struct xr_pkt *p, bool check_mac, struct xr_qp **out);
 
 #endif

@@ -326,7 +326,8 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 	 * before its last packet asks for an ACK. */
 	p.ackreq = qp->ctx.type == XR_QPT_RC &&
 		   (last || r->since_ackreq + 1 >= MAX_PKTS_PER_ACK ||
-		    (xr_cc_paced(qp) && now - r->ackreq_ns >= ack_timeout_ns(qp->ctx.timeout) / 8));
+		    (xr_cc_paced(qp) && qp->ctx.timeout &&
+		     now - r->ackreq_ns >= ack_timeout_ns(qp->ctx.timeout) / 8));
 	if (xr_pkt_build_hdrs(&p, f->data, sizeof(f->data)) < 0) {
 		xr_link_frame_free(e->link, f);
 		m->status = XR_WC_LOC_QP_OP_ERR;

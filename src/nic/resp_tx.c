@@ -80,6 +80,10 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 			return true;
 		}
 	}
+	/* READ responses carry the QP's data: the same pacer as its requests
+	 * (a CNP for a READ's responses names this QP). Held: sent later. */
+	if (res->kind == RES_READ && !xr_cc_may_send(e, qp, xr_engine_now(e)))
+		return false;
 	f = xr_tx_begin(e, tx, qp, &p);
 	if (!f)
 		return false;
@@ -117,6 +121,7 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 	if (len)
 		xr_dma_read(mr, res->stream_va + off, f->data + p.payload_off, len);
 	xr_tx_commit(e, tx, f, &p);
+	xr_cc_sent(e, qp, xr_engine_now(e), f->len);
 	res->next_psn = psn_add(res->next_psn, 1);
 	if (idx + 1 >= n) {
 		res->queued = false;

@@ -42,7 +42,7 @@ void xr_ud_address(struct xr_engine *e, const struct xr_qp *qp, const struct xr_
 		memcpy(p->dmac, av->dmac, 6);
 	else
 		xr_mac_from_regs(p->dmac, xr_reg_get(e, XR_REG_PEER_MAC_LOW), xr_reg_get(e, XR_REG_PEER_MAC_HIGH));
-	p->traffic_class = av->traffic_class;
+	p->traffic_class = xr_cc_tclass(e, av->traffic_class);
 	p->hop_limit = av->hop_limit ? av->hop_limit : 64;
 	p->sport = av->udp_sport ? av->udp_sport : ud_sport(qp->qpn);
 	p->dqpn = av->remote_qpn & XR_QPN_MASK;

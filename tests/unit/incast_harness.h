@@ -14,6 +14,7 @@
 
 #define MAX_SEND 8
 #define MAX_WIN 64
+#define QHIST 4096   /* queue-length histogram: 1 KiB buckets up to 4 MiB */
 
 struct dev {
 	struct xr_link *link;
@@ -213,8 +214,21 @@ static inline void incast_run(struct incast *s)
 	start = s->n.now;
 	next_win = start + c->warmup_ns;
 	int win = -1;   /* warm-up */
+	/* Queue length after the warm-up, sampled every step, in 1 KiB buckets. */
+	uint32_t *hist = calloc(QHIST, sizeof(*hist));
+	uint64_t qsum = 0, nq = 0;
+	assert_non_null(hist);
+	s->qmax = 0;
 	while (win < (int)c->nwin) {
 		step(s);
+		if (win >= 0) {
+			uint64_t q = xr_fabric_queue_bytes(s->n.fab, 0, -1);
+			hist[q / 1024 < QHIST ? q / 1024 : QHIST - 1]++;
+			qsum += q;
+			nq++;
+			if (q > s->qmax)
+				s->qmax = q;
+		}
 		for (unsigned k = 0; k < c->nsend; k++) {
 			int got = xr_poll_cq(s->d[1 + k].cq, 32, wc);
 			for (int i = 0; i < got; i++) {
@@ -244,9 +258,16 @@ static inline void incast_run(struct incast *s)
 	for (unsigned k = 0; k < c->nsend; k++)
 		goodput += (double)s->bytes[k] * 8;
 	s->goodput = goodput / ((double)c->rate_bps * secs);
-	s->qmean = bn.qlen_mean;
-	s->qp99 = bn.qlen_p99;
-	s->qmax = bn.qlen_max;
+	s->qmean = nq ? (double)qsum / (double)nq : 0;
+	s->qp99 = 0;
+	for (uint64_t i = 0, seen = 0; i < QHIST; i++) {
+		seen += hist[i];
+		if (seen * 100 >= nq * 99) {
+			s->qp99 = (i + 1) * 1024 < s->qmax ? (i + 1) * 1024 : s->qmax;
+			break;
+		}
+	}
+	free(hist);
 	s->marks = bn.ecn_marked;
 	s->cnp_sent = counter(&s->d[0], XR_CNT_CNP_SENT);
 	for (unsigned k = 0; k < c->nsend; k++) {
@@ -264,7 +285,7 @@ static inline void incast_run(struct incast *s)
 	}
 	s->fairness = jain(total, c->nsend);
 	printf("%u->1 %s, %.2f s after %.0f ms: link util %.3f, goodput %.3f of line rate, fairness %.4f (min over %u windows of %.0f ms %.4f), "
-	       "queue mean %.0f p99 %llu max %llu B (Kmin %u), drops %llu (warm-up: %llu), retransmissions %llu, ECN marks %llu, "
+	       "queue (after warm-up) mean %.0f p99 %llu max %llu B (Kmin %u), drops %llu (warm-up: %llu), retransmissions %llu, ECN marks %llu, "
 	       "CNPs %llu sent %llu rcvd, rate cuts %llu\n",
 	       c->nsend, c->dcqcn ? "DCQCN" : "no DCQCN", secs, c->warmup_ns / 1e6, s->util, s->goodput, s->fairness,
 	       s->nwin, c->window_ns / 1e6, s->fairness_min, s->qmean, (unsigned long long)s->qp99,

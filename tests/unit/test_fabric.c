@@ -392,6 +392,77 @@ static void test_bad_input(void **state)
 }
 
 
+/* ---- PFC injected by a caller (xr_fabric_send_pfc) ---- */
+
+struct pfc_seen {
+	unsigned frames;
+	uint8_t mask;
+	uint16_t quanta3;
+};
+
+static void pfc_check(void *arg, const struct xr_frame *f)
+{
+	struct pfc_seen *s = arg;
+
+	assert_int_equal(f->len, 60);
+	assert_memory_equal(f->data, ((const uint8_t[6]){ 0x01, 0x80, 0xC2, 0, 0, 1 }), 6);
+	assert_int_equal(f->data[12] << 8 | f->data[13], 0x8808);
+	assert_int_equal(f->data[14] << 8 | f->data[15], 0x0101);
+	s->mask = f->data[17];
+	s->quanta3 = (uint16_t)(f->data[18 + 6] << 8 | f->data[18 + 7]);
+	s->frames++;
+}
+
+/* The frame reaches the host on the port (an unpaced host that ignores
+ * pauses hands it on, as to an engine), counted as injected, not as the
+ * switch's own XOFF; a host MAC that honours pauses holds its sends. */
+static void test_pfc_injected(void **state)
+{
+	struct xr_fabric_cfg fc = { .seed = 1, .prio_src = XR_FABRIC_PRIO_DSCP };
+	struct xr_fabric_port_cfg pc = { .rate_bps = 10 * GBPS };
+	struct xr_fabric_host_cfg hc = { .ignore_pause = true };
+	struct net n = { .fab = xr_fabric_new(&fc) };
+	struct pfc_seen seen = { 0 };
+	struct xr_fabric_host_stats hs;
+	uint8_t frame[XR_MAX_FRAME];
+	(void)state;
+
+	assert_non_null(n.fab);
+	net_host(&n, &pc, false, NULL);
+	assert_int_equal(xr_fabric_attach_host(n.fab, &pc, &hc, &n.host[n.nhosts]), 1);
+	n.nhosts++;
+	assert_int_equal(xr_fabric_send_pfc(n.fab, 1, 1u << 3, 1000), 0);
+	assert_int_equal(xr_fabric_send_pfc(n.fab, 1, 1u << 3, 0), 0);
+	assert_int_equal(xr_fabric_send_pfc(n.fab, 2, 1u << 3, 1000), -EINVAL);   /* no such port */
+	assert_int_equal(xr_fabric_send_pfc(n.fab, 1, 0, 1000), -EINVAL);         /* no priority */
+	assert_int_equal(xr_fabric_send_pfc(NULL, 0, 1, 1), -EINVAL);
+	assert_true(xr_fabric_step(n.fab, 1000) >= 0);
+	assert_int_equal(host_drain(&n, 1, pfc_check, &seen), 2);   /* handed on: the host ignores pauses */
+	assert_int_equal(seen.mask, 1u << 3);
+	assert_int_equal(seen.quanta3, 0);                          /* the last one, XON */
+	struct xr_fabric_port_stats st = pstats(&n, 1);
+	assert_int_equal(st.pfc_injected[3], 1);
+	assert_int_equal(st.pfc_xon_injected[3], 1);
+	assert_int_equal(st.pfc_sent[3], 0);
+	assert_int_equal(xr_fabric_host_stats(n.host[1], &hs), 0);
+	assert_int_equal(hs.pfc_rcvd, 2);
+
+	/* Host 0 honours pauses: an XOFF for priority 3 holds its DSCP 24 frames. */
+	assert_int_equal(xr_fabric_send_pfc(n.fab, 0, 1u << 3, 0xFFFF), 0);
+	assert_true(xr_fabric_step(n.fab, 2000) >= 0);
+	assert_int_equal(host_drain(&n, 0, NULL, NULL), 0);   /* the MAC consumes it */
+	uint16_t len = roce_frame(&n, 0, 1, 24 << 2, false, 64, frame);
+	assert_false(host_try_send(&n, 0, frame, len));
+	assert_int_equal(xr_fabric_host_stats(n.host[0], &hs), 0);
+	assert_int_equal(hs.pfc_rcvd, 1);
+	assert_true(hs.paused_refusals >= 1);
+	assert_int_equal(xr_fabric_send_pfc(n.fab, 0, 1u << 3, 0), 0);
+	assert_true(xr_fabric_step(n.fab, 3000) >= 0);
+	assert_int_equal(host_drain(&n, 0, NULL, NULL), 0);
+	assert_true(host_try_send(&n, 0, frame, len));
+	net_free(&n);
+}
+
 /* Random and half-formed frames (tags with nothing behind, IP headers cut
  * short, MAC control of every length) never crash the switch, and every
  * frame is either dropped for a named reason or forwarded: once all is
@@ -459,6 +530,7 @@ int main(void)
 		cmocka_unit_test(test_pause_honoured),
 		cmocka_unit_test(test_ecn_marking),
 		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_pfc_injected),
 		cmocka_unit_test(test_garbage_frames),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

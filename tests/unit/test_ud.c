@@ -262,7 +262,7 @@ static void grh_case(bool ipv6)
 			assert_int_equal(g[i], 0);   /* undefined by the annex; zero, as rxe */
 		g += 20;
 		assert_int_equal(g[0], 0x45);
-		assert_int_equal(g[1], 0x48);                   /* TOS: the AH's traffic class */
+		assert_int_equal(g[1], 0x48 | 2);               /* TOS: the AH's traffic class, ECT(0) added (CC_CTRL) */
 		assert_int_equal(get_be16(g + 2), 20 + wire);   /* total length */
 		assert_int_equal(get_be16(g + 6), 0x4000);      /* DF, no fragment */
 		assert_int_equal(g[8], 7);                      /* TTL: the AH's hop limit */
@@ -272,7 +272,7 @@ static void grh_case(bool ipv6)
 		assert_memory_equal(g + 16, gb.raw + 12, 4);    /* destination */
 	} else {
 		assert_int_equal(g[0] >> 4, 6);
-		assert_int_equal(((g[0] & 0xF) << 4) | (g[1] >> 4), 0x48);   /* traffic class */
+		assert_int_equal(((g[0] & 0xF) << 4) | (g[1] >> 4), 0x48 | 2);   /* traffic class, ECT(0) added */
 		assert_int_equal(get_be16(g + 4), wire);        /* payload length */
 		assert_int_equal(g[6], 17);                     /* next header */
 		assert_int_equal(g[7], 7);                      /* hop limit */
