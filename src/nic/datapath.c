@@ -323,7 +323,7 @@ static int progress_locked(struct xr_engine *e)
 	 * marked busy meanwhile is seen by the next pass. */
 	if (!__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE)) {
 		tx_flush(e, tx);
-		if (tx->n)   /* frames held by a pause: the thread looks again when it ends */
+		if (tx->n && e->pfc.paused)   /* frames held by a pause: the thread looks again when it ends */
 			atomic_store_explicit(&e->cc_due_ns, xr_pfc_next_due(e), memory_order_relaxed);
 		return work;
 	}
