@@ -3,8 +3,9 @@
  * A host on the in-process fabric: the near end of a mem pair, wrapped as
  * the NIC's MAC. It paces frames at its line rate on the fabric's clock
  * (the engine itself sends as fast as the link takes them, which on a mem
- * pair is at once), honours the PFC/PAUSE frames the switch sends (the
- * engine does not yet: issue 12 item 4), and resolves peers through the
+ * pair is at once), honours the PFC/PAUSE frames the switch sends (or,
+ * with ignore_pause, hands them to the engine, which honours them itself:
+ * src/nic/pfc.c), and resolves peers through the
  * fabric's table of attached hosts (a mem pair would answer with the
  * switch port's MAC). A refused send is backpressure: the engine keeps the
  * frame and offers it again, so nothing is lost here.
