@@ -12,20 +12,10 @@
 #include "fabric_harness.h"
 #include "rc_harness.h"
 
-#define MAX_SEND 8
+#define MAX_SEND DEV_MAX_QP
 #define MAX_WIN 64
 #define QHIST 4096   /* queue-length histogram: 1 KiB buckets up to 4 MiB */
 
-struct dev {
-	struct xr_link *link;
-	struct xr_context *ctx;
-	struct xr_pd *pd;
-	struct xr_cq *cq;
-	uint8_t *buf;
-	size_t len;
-	struct xr_mr *mr;
-	struct xr_qp *qp[MAX_SEND];
-};
 
 struct incast_cfg {
 	unsigned nsend;
@@ -57,12 +47,6 @@ struct incast {
 	uint64_t qp99, qmax;
 };
 
-static inline uint64_t counter(struct dev *d, enum xr_counter c)
-{
-	uint64_t v = 0;
-	xr_regio_read_counter(xr_context_regs(d->ctx), c, &v);
-	return v;
-}
 
 static inline void reg_write(struct dev *d, uint32_t off, uint32_t v)
 {
@@ -71,35 +55,10 @@ static inline void reg_write(struct dev *d, uint32_t off, uint32_t v)
 
 static inline void dev_open(struct incast *s, const struct xr_fabric_port_cfg *pc, size_t len, unsigned nqp)
 {
-	struct dev *d = &s->d[s->ndev];
-	char addr[32];
-	struct xr_fabric_host_cfg hc = { .addr = addr };
-	struct xr_device_opts o = { .addr = addr, .progress = XR_PROGRESS_INLINE, .retry7_forever = true };
-	struct xr_qp_init_attr ia = { 0 };
+	const struct dev_opts o = { .len = len, .nqp = nqp, .cq_depth = 1024, .sq_depth = 64, .rq_depth = 4,
+				    .retry7_forever = true };
 
-	snprintf(addr, sizeof(addr), "10.0.0.%u", s->ndev + 1);
-	assert_int_equal(xr_fabric_attach_host(s->n.fab, pc, &hc, &d->link), (int)s->ndev);
-	d->ctx = xr_open_device(d->link, &o);
-	assert_non_null(d->ctx);
-	xr_engine_set_clock(xr_context_engine(d->ctx), xr_fabric_clock, s->n.fab);
-	d->pd = xr_alloc_pd(d->ctx);
-	d->cq = xr_create_cq(d->ctx, 1024);
-	d->len = len;
-	d->buf = calloc(1, len);
-	assert_non_null(d->buf);
-	d->mr = xr_reg_mr(d->pd, d->buf, len, 0xF | XR_ACCESS_LOCAL_WRITE);
-	assert_non_null(d->mr);
-	ia.send_cq = ia.recv_cq = d->cq;
-	ia.qp_type = XR_QPT_RC;
-	ia.cap.max_send_wr = 64;
-	ia.cap.max_recv_wr = 4;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	for (unsigned i = 0; i < nqp; i++) {
-		d->qp[i] = xr_create_qp(d->pd, &ia);
-		assert_non_null(d->qp[i]);
-	}
-	s->ndev++;
+	dev_open_on(s->n.fab, pc, &o, &s->d[s->ndev++]);
 }
 
 static inline void incast_open(struct incast *s, const struct incast_cfg *cfg_in)
@@ -144,17 +103,8 @@ static inline void incast_open(struct incast *s, const struct incast_cfg *cfg_in
 
 static inline void incast_free(struct incast *s)
 {
-	for (unsigned i = 0; i < s->ndev; i++) {
-		struct dev *d = &s->d[i];
-		for (unsigned k = 0; k < MAX_SEND && d->qp[k]; k++)
-			xr_destroy_qp(d->qp[k]);
-		xr_dereg_mr(d->mr);
-		xr_destroy_cq(d->cq);
-		xr_dealloc_pd(d->pd);
-		xr_close_device(d->ctx);
-		xr_link_close(d->link);
-		free(d->buf);
-	}
+	for (unsigned i = 0; i < s->ndev; i++)
+		dev_close(&s->d[i]);
 	xr_fabric_free(s->n.fab);
 }
 
@@ -269,11 +219,11 @@ static inline void incast_run(struct incast *s)
 	}
 	free(hist);
 	s->marks = bn.ecn_marked;
-	s->cnp_sent = counter(&s->d[0], XR_CNT_CNP_SENT);
+	s->cnp_sent = dev_counter(&s->d[0], XR_CNT_CNP_SENT);
 	for (unsigned k = 0; k < c->nsend; k++) {
-		s->rexmit += counter(&s->d[1 + k], XR_CNT_RETRANSMITS);
-		s->cnp_rcvd += counter(&s->d[1 + k], XR_CNT_CNP_RCVD);
-		s->cuts += counter(&s->d[1 + k], XR_CNT_DCQCN_CUTS);
+		s->rexmit += dev_counter(&s->d[1 + k], XR_CNT_RETRANSMITS);
+		s->cnp_rcvd += dev_counter(&s->d[1 + k], XR_CNT_CNP_RCVD);
+		s->cuts += dev_counter(&s->d[1 + k], XR_CNT_DCQCN_CUTS);
 	}
 	s->fairness_min = 1;
 	for (unsigned w = 0; w < s->nwin; w++) {

@@ -183,6 +183,26 @@ static inline void h_close(struct pair *p)
 	xr_link_close(p->lb);
 }
 
+/* A counter of e's engine, read through its register file. */
+static inline uint64_t h_counter(const struct end *e, enum xr_counter c)
+{
+	uint64_t v = 0;
+	xr_regio_read_counter(xr_context_regs(e->ctx), c, &v);
+	return v;
+}
+
+/* e's first QP as a QP READ loads it (its congestion state with it); a
+ * failed read gives state 0xFF, which no check accepts. */
+static inline struct xr_qp_ctx h_qp_read(const struct end *e)
+{
+	struct xr_qp_ctx c;
+	if (xr_regio_qp_read(xr_context_regs(e->ctx), xr_qp_num(e->qp[0]), &c)) {
+		memset(&c, 0, sizeof(c));
+		c.state = 0xFF;
+	}
+	return c;
+}
+
 /* Keeps both engines moving in inline mode (the thread does it otherwise). */
 static inline void h_progress(struct pair *p)
 {

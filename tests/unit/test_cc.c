@@ -29,20 +29,6 @@ static void reg_write(struct end *e, uint32_t off, uint32_t v)
 	assert_int_equal(xr_regio_write(xr_context_regs(e->ctx), off, v), 0);
 }
 
-static uint64_t counter(struct end *e, enum xr_counter c)
-{
-	uint64_t v = 0;
-	xr_regio_read_counter(xr_context_regs(e->ctx), c, &v);
-	return v;
-}
-
-static struct xr_qp_ctx qp_read(struct end *e)
-{
-	struct xr_qp_ctx c;
-	assert_int_equal(xr_regio_qp_read(xr_context_regs(e->ctx), xr_qp_num(e->qp[0]), &c), 0);
-	return c;
-}
-
 static void open_pair(uint8_t timeout, uint8_t retry_cnt)
 {
 	const struct h_opts o = { .mode = XR_PROGRESS_INLINE, .mtu = XR_MTU_4096, .buf_len = 1 << 20,
@@ -92,25 +78,25 @@ static void test_dcqcn_steps(void **state)
 
 	open_pair(14, 7);
 	qb = xr_qp_num(P.b.qp[0]);
-	c = qp_read(&P.b);
+	c = h_qp_read(&P.b);
 	assert_int_equal(c.cc_rate, 0);   /* not paced before a CNP */
 
 	/* First CNP: from line rate, cut by alpha/2 = 1/2; alpha stays 1. */
 	cnp_to_b("10.0.0.1", "10.0.0.2", qb);
-	c = qp_read(&P.b);
+	c = h_qp_read(&P.b);
 	assert_int_equal(c.cnp_rcvd, 1);
 	assert_int_equal(c.cc_rate, 5000);
 	assert_int_equal(c.cc_target, 10000);
 	assert_int_equal(c.cc_alpha, 1024);
 	/* Again at once: no increase since, so the target stays. */
 	cnp_to_b("10.0.0.1", "10.0.0.2", qb);
-	c = qp_read(&P.b);
+	c = h_qp_read(&P.b);
 	assert_int_equal(c.cc_rate, 2500);
 	assert_int_equal(c.cc_target, 10000);
 	/* One timer period: fast recovery halfway to the target; alpha
 	 * decays by (1 - g) for the period without a CNP. */
 	advance(55000);
-	c = qp_read(&P.b);
+	c = h_qp_read(&P.b);
 	assert_int_equal(c.cc_rate, 6250);
 	assert_int_equal(c.cc_target, 10000);
 	assert_int_equal(c.cc_alpha, 1020);
@@ -118,7 +104,7 @@ static void test_dcqcn_steps(void **state)
 	 * cut uses the decayed alpha, then alpha = (1 - g) alpha + g. */
 	advance(1000);
 	cnp_to_b("10.0.0.1", "10.0.0.2", qb);
-	c = qp_read(&P.b);
+	c = h_qp_read(&P.b);
 	double a = 255.0 / 256;
 	assert_int_equal(c.cc_target, 6250);
 	assert_true(fabs(c.cc_rate - 6250 * (1 - a / 2)) <= 1);
@@ -126,17 +112,17 @@ static void test_dcqcn_steps(void **state)
 	/* Four more periods: fast recovery, target unchanged; the fifth: additive. */
 	for (int k = 1; k <= 4; k++)
 		advance(55000);
-	assert_int_equal(qp_read(&P.b).cc_target, 6250);
+	assert_int_equal(h_qp_read(&P.b).cc_target, 6250);
 	advance(55000);
-	assert_int_equal(qp_read(&P.b).cc_target, 6290);
+	assert_int_equal(h_qp_read(&P.b).cc_target, 6290);
 	/* Additive steps climb back to line rate, where DCQCN lets go. */
-	for (int k = 0; k < 200 && qp_read(&P.b).cc_rate; k++)
+	for (int k = 0; k < 200 && h_qp_read(&P.b).cc_rate; k++)
 		advance(55000);
-	c = qp_read(&P.b);
+	c = h_qp_read(&P.b);
 	assert_int_equal(c.cc_rate, 0);
 	assert_int_equal(c.cc_target, 0);
-	assert_int_equal(counter(&P.b, XR_CNT_DCQCN_CUTS), 3);
-	assert_true(counter(&P.b, XR_CNT_DCQCN_INCREASES) > 90);
+	assert_int_equal(h_counter(&P.b, XR_CNT_DCQCN_CUTS), 3);
+	assert_true(h_counter(&P.b, XR_CNT_DCQCN_INCREASES) > 90);
 	h_close(&P);
 }
 
@@ -150,25 +136,25 @@ static void test_cnp_checks(void **state)
 	qb = xr_qp_num(P.b.qp[0]);
 	cnp_to_b("10.0.0.9", "10.0.0.2", qb);          /* not the peer */
 	cnp_to_b("10.0.0.1", "10.0.0.2", qb + 100);    /* no such QP */
-	assert_int_equal(counter(&P.b, XR_CNT_DROP_CNP), 2);
+	assert_int_equal(h_counter(&P.b, XR_CNT_DROP_CNP), 2);
 	cnp_to_b("10.0.0.1", "10.0.0.7", qb);          /* not our address */
-	assert_int_equal(counter(&P.b, XR_CNT_DROP_NOT_FOR_US), 1);
-	assert_int_equal(qp_read(&P.b).cnp_rcvd, 0);
-	assert_int_equal(qp_read(&P.b).cc_rate, 0);
-	assert_int_equal(counter(&P.b, XR_CNT_CNP_RCVD), 3);
+	assert_int_equal(h_counter(&P.b, XR_CNT_DROP_NOT_FOR_US), 1);
+	assert_int_equal(h_qp_read(&P.b).cnp_rcvd, 0);
+	assert_int_equal(h_qp_read(&P.b).cc_rate, 0);
+	assert_int_equal(h_counter(&P.b, XR_CNT_CNP_RCVD), 3);
 	/* dcqcn_enable off: counted on the QP, the rate is left alone. */
 	uint32_t ctrl = 0;
 	xr_regio_read(xr_context_regs(P.b.ctx), XR_REG_CC_CTRL, &ctrl);
 	reg_write(&P.b, XR_REG_CC_CTRL, ctrl & ~XR_CC_DCQCN_ENABLE);
 	cnp_to_b("10.0.0.1", "10.0.0.2", qb);
-	assert_int_equal(qp_read(&P.b).cnp_rcvd, 1);
-	assert_int_equal(qp_read(&P.b).cc_rate, 0);
+	assert_int_equal(h_qp_read(&P.b).cnp_rcvd, 1);
+	assert_int_equal(h_qp_read(&P.b).cc_rate, 0);
 	/* A QP in RESET takes none. */
 	struct xr_qp_attr a = { .qp_state = XR_QPS_RESET };
 	reg_write(&P.b, XR_REG_CC_CTRL, ctrl);
 	assert_int_equal(xr_modify_qp(P.b.qp[0], &a, XR_QP_STATE), 0);
 	cnp_to_b("10.0.0.1", "10.0.0.2", qb);
-	assert_int_equal(counter(&P.b, XR_CNT_DROP_CNP), 3);
+	assert_int_equal(h_counter(&P.b, XR_CNT_DROP_CNP), 3);
 	h_close(&P);
 }
 
@@ -199,10 +185,10 @@ static void test_paced_qp_does_not_time_out(void **state)
 	assert_int_equal(got, 1);
 	assert_int_equal(wc.status, XR_WC_SUCCESS);
 	printf("64 KiB at 10 Mb/s: %.1f ms, %llu ACK timeouts, %llu pacer holds\n", (fake_now - start) / 1e6,
-	       (unsigned long long)counter(&P.a, XR_CNT_ACK_TIMEOUTS), (unsigned long long)counter(&P.a, XR_CNT_PACER_WAITS));
+	       (unsigned long long)h_counter(&P.a, XR_CNT_ACK_TIMEOUTS), (unsigned long long)h_counter(&P.a, XR_CNT_PACER_WAITS));
 	assert_true(fake_now - start >= 40000000);   /* it was paced: 12 of its 16 packets 4.2 ms apart */
-	assert_int_equal(counter(&P.a, XR_CNT_ACK_TIMEOUTS), 0);
-	assert_int_equal(counter(&P.a, XR_CNT_RETRANSMITS), 0);
+	assert_int_equal(h_counter(&P.a, XR_CNT_ACK_TIMEOUTS), 0);
+	assert_int_equal(h_counter(&P.a, XR_CNT_RETRANSMITS), 0);
 	h_close(&P);
 }
 

@@ -39,20 +39,6 @@ static void open_pair(const char *tap, uint8_t tclass)
 	assert_int_equal(h_connect(P.b.qp[0], P.a.qp[0], P.a.ctx, &o, 200, 100), 0);
 }
 
-static uint64_t counter(struct end *e, enum xr_counter c)
-{
-	uint64_t v = 0;
-	xr_regio_read_counter(xr_context_regs(e->ctx), c, &v);
-	return v;
-}
-
-static struct xr_qp_ctx qp_read(struct end *e)
-{
-	struct xr_qp_ctx c;
-	assert_int_equal(xr_regio_qp_read(xr_context_regs(e->ctx), xr_qp_num(e->qp[0]), &c), 0);
-	return c;
-}
-
 static const char *arg_path;
 
 /* B writes 16 KiB to A with CE set in its traffic class (as a switch would
@@ -75,13 +61,13 @@ static void test_emit(void **state)
 	}
 	for (int i = 0; i < 100; i++)
 		h_progress(&P);
-	struct xr_qp_ctx a = qp_read(&P.a), b = qp_read(&P.b);
+	struct xr_qp_ctx a = h_qp_read(&P.a), b = h_qp_read(&P.b);
 	printf("A: %u CE received, %u CNPs sent (%llu suppressed); B: %u CNPs taken, rate %u Mb/s, alpha %u/1024\n",
-	       a.ce_rcvd, a.cnp_sent, (unsigned long long)counter(&P.a, XR_CNT_CNP_SUPPRESSED), b.cnp_rcvd,
+	       a.ce_rcvd, a.cnp_sent, (unsigned long long)h_counter(&P.a, XR_CNT_CNP_SUPPRESSED), b.cnp_rcvd,
 	       b.cc_rate, b.cc_alpha);
 	assert_true(a.ce_rcvd >= 64);
 	assert_true(a.cnp_sent >= 1);
-	assert_int_equal(counter(&P.a, XR_CNT_CNP_SENT), a.cnp_sent);
+	assert_int_equal(h_counter(&P.a, XR_CNT_CNP_SENT), a.cnp_sent);
 	assert_int_equal(b.cnp_rcvd, a.cnp_sent);
 	assert_true(b.cc_rate > 0 && b.cc_rate < 100000);
 	h_close(&P);
@@ -111,11 +97,11 @@ static void test_inject(void **state)
 	assert_true(n >= 1);
 	for (int i = 0; i < 100; i++)
 		h_progress(&P);
-	struct xr_qp_ctx b = qp_read(&P.b);
+	struct xr_qp_ctx b = h_qp_read(&P.b);
 	printf("B took %u of %u scapy CNPs: rate %u Mb/s, alpha %u/1024; parser drops %llu, CNPs ignored %llu\n",
-	       b.cnp_rcvd, n, b.cc_rate, b.cc_alpha, (unsigned long long)counter(&P.b, XR_CNT_PARSE_BAD_ICRC),
-	       (unsigned long long)counter(&P.b, XR_CNT_DROP_CNP));
-	assert_int_equal(counter(&P.b, XR_CNT_CNP_RCVD), n);
+	       b.cnp_rcvd, n, b.cc_rate, b.cc_alpha, (unsigned long long)h_counter(&P.b, XR_CNT_PARSE_BAD_ICRC),
+	       (unsigned long long)h_counter(&P.b, XR_CNT_DROP_CNP));
+	assert_int_equal(h_counter(&P.b, XR_CNT_CNP_RCVD), n);
 	assert_int_equal(b.cnp_rcvd, n);
 	assert_true(b.cc_rate > 0 && b.cc_rate < 100000);
 	h_close(&P);

@@ -12,17 +12,6 @@
 
 #define MAX_DEV 5
 
-struct dev {
-	struct xr_link *link;
-	struct xr_context *ctx;
-	struct xr_pd *pd;
-	struct xr_cq *cq;
-	uint8_t *buf;
-	size_t len;
-	struct xr_mr *mr;
-	struct xr_qp *qp[4];
-	unsigned nqp;
-};
 
 struct sim {
 	struct net n;
@@ -33,37 +22,10 @@ struct sim {
 
 static void dev_open(struct sim *s, const struct xr_fabric_port_cfg *pc, size_t len, unsigned nqp)
 {
-	struct dev *d = &s->d[s->ndev];
-	char addr[32];
-	struct xr_fabric_host_cfg hc = { .addr = addr };
-	struct xr_device_opts o = { .addr = addr, .progress = XR_PROGRESS_INLINE };
-	struct xr_qp_init_attr ia = { 0 };
+	const struct dev_opts o = { .len = len, .nqp = nqp, .cq_depth = 4096, .sq_depth = 256, .rq_depth = 256 };
 
-	snprintf(addr, sizeof(addr), "10.0.0.%d", s->ndev + 1);
-	assert_int_equal(xr_fabric_attach_host(s->n.fab, pc, &hc, &d->link), s->ndev);
+	dev_open_on(s->n.fab, pc, &o, &s->d[s->ndev]);
 	s->n.host[s->n.nhosts++] = NULL;   /* closed with the device, not by net_free */
-	d->ctx = xr_open_device(d->link, &o);
-	assert_non_null(d->ctx);
-	/* The engine's timers run on the fabric's clock. */
-	xr_engine_set_clock(xr_context_engine(d->ctx), xr_fabric_clock, s->n.fab);
-	d->pd = xr_alloc_pd(d->ctx);
-	d->cq = xr_create_cq(d->ctx, 4096);
-	d->len = len;
-	d->buf = calloc(1, len);
-	assert_non_null(d->buf);
-	d->mr = xr_reg_mr(d->pd, d->buf, len, 0xF | XR_ACCESS_LOCAL_WRITE);
-	assert_non_null(d->mr);
-	ia.send_cq = ia.recv_cq = d->cq;
-	ia.qp_type = XR_QPT_RC;
-	ia.cap.max_send_wr = 256;
-	ia.cap.max_recv_wr = 256;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	d->nqp = nqp;
-	for (unsigned i = 0; i < nqp; i++) {
-		d->qp[i] = xr_create_qp(d->pd, &ia);
-		assert_non_null(d->qp[i]);
-	}
 	s->ndev++;
 }
 
@@ -86,26 +48,11 @@ static void sim_step(struct sim *s)
 		xr_engine_progress(xr_context_engine(s->d[i].ctx));
 }
 
-static uint64_t counter(struct dev *d, enum xr_counter c)
-{
-	uint64_t v = 0;
-	xr_regio_read_counter(xr_context_regs(d->ctx), c, &v);
-	return v;
-}
 
 static void sim_free(struct sim *s)
 {
-	for (int i = 0; i < s->ndev; i++) {
-		struct dev *d = &s->d[i];
-		for (unsigned k = 0; k < d->nqp; k++)
-			xr_destroy_qp(d->qp[k]);
-		xr_dereg_mr(d->mr);
-		xr_destroy_cq(d->cq);
-		xr_dealloc_pd(d->pd);
-		xr_close_device(d->ctx);
-		xr_link_close(d->link);
-		free(d->buf);
-	}
+	for (int i = 0; i < s->ndev; i++)
+		dev_close(&s->d[i]);
 	s->n.nhosts = 0;
 	net_free(&s->n);
 }
@@ -232,7 +179,7 @@ static void test_engines_through_switch(void **state)
 	struct xr_fabric_port_stats st = pstats(&s.n, 0);
 	assert_true(st.tx_bytes > 32 * 8192);
 	assert_int_equal(st.flooded, 0);
-	assert_int_equal(counter(&s.d[1], XR_CNT_RETRANSMITS), 0);
+	assert_int_equal(dev_counter(&s.d[1], XR_CNT_RETRANSMITS), 0);
 
 	/* READ the receiver's buffer back into the sender and compare. */
 	struct dev *a = &s.d[1], *b = &s.d[0];
@@ -274,16 +221,16 @@ static void test_incast_tail_drop(void **state)
 	struct xr_fabric_port_stats st = pstats(&s.n, 0);
 	uint64_t rexmit = 0;
 	for (int k = 1; k <= 4; k++)
-		rexmit += counter(&s.d[k], XR_CNT_RETRANSMITS);
+		rexmit += dev_counter(&s.d[k], XR_CNT_RETRANSMITS);
 	printf("tail drops %llu, retransmissions %llu, ECN marks %llu (receiver counted %llu), qlen max %llu p99 %llu\n",
 	       (unsigned long long)st.drops[XR_FABRIC_DROP_QUEUE_FULL], (unsigned long long)rexmit,
-	       (unsigned long long)st.ecn_marked, (unsigned long long)counter(&s.d[0], XR_CNT_ECN_MARKED),
+	       (unsigned long long)st.ecn_marked, (unsigned long long)dev_counter(&s.d[0], XR_CNT_ECN_MARKED),
 	       (unsigned long long)st.qlen_max, (unsigned long long)st.qlen_p99);
 	assert_true(st.drops[XR_FABRIC_DROP_QUEUE_FULL] > 0);
 	assert_true(rexmit > 0);
 	assert_true(st.qlen_max <= 12 * 1024);
 	assert_true(st.ecn_marked > 0);
-	assert_int_equal(counter(&s.d[0], XR_CNT_ECN_MARKED), st.ecn_marked);
+	assert_int_equal(dev_counter(&s.d[0], XR_CNT_ECN_MARKED), st.ecn_marked);
 	sim_free(&s);
 }
 
@@ -310,7 +257,7 @@ static void test_incast_pfc(void **state)
 		xon += st.pfc_xon_sent[3];
 		assert_int_equal(xr_fabric_host_stats(s.d[p].link, &hs), 0);
 		host_pfc += hs.pfc_rcvd;
-		rexmit += counter(&s.d[p], XR_CNT_RETRANSMITS);
+		rexmit += dev_counter(&s.d[p], XR_CNT_RETRANSMITS);
 	}
 	printf("PFC: %llu XOFF, %llu XON sent; hosts took %llu; drops %llu; retransmissions %llu; qlen max %llu\n",
 	       (unsigned long long)pfc, (unsigned long long)xon, (unsigned long long)host_pfc,

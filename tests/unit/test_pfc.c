@@ -447,17 +447,6 @@ static void test_pfc_storm_malformed(void **state)
 
 #define MAX_DEV 5
 
-struct dev {
-	struct xr_link *link;
-	struct xr_context *ctx;
-	struct xr_pd *pd;
-	struct xr_cq *cq;
-	uint8_t *buf;
-	size_t len;
-	struct xr_mr *mr;
-	struct xr_qp *qp[4];
-	unsigned nqp;
-};
 
 struct sim {
 	struct net n;
@@ -470,38 +459,14 @@ struct sim {
 
 static void dev_open(struct sim *s, const struct xr_fabric_port_cfg *pc, size_t len, unsigned nqp, unsigned depth)
 {
-	struct dev *d = &s->d[s->ndev];
-	char addr[32];
 	/* The host's MAC passes PFC to the engine, which honours it. */
-	struct xr_fabric_host_cfg hc = { .addr = addr, .ignore_pause = true, .depth = depth };
-	struct xr_device_opts o = { .addr = addr, .progress = XR_PROGRESS_INLINE };
-	struct xr_qp_init_attr ia = { 0 };
+	const struct dev_opts o = { .host = { .ignore_pause = true, .depth = depth }, .len = len, .nqp = nqp,
+				    .cq_depth = 4096, .sq_depth = 256, .rq_depth = 256 };
+	struct dev *d = &s->d[s->ndev];
 
-	snprintf(addr, sizeof(addr), "10.0.0.%d", s->ndev + 1);
-	assert_int_equal(xr_fabric_attach_host(s->n.fab, pc, &hc, &d->link), s->ndev);
+	dev_open_on(s->n.fab, pc, &o, d);
 	s->n.host[s->n.nhosts++] = NULL;   /* closed with the device */
-	d->ctx = xr_open_device(d->link, &o);
-	assert_non_null(d->ctx);
-	xr_engine_set_clock(eng(d->ctx), xr_fabric_clock, s->n.fab);
 	reg_w(d->ctx, XR_REG_PFC_LINK_MBPS, 10000);
-	d->pd = xr_alloc_pd(d->ctx);
-	d->cq = xr_create_cq(d->ctx, 4096);
-	d->len = len;
-	d->buf = calloc(1, len);
-	assert_non_null(d->buf);
-	d->mr = xr_reg_mr(d->pd, d->buf, len, 0xF | XR_ACCESS_LOCAL_WRITE);
-	assert_non_null(d->mr);
-	ia.send_cq = ia.recv_cq = d->cq;
-	ia.qp_type = XR_QPT_RC;
-	ia.cap.max_send_wr = 256;
-	ia.cap.max_recv_wr = 256;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	d->nqp = nqp;
-	for (unsigned i = 0; i < nqp; i++) {
-		d->qp[i] = xr_create_qp(d->pd, &ia);
-		assert_non_null(d->qp[i]);
-	}
 	s->ndev++;
 }
 
@@ -517,17 +482,8 @@ static void sim_step(struct sim *s)
 
 static void sim_free(struct sim *s)
 {
-	for (int i = 0; i < s->ndev; i++) {
-		struct dev *d = &s->d[i];
-		for (unsigned k = 0; k < d->nqp; k++)
-			xr_destroy_qp(d->qp[k]);
-		xr_dereg_mr(d->mr);
-		xr_destroy_cq(d->cq);
-		xr_dealloc_pd(d->pd);
-		xr_close_device(d->ctx);
-		xr_link_close(d->link);
-		free(d->buf);
-	}
+	for (int i = 0; i < s->ndev; i++)
+		dev_close(&s->d[i]);
 	s->n.nhosts = 0;
 	net_free(&s->n);
 }
