@@ -171,11 +171,7 @@ void xr_fabric_print_stats(const struct xr_fabric *fab, FILE *out);
 
 /* The frame's priority under fab's configuration. */
 uint8_t xr_fabric_frame_prio(const struct xr_fabric *fab, const uint8_t *d, uint16_t len);
-/* Builds an 802.1Qbb PFC frame (60 bytes) into buf: priorities in mask
- * paused for quanta (0: resume). Returns the length. */
-uint16_t xr_fabric_build_pfc(uint8_t *buf, const uint8_t smac[6], uint8_t mask, uint16_t quanta);
-/* Builds an 802.3x PAUSE frame (60 bytes). Returns the length. */
-uint16_t xr_fabric_build_pause(uint8_t *buf, const uint8_t smac[6], uint16_t quanta);
+/* PFC and PAUSE frames: xr_build_pfc_frame, xr_build_pause_frame (wire.h). */
 /* A pause of quanta at rate_bps (0: 100 Gb/s), in ns; and the inverse, rounded up, capped at 65535. */
 uint64_t xr_fabric_quanta_ns(uint16_t quanta, uint64_t rate_bps);
 uint16_t xr_fabric_ns_quanta(uint64_t ns, uint64_t rate_bps);

@@ -206,6 +206,13 @@ ssize_t xr_pkt_build(struct xr_pkt *p, uint8_t *buf, size_t cap);
  * writes pad, ICRC and the optional UDP checksum.
  */
 ssize_t xr_pkt_build_hdrs(struct xr_pkt *p, uint8_t *buf, size_t cap);
+
+/* MAC control frames, XR_MAC_CTRL_FRAME (60) bytes, to 01:80:C2:00:00:01:
+ * an 802.1Qbb PFC frame pausing the priorities in mask for quanta (0:
+ * resume), and an 802.3x PAUSE. Return the length. */
+#define XR_MAC_CTRL_FRAME 60
+uint16_t xr_build_pfc_frame(uint8_t *buf, const uint8_t smac[6], uint8_t mask, uint16_t quanta);
+uint16_t xr_build_pause_frame(uint8_t *buf, const uint8_t smac[6], uint16_t quanta);
 void xr_pkt_finish(struct xr_pkt *p, uint8_t *buf);
 
 /* ---- parser ---- */

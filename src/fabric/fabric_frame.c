@@ -86,34 +86,3 @@ uint16_t xr_fabric_ns_quanta(uint64_t ns, uint64_t rate_bps)
 	uint64_t q = (bits + 511) / 512;
 	return q > 0xFFFF ? 0xFFFF : (uint16_t)q;
 }
-
-static const uint8_t mac_ctrl_dst[6] = { 0x01, 0x80, 0xC2, 0x00, 0x00, 0x01 };
-
-static uint16_t mac_ctrl_hdr(uint8_t *buf, const uint8_t smac[6], uint16_t opcode)
-{
-	memset(buf, 0, 60);   /* padded to the 60-byte minimum (64 with FCS) */
-	memcpy(buf, mac_ctrl_dst, 6);
-	memcpy(buf + 6, smac, 6);
-	put_be16(buf + 12, ETHERTYPE_MAC_CTRL);
-	put_be16(buf + 14, opcode);
-	return 60;
-}
-
-uint16_t xr_fabric_build_pfc(uint8_t *buf, const uint8_t smac[6], uint8_t mask, uint16_t quanta)
-{
-	uint16_t len = mac_ctrl_hdr(buf, smac, MAC_CTRL_PFC);
-
-	put_be16(buf + 16, mask);
-	for (int i = 0; i < XR_FABRIC_PRIOS; i++)
-		if (mask & (1u << i))
-			put_be16(buf + 18 + 2 * i, quanta);
-	return len;
-}
-
-uint16_t xr_fabric_build_pause(uint8_t *buf, const uint8_t smac[6], uint16_t quanta)
-{
-	uint16_t len = mac_ctrl_hdr(buf, smac, MAC_CTRL_PAUSE);
-
-	put_be16(buf + 16, quanta);
-	return len;
-}

@@ -98,7 +98,7 @@ static int pfc_out(struct xr_fabric *fab, struct port *p, uint8_t mask, uint16_t
 		p->st.tx_stalls++;
 		return -ENOBUFS;
 	}
-	f->len = xr_fabric_build_pfc(f->data, p->link->mac, mask, quanta);
+	f->len = xr_build_pfc_frame(f->data, p->link->mac, mask, quanta);
 	xr_fab_pcap(fab, p, f->data, f->len, now);
 	if (xr_link_send(p->link, &f, 1) != 1) {
 		xr_link_frame_free(p->link, f);

@@ -679,21 +679,14 @@ int xr_link_raw_add_neigh(struct xr_link *l, const xr_gid *gid, const uint8_t ma
 
 int xr_link_raw_send_pfc(struct xr_link *l, uint8_t prio_mask, uint16_t quanta)
 {
-	static const uint8_t pfc_dst[6] = { 0x01, 0x80, 0xC2, 0x00, 0x00, 0x01 };
-	uint8_t f[60] = { 0 };
+	uint8_t f[XR_MAC_CTRL_FRAME];
 	struct raw_link *r;
 	int rc;
 
 	if (!l || l->ops != &raw_ops)
 		return -EINVAL;
 	r = l->priv;
-	memcpy(f, pfc_dst, 6);
-	memcpy(f + 6, l->mac, 6);
-	put_be16(f + 12, ETHERTYPE_PFC);
-	put_be16(f + 14, PFC_OPCODE);
-	put_be16(f + 16, prio_mask);   /* priority-enable vector */
-	for (int p = 0; p < 8; p++)
-		put_be16(f + 18 + 2 * p, (prio_mask >> p) & 1 ? quanta : 0);
+	xr_build_pfc_frame(f, l->mac, prio_mask, quanta);
 	pthread_mutex_lock(&r->lock);
 	rc = send(r->fd, f, sizeof(f), MSG_DONTWAIT) == (ssize_t)sizeof(f) ? 0 : -errno;   /* PFC is never tagged */
 	pthread_mutex_unlock(&r->lock);

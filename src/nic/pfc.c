@@ -24,7 +24,6 @@
 
 #include "../wire/bytes.h"
 #include "engine.h"
-#include "xroce/fabric.h"
 
 #define ETHERTYPE_MAC_CTRL 0x8808
 #define ETHERTYPE_VLAN 0x8100
@@ -342,7 +341,7 @@ static bool send_pfc(struct xr_engine *e, uint8_t mask, uint16_t quanta)
 	xr_mac_from_regs(smac, xr_reg_get(e, XR_REG_MAC_LOW), xr_reg_get(e, XR_REG_MAC_HIGH));
 	if (!(smac[0] | smac[1] | smac[2] | smac[3] | smac[4] | smac[5]))
 		memcpy(smac, e->link->mac, 6);
-	f->len = xr_fabric_build_pfc(f->data, smac, mask, quanta);
+	f->len = xr_build_pfc_frame(f->data, smac, mask, quanta);
 	/* Straight to the link, ahead of the data frames waiting in txq. */
 	if (xr_link_send(e->link, &f, 1) != 1) {
 		xr_link_frame_free(e->link, f);

@@ -139,7 +139,7 @@ static void test_pause_honoured(void **state)
 	/* 802.3x PAUSE from the receiving host at t_pause: every priority. */
 	for (n.now = 1000; n.now <= 2000000; n.now += 1000) {
 		if (n.now == t_pause) {
-			xr_fabric_build_pause(ctl, n.host[1]->mac, 1000);
+			xr_build_pause_frame(ctl, n.host[1]->mac, 1000);
 			host_send(&n, 1, ctl, 60);
 		}
 		uint64_t before = pstats(&n, 1).tx_frames;
@@ -160,7 +160,7 @@ static void test_pause_honoured(void **state)
 	/* PFC for priority 3 only: DSCP 26 frames stop, DSCP 0 frames go on;
 	 * then a zero time resumes priority 3 before its time is up. */
 	uint16_t len3 = roce_frame(&n, 0, 1, 26 << 2, false, 200, frame3);
-	xr_fabric_build_pfc(ctl, n.host[1]->mac, 1u << 3, 0xFFFF);
+	xr_build_pfc_frame(ctl, n.host[1]->mac, 1u << 3, 0xFFFF);
 	host_send(&n, 1, ctl, 60);
 	n.now += 1000;
 	xr_fabric_step(n.fab, n.now);
@@ -178,7 +178,7 @@ static void test_pause_honoured(void **state)
 	assert_int_equal(xr_fabric_queue_bytes(n.fab, 1, 0), 0);
 	assert_int_equal(xr_fabric_queue_bytes(n.fab, 1, 3), 10u * len3);
 	assert_int_equal(pstats(&n, 1).pfc_rcvd[3], 1);
-	xr_fabric_build_pfc(ctl, n.host[1]->mac, 1u << 3, 0);
+	xr_build_pfc_frame(ctl, n.host[1]->mac, 1u << 3, 0);
 	host_send(&n, 1, ctl, 60);
 	for (int i = 0; i < 100; i++) {
 		n.now += 10000;
@@ -187,7 +187,7 @@ static void test_pause_honoured(void **state)
 	assert_int_equal(xr_fabric_queue_bytes(n.fab, 1, 3), 0);
 	assert_int_equal(pstats(&n, 1).pfc_rcvd[3], 1);   /* XON is not counted as a pause */
 	/* A truncated PFC frame and an unknown MAC control opcode are counted drops. */
-	xr_fabric_build_pfc(ctl, n.host[1]->mac, 1u << 3, 5);
+	xr_build_pfc_frame(ctl, n.host[1]->mac, 1u << 3, 5);
 	host_send(&n, 1, ctl, 20);
 	ctl[15] = 0x77;
 	host_send(&n, 1, ctl, 60);

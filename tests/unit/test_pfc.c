@@ -104,13 +104,13 @@ static void inject(struct pair *p, const uint8_t *frame, uint16_t len)
 static void inject_pfc(struct pair *p, uint8_t mask, uint16_t quanta)
 {
 	uint8_t b[60];
-	inject(p, b, xr_fabric_build_pfc(b, p->lb->mac, mask, quanta));
+	inject(p, b, xr_build_pfc_frame(b, p->lb->mac, mask, quanta));
 }
 
 static void inject_pause(struct pair *p, uint16_t quanta)
 {
 	uint8_t b[60];
-	inject(p, b, xr_fabric_build_pause(b, p->lb->mac, quanta));
+	inject(p, b, xr_build_pause_frame(b, p->lb->mac, quanta));
 }
 
 /* n WRITEs of len bytes from A to B, patterned by seed; completions on A. */
@@ -385,7 +385,7 @@ static void test_pfc_storm_malformed(void **state)
 	static const uint8_t group[6] = { 0x01, 0x80, 0xC2, 0x00, 0x00, 0x01 };
 	uint64_t d0 = cnt(p.a.ctx, XR_CNT_DROP_MAC_CONTROL);
 	unsigned bad = 0;
-	xr_fabric_build_pfc(b, p.lb->mac, 1u << PRIO, 0xFFFF);
+	xr_build_pfc_frame(b, p.lb->mac, 1u << PRIO, 0xFFFF);
 	inject(&p, b, 16);                            /* opcode only */
 	inject(&p, b, 30);                            /* PFC cut in its times */
 	bad += 2;
@@ -395,12 +395,12 @@ static void test_pfc_storm_malformed(void **state)
 	b[15] = 0x00;                                 /* opcode 0 */
 	inject(&p, b, 60);
 	bad += 2;
-	xr_fabric_build_pfc(b, p.lb->mac, 1u << 6, 0xFFFF);   /* PFC off for priority 6 */
+	xr_build_pfc_frame(b, p.lb->mac, 1u << 6, 0xFFFF);   /* PFC off for priority 6 */
 	inject(&p, b, 60);
-	xr_fabric_build_pfc(b, p.lb->mac, 0, 0xFFFF);         /* an empty vector */
+	xr_build_pfc_frame(b, p.lb->mac, 0, 0xFFFF);         /* an empty vector */
 	inject(&p, b, 60);
 	bad += 2;
-	xr_fabric_build_pfc(b, p.lb->mac, 1u << PRIO, 0xFFFF);
+	xr_build_pfc_frame(b, p.lb->mac, 1u << PRIO, 0xFFFF);
 	b[0] = 0x02;                                  /* to somebody else's unicast MAC */
 	inject(&p, b, 60);
 	inject_pause(&p, 0xFFFF);                     /* PAUSE with pause_rx off */
