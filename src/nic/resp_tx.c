@@ -68,6 +68,8 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 	struct xr_pkt p;
 	struct xr_frame *f;
 	uint32_t n = 1, idx = 0, off = 0, len = 0;
+	/* The clock only for a paced QP: no read per response otherwise. */
+	uint64_t now = xr_cc_paced(qp) ? xr_engine_now(e) : 0;
 
 	if (res->kind == RES_READ) {
 		n = res->stream_len ? (uint32_t)(((uint64_t)res->stream_len + mtu - 1) / mtu) : 1;
@@ -82,7 +84,7 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 	}
 	/* READ responses carry the QP's data: the same pacer as its requests
 	 * (a CNP for a READ's responses names this QP). Held: sent later. */
-	if (res->kind == RES_READ && !xr_cc_may_send(e, qp, xr_engine_now(e)))
+	if (res->kind == RES_READ && !xr_cc_may_send(e, qp, now))
 		return false;
 	f = xr_tx_begin(e, tx, qp, &p);
 	if (!f)
@@ -121,7 +123,7 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 	if (len)
 		xr_dma_read(mr, res->stream_va + off, f->data + p.payload_off, len);
 	xr_tx_commit(e, tx, f, &p);
-	xr_cc_sent(e, qp, xr_engine_now(e), f->len);
+	xr_cc_sent(e, qp, now, f->len);
 	res->next_psn = psn_add(res->next_psn, 1);
 	if (idx + 1 >= n) {
 		res->queued = false;
