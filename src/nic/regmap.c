@@ -56,17 +56,25 @@ static char counter_reg_desc[2 * XR_CNT_COUNT][160];
 /* Offsets below this map straight to a description. */
 #define DIRECT_LIMIT 0x400
 static const struct xr_reg_desc *by_offset[DIRECT_LIMIT / 4];
+/* The arrays (doorbells, table windows): a doorbell per posted WQE looks
+ * one up, so they are searched alone, not among every plain register. */
+#define N_ARRAYS (sizeof((const struct xr_reg_desc *[]){ \
+	XR_REG_ARRAY_TABLE(XR_ARRAY_ONE) }) / sizeof(const struct xr_reg_desc *))
+#define XR_ARRAY_ONE(name, base, count, stride, acc, fields, desc) NULL,
+static const struct xr_reg_desc *arrays[N_ARRAYS];
 
 /* Runs before any other constructor that looks registers up. */
 __attribute__((constructor(101)))
 static void regmap_init(void)
 {
-	size_t n = 0;
+	size_t n = 0, narrays = 0;
 
 	for (size_t i = 0; i < N_PLAIN; i++) {
 		all_regs[n++] = plain_regs[i];
 		if (plain_regs[i].count == 1 && plain_regs[i].offset < DIRECT_LIMIT)
 			by_offset[plain_regs[i].offset / 4] = &all_regs[n - 1];
+		else if (plain_regs[i].count > 1 && narrays < N_ARRAYS)
+			arrays[narrays++] = &all_regs[n - 1];
 	}
 	for (unsigned c = 0; c < XR_CNT_COUNT; c++) {
 		const char *cname = xr_counter_name(c);
@@ -98,9 +106,9 @@ const struct xr_reg_desc *xr_reg_by_offset(uint32_t off)
 		return by_offset[off / 4];
 	if (off >= XR_COUNTER_BASE && off < XR_COUNTER_BASE + 8 * XR_CNT_COUNT)
 		return &all_regs[N_PLAIN + (off - XR_COUNTER_BASE) / 4];
-	for (size_t i = 0; i < N_PLAIN; i++) {
-		const struct xr_reg_desc *d = &all_regs[i];
-		if (d->count > 1 && off >= d->offset && off < d->offset + d->count * d->stride &&
+	for (size_t i = 0; i < N_ARRAYS; i++) {
+		const struct xr_reg_desc *d = arrays[i];
+		if (d && off >= d->offset && off < d->offset + d->count * d->stride &&
 		    (off - d->offset) % d->stride == 0)
 			return d;
 	}
