@@ -23,6 +23,7 @@ extern const char *prog;
 #define CQ_MOD 100
 #define RESULT_LINE "---------------------------------------------------------------------------------------\n"
 #define PEER_WAIT_MS 120000  /* a silent peer must not hang us */
+#define PEER_CHECK_US 100     /* how often the passive end looks for the peer's "done" */
 #define LINGER_MS 5000        /* after the run, answering a peer that still retransmits */
 #define PP_EXIT_UNACKED 3     /* exit status: all done but the last send unacknowledged */
 
