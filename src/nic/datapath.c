@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +30,14 @@ static _Thread_local bool post_deferred;
 static int progress_pass(struct xr_engine *e, bool block);
 static uint64_t mono_ns(void);
 
+/* The thread running a progress pass: a quiesce from inside the pass (an
+ * interrupt handler deregistering) must not wait for itself, and a QP the
+ * pass puts back on the busy list wakes no one (see xr_qp_mark_busy). */
+static _Thread_local const struct xr_engine *pass_owner;
+
+/* Set in the engine's own thread. */
+static _Thread_local const struct xr_engine *thread_of;
+
 static void wake_thread(struct xr_engine *e)
 {
 	uint64_t one = 1;
@@ -36,6 +45,19 @@ static void wake_thread(struct xr_engine *e)
 	if (write(e->doorbell_efd, &one, sizeof(one)) < 0) {
 		/* Saturated counter: the thread is awake anyway. */
 	}
+}
+
+/* The thread sleeps without a timeout and a pass just gave a QP a timer
+ * (an ACK to wait for): instead of a wakeup now, the tick's timer wakes it
+ * within TICK_NS to take the timers over. Armed once until it fires. */
+#define TICK_NS 1000000
+
+static void arm_tick(struct xr_engine *e)
+{
+	struct itimerspec its = { .it_value = { 0, TICK_NS } };
+
+	if (e->progress.tick_fd >= 0 && !atomic_exchange(&e->progress.tick_armed, true))
+		timerfd_settime(e->progress.tick_fd, 0, &its, NULL);
 }
 
 void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp)
@@ -66,7 +88,17 @@ void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp)
 		return;
 	}
 	/* Only a sleeping progress thread needs the syscall; a QP already on
-	 * the list (waiting for an ACK) still needs it woken for new work. */
+	 * the list (waiting for an ACK) still needs it woken for new work.
+	 * Inside a pass the QP is one the pass served and keeps busy: a QP
+	 * that can move wakes the thread at the end of the pass (progress_pass);
+	 * one that waits for an ACK or a timer needs the thread only if it sleeps
+	 * without a timeout, which it does only when no QP was busy. */
+	atomic_thread_fence(memory_order_seq_cst);   /* nbusy before untimed: pairs with sleep_on_fds */
+	if (pass_owner == e) {
+		if (e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping) && atomic_load(&e->progress.untimed))
+			arm_tick(e);
+		return;
+	}
 	wake = e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping);
 	if (wake)
 		wake_thread(e);
@@ -255,6 +287,20 @@ static bool qp_has_work(const struct xr_qp *qp)
 	       r->timer_due_ns || r->rnr_due_ns || xr_cc_has_work(qp);
 }
 
+/* Work a pass could do at once, as opposed to waiting for an ACK, a timer
+ * or the pacer (which the thread's timed sleep covers). */
+static bool qp_can_move(const struct xr_qp *qp)
+{
+	const struct xr_req *r = &qp->req;
+
+	if (qp->ctx.state == XR_QPS_ERR)
+		return qp_has_work(qp);
+	if (qp->cc.held || qp->cc.cnp_owed)
+		return qp->cc.cnp_owed;
+	return xr_resp_has_work(qp) || r->cur_active || r->retx_pending ||
+	       (r->head != qp->sq_pi && qp->ctx.state == XR_QPS_RTS);
+}
+
 static void serve_qp(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t now)
 {
 	bool held;
@@ -286,7 +332,9 @@ static void serve_qp(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, ui
 	}
 }
 
-static int progress_locked(struct xr_engine *e)
+/* *movable: a QP was left with work it can do at once (qp_can_move), or
+ * frames wait for the link: someone must pass again soon. */
+static int progress_locked(struct xr_engine *e, bool *movable)
 {
 	struct xr_frame *rx[RX_BURST];
 	struct xr_tx *tx = e->txq;
@@ -316,6 +364,7 @@ static int progress_locked(struct xr_engine *e)
 	if (tx->full) {
 		/* Nothing is served until the link takes frames: no pacer time. */
 		atomic_store_explicit(&e->cc_due_ns, UINT64_MAX, memory_order_relaxed);
+		*movable = true;
 		return work;
 	}
 
@@ -354,6 +403,7 @@ static int progress_locked(struct xr_engine *e)
 			work += (int)(tx->n - before);
 			if (qp_has_work(qp)) {
 				uint64_t d = xr_cc_next_due(qp, now);
+				*movable = *movable || qp_can_move(qp);
 				if (d < due)
 					due = d;
 				xr_qp_mark_busy(e, qp);
@@ -377,18 +427,17 @@ static int progress_locked(struct xr_engine *e)
 	}
 	atomic_store_explicit(&e->cc_due_ns, due, memory_order_relaxed);
 	tx_flush(e, tx);
+	if (tx->n && !e->pfc.paused)
+		*movable = true;
 	return work;
 }
-
-/* The thread running a progress pass: a quiesce from inside the pass (an
- * interrupt handler deregistering) must not wait for itself. */
-static _Thread_local const struct xr_engine *pass_owner;
 
 /* block: wait for a pass another thread is running (the engine's thread:
  * spinning on a busy lock could keep its holder, preempted on this core,
  * from ever finishing). Callers that poll do not wait. */
 static int progress_pass(struct xr_engine *e, bool block)
 {
+	bool movable = false;
 	int work = 0;
 
 	if (!e->link || (block ? pthread_mutex_lock(&e->dp_mutex) : pthread_mutex_trylock(&e->dp_mutex)))
@@ -397,11 +446,15 @@ static int progress_pass(struct xr_engine *e, bool block)
 	atomic_fetch_add(&e->dp_epoch, 1);   /* odd: a pass is running */
 	pass_owner = e;
 	if (!(xr_reg_get(e, XR_REG_CTRL) & XR_CTRL_SOFT_RESET))
-		work = progress_locked(e);
+		work = progress_locked(e, &movable);
 	pass_owner = NULL;
 	atomic_fetch_add(&e->dp_epoch, 1);
 	pthread_rwlock_unlock(&e->dp_lock);
 	pthread_mutex_unlock(&e->dp_mutex);
+	/* A caller's pass left work that cannot wait for its next call: the
+	 * sleeping thread takes it (the thread's own pass loops by itself). */
+	if (movable && thread_of != e && e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping))
+		wake_thread(e);
 	return work;
 }
 
@@ -471,16 +524,24 @@ static bool assisted_lately(struct xr_engine *e, uint64_t now)
  * link_fd was taken (and the link's wakeup armed) before the last pass. */
 static void sleep_on_fds(struct xr_engine *e, int link_fd)
 {
-	struct pollfd pf[2] = { { link_fd, POLLIN, 0 }, { e->doorbell_efd, POLLIN, 0 } };
+	struct pollfd pf[3] = { { link_fd, POLLIN, 0 }, { e->doorbell_efd, POLLIN, 0 }, { e->progress.tick_fd, POLLIN, 0 } };
 	uint64_t v;
 	int ready;
 
 	/* Timers run only for QPs on the busy list, and frames the link
 	 * refused wait in txq: with neither, nothing is due until a frame or
 	 * a doorbell, so an idle device sleeps for good. */
-	bool due = __atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) || e->txq->n;
-	struct timespec ts = { 0, 1000000 }, *tmo = due ? &ts : NULL;
+	bool due;
+	struct timespec ts = { 0, TICK_NS }, *tmo;
 	uint64_t cc_due = atomic_load_explicit(&e->cc_due_ns, memory_order_relaxed);
+
+	/* Untimed first, then nbusy: a pass that puts a QP on the list after
+	 * this load sees untimed and wakes us (xr_qp_mark_busy). */
+	atomic_store(&e->progress.untimed, true);
+	due = __atomic_load_n(&e->nbusy, __ATOMIC_SEQ_CST) || e->txq->n;
+	if (due)
+		atomic_store(&e->progress.untimed, false);
+	tmo = due ? &ts : NULL;
 
 	if (due && cc_due != UINT64_MAX && !e->clock_fn) {
 		/* The pacer's next packet or a DCQCN timer is sooner than the tick. */
@@ -489,7 +550,14 @@ static void sleep_on_fds(struct xr_engine *e, int link_fd)
 		if (wait < 1000000)
 			ts.tv_nsec = (long)wait;
 	}
-	ready = ppoll(pf, 2, tmo, NULL);
+	ready = ppoll(pf, e->progress.tick_fd >= 0 ? 3 : 2, tmo, NULL);
+	atomic_store(&e->progress.untimed, false);
+	if (ready > 0 && (pf[2].revents & POLLIN)) {
+		if (read(e->progress.tick_fd, &v, sizeof(v)) < 0) {
+			/* read by an earlier wakeup */
+		}
+		atomic_store(&e->progress.tick_armed, false);
+	}
 	if (ready > 0 && (pf[1].revents & POLLIN)) {
 		if (read(e->doorbell_efd, &v, sizeof(v)) < 0) {
 			/* drained by another wakeup */
@@ -502,13 +570,14 @@ static void *progress_thread(void *arg)
 	struct xr_engine *e = arg;
 	uint64_t last_work = mono_ns();
 
+	thread_of = e;
 	bool streaming = false;
 
 	while (atomic_load(&e->progress.run)) {
 		uint64_t now;
 		int link_fd, work;
 
-		work = progress_pass(e, true);
+		work = progress_pass(e, false);
 		if (work) {
 			last_work = mono_ns();
 			streaming = work >= BURST_WORK;
@@ -613,6 +682,7 @@ void xr_datapath_init(struct xr_engine *e)
 	pthread_mutex_init(&e->dp_mutex, NULL);
 	pthread_mutex_init(&e->busy_lock, NULL);
 	e->doorbell_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	e->progress.tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	atomic_store(&e->cc_due_ns, UINT64_MAX);
 }
 
@@ -626,6 +696,8 @@ void xr_datapath_fini(struct xr_engine *e)
 	free(e->busy_spare);
 	if (e->doorbell_efd >= 0)
 		close(e->doorbell_efd);
+	if (e->progress.tick_fd >= 0)
+		close(e->progress.tick_fd);
 	pthread_mutex_destroy(&e->dp_mutex);
 	pthread_mutex_destroy(&e->busy_lock);
 }

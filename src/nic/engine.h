@@ -245,6 +245,9 @@ struct xr_engine {
 		pthread_t thread;
 		atomic_bool run;
 		atomic_bool sleeping;          /* wake it through doorbell_efd */
+		atomic_bool untimed;           /* ...and asleep with no timeout (no QP was busy) */
+		int tick_fd;                   /* timerfd: wakes an untimed sleeper for new timers */
+		atomic_bool tick_armed;
 		bool started;
 		_Atomic uint64_t assist_ns;    /* last pass a polling caller ran (xr_engine_assist) */
 	} progress;
