@@ -36,7 +36,8 @@ int main(int argc, char **argv)
 	}
 	double rate = bound_copy_crc_rate(size, mtu, quick ? 0.2 : 2.0);
 	double half = bound_cacheline_half_rtt_us(quick ? 2000 : 200000);
-	if (rate <= 0 || half <= 0) {
+	double spsc = bound_spsc_msg_rate(quick ? 0.05 : 1.0);
+	if (rate <= 0 || half <= 0 || spsc <= 0) {
 		fprintf(stderr, "bench-bound: out of memory or threads\n");
 		return 1;
 	}
@@ -45,5 +46,7 @@ int main(int argc, char **argv)
 	printf("copy_crc_GBps=%.3f\n", rate / 1e9);
 	printf("# two threads on two cores bouncing one cache line: median half round trip\n");
 	printf("cacheline_half_rtt_us=%.3f\n", half);
+	printf("# one core to the other through an SPSC ring of 64-byte messages (copied in and out)\n");
+	printf("spsc_64B_Mpps=%.2f\n", spsc / 1e6);
 	return 0;
 }

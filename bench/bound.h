@@ -14,6 +14,73 @@
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+/* The machine's ceiling for message-rate traffic: a single-producer
+ * single-consumer ring carrying 64-byte messages from one core to the
+ * other, each copied in by the producer and read out by the consumer
+ * (what a WRITE of 64 bytes must at least cost both ends). */
+#define SPSC_SLOTS 256
+struct spsc {
+	_Alignas(64) _Atomic uint64_t tail;
+	_Alignas(64) _Atomic uint64_t head;
+	_Alignas(64) uint8_t slot[SPSC_SLOTS][64];
+	uint64_t count;
+	volatile uint64_t sum;
+};
+
+static inline void *spsc_consumer(void *arg)
+{
+	struct spsc *q = arg;
+	uint64_t sum = 0;
+
+	pin(1);
+	for (uint64_t h = 0; h < q->count;) {
+		uint64_t t = atomic_load_explicit(&q->tail, memory_order_acquire);
+		for (; h < t; h++) {
+			uint8_t m[64];
+			memcpy(m, q->slot[h % SPSC_SLOTS], 64);
+			sum += m[0] + m[63];
+		}
+		atomic_store_explicit(&q->head, h, memory_order_release);
+	}
+	q->sum = sum;
+	return NULL;
+}
+
+/* Messages per second through the ring. */
+static inline double bound_spsc_msg_rate(double seconds)
+{
+	struct spsc *q = aligned_alloc(64, sizeof(*q));
+	uint8_t msg[64];
+	pthread_t t;
+	double t0, t1;
+
+	if (!q)
+		return -1;
+	memset(q, 0, sizeof(*q));
+	memset(msg, 0x5a, sizeof(msg));
+	/* About `seconds` at a rate of the order this machine reaches. */
+	q->count = (uint64_t)(seconds * 50e6);
+	if (pthread_create(&t, NULL, spsc_consumer, q)) {
+		free(q);
+		return -1;
+	}
+	pin(0);
+	t0 = now_s();
+	for (uint64_t i = 0; i < q->count;) {
+		uint64_t room = SPSC_SLOTS - (i - atomic_load_explicit(&q->head, memory_order_acquire));
+		for (; room && i < q->count; room--, i++) {
+			msg[0] = (uint8_t)i;
+			memcpy(q->slot[i % SPSC_SLOTS], msg, 64);
+			atomic_store_explicit(&q->tail, i + 1, memory_order_release);
+		}
+	}
+	pthread_join(t, NULL);
+	t1 = now_s();
+	double n = (double)q->count;
+	free(q);
+	return n / (t1 - t0);
+}
+
 #endif
 #include <isa-l/crc.h>
 #include <pthread.h>
@@ -133,6 +200,73 @@ static inline double bound_cacheline_half_rtt_us(unsigned iters)
 	med = lat[iters / 2];
 	free(lat);
 	return med;
+}
+
+/* The machine's ceiling for message-rate traffic: a single-producer
+ * single-consumer ring carrying 64-byte messages from one core to the
+ * other, each copied in by the producer and read out by the consumer
+ * (what a WRITE of 64 bytes must at least cost both ends). */
+#define SPSC_SLOTS 256
+struct spsc {
+	_Alignas(64) _Atomic uint64_t tail;
+	_Alignas(64) _Atomic uint64_t head;
+	_Alignas(64) uint8_t slot[SPSC_SLOTS][64];
+	uint64_t count;
+	volatile uint64_t sum;
+};
+
+static inline void *spsc_consumer(void *arg)
+{
+	struct spsc *q = arg;
+	uint64_t sum = 0;
+
+	pin(1);
+	for (uint64_t h = 0; h < q->count;) {
+		uint64_t t = atomic_load_explicit(&q->tail, memory_order_acquire);
+		for (; h < t; h++) {
+			uint8_t m[64];
+			memcpy(m, q->slot[h % SPSC_SLOTS], 64);
+			sum += m[0] + m[63];
+		}
+		atomic_store_explicit(&q->head, h, memory_order_release);
+	}
+	q->sum = sum;
+	return NULL;
+}
+
+/* Messages per second through the ring. */
+static inline double bound_spsc_msg_rate(double seconds)
+{
+	struct spsc *q = aligned_alloc(64, sizeof(*q));
+	uint8_t msg[64];
+	pthread_t t;
+	double t0, t1;
+
+	if (!q)
+		return -1;
+	memset(q, 0, sizeof(*q));
+	memset(msg, 0x5a, sizeof(msg));
+	/* About `seconds` at a rate of the order this machine reaches. */
+	q->count = (uint64_t)(seconds * 50e6);
+	if (pthread_create(&t, NULL, spsc_consumer, q)) {
+		free(q);
+		return -1;
+	}
+	pin(0);
+	t0 = now_s();
+	for (uint64_t i = 0; i < q->count;) {
+		uint64_t room = SPSC_SLOTS - (i - atomic_load_explicit(&q->head, memory_order_acquire));
+		for (; room && i < q->count; room--, i++) {
+			msg[0] = (uint8_t)i;
+			memcpy(q->slot[i % SPSC_SLOTS], msg, 64);
+			atomic_store_explicit(&q->tail, i + 1, memory_order_release);
+		}
+	}
+	pthread_join(t, NULL);
+	t1 = now_s();
+	double n = (double)q->count;
+	free(q);
+	return n / (t1 - t0);
 }
 
 #endif
