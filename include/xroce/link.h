@@ -37,6 +37,9 @@ enum xr_frame_rx_flag {
 	/* Strict mode: the ICRC could not be checked in full; the engine drops
 	 * the frame (rx_drop_icrc_unverifiable). */
 	XR_FRAME_ICRC_UNVERIFIABLE = 1u << 1,
+	/* The link checked the ICRC and it matched (UDP link: it computes it
+	 * anyway, for the IPv4 ID); the engine does not compute it again. */
+	XR_FRAME_ICRC_VERIFIED = 1u << 2,
 };
 
 struct xr_link_stats {
