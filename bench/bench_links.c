@@ -72,6 +72,60 @@ static void *pump_thread(void *arg)
 	return NULL;
 }
 
+/* Which way a link carried frames, cumulative: the kernel path under test
+ * (UDP: the socket; raw and XDP: the link's own counts, AF_PACKET or the
+ * XDP socket being their only way, and for XDP the filter's hand-overs,
+ * counted on arrival, so frames still in the ring are not yet the link's)
+ * and any other (the UDP link's host path: shared memory, not the kernel). */
+struct path_count {
+	uint64_t kernel_tx, kernel_rx, other, filtered;
+	bool xdp;
+};
+
+static void path_count(struct xr_link *l, struct path_count *c)
+{
+	struct xr_link_host_stats hs;
+	struct xr_link_xdp_info xi;
+
+	memset(c, 0, sizeof(*c));
+	if (!xr_link_host_stats(l, &hs) && !strcmp(l->kind, "udp")) {
+		c->kernel_tx = hs.tx_net;
+		c->kernel_rx = hs.rx_net;
+		c->other = hs.tx_host + hs.rx_host;
+	} else if (!xr_link_xdp_info(l, &xi)) {
+		c->kernel_tx = l->stats.tx_frames;
+		c->kernel_rx = l->stats.rx_frames;
+		c->filtered = xi.filt_roce;
+		c->xdp = true;
+	} else {
+		c->kernel_tx = l->stats.tx_frames;
+		c->kernel_rx = l->stats.rx_frames;
+	}
+}
+
+/* A figure counts only if every packet each engine sent and received went
+ * the way under test: a same-host shortcut must not pass for the kernel's
+ * UDP over the veth. -1 with the evidence printed otherwise. */
+static int path_verify(struct xr_link *l, const struct path_count *before, struct xr_context *ctx, const char *end)
+{
+	struct path_count now;
+	uint64_t tx = 0, rx = 0, ktx, krx;
+
+	path_count(l, &now);
+	xr_regio_read_counter(xr_context_regs(ctx), XR_CNT_TX_PKTS, &tx);
+	xr_regio_read_counter(xr_context_regs(ctx), XR_CNT_RX_PKTS, &rx);
+	ktx = now.kernel_tx - before->kernel_tx;
+	krx = now.kernel_rx - before->kernel_rx;
+	if (now.other == before->other && ktx >= tx && krx >= rx && tx && rx &&
+	    (!now.xdp || now.filtered > before->filtered))
+		return 0;
+	fprintf(stderr, "bench-links: end %s did not use the %s link's kernel path alone: engine sent %llu, received "
+		"%llu packets; the kernel path carried %llu out, %llu in; another path (host shared memory) %llu "
+		"frames. Result refused.\n", end, l->kind, (unsigned long long)tx, (unsigned long long)rx,
+		(unsigned long long)ktx, (unsigned long long)krx, (unsigned long long)(now.other - before->other));
+	return -1;
+}
+
 /* split: each end's engine on its own thread (the poster runs a's, a
  * second thread b's), as the blaster has a sender and a sink thread;
  * otherwise one thread runs both. */
@@ -81,6 +135,7 @@ static double xroce_goodput(struct xr_link *la, struct xr_link *lb, const char *
 	struct h_opts o = { .mode = XR_PROGRESS_INLINE, .mtu = XR_MTU_4096, .buf_len = 64u << 20, .timeout = 14,
 			    .retry_cnt = 7, .rnr_retry = 7, .sq_depth = 256, .cq_depth = 1024 };
 	struct pumper pu = { 0 };
+	struct path_count ca, cb;
 	pthread_t t;
 	double bps;
 
@@ -93,6 +148,8 @@ static double xroce_goodput(struct xr_link *la, struct xr_link *lb, const char *
 		fprintf(stderr, "bench-links: xroce setup failed: %s\n", strerror(errno));
 		return -1;
 	}
+	path_count(la, &ca);
+	path_count(lb, &cb);
 	pu.e = xr_context_engine(p.b.ctx);
 	if (split) {
 		p.b_driven_elsewhere = true;
@@ -110,6 +167,8 @@ static double xroce_goodput(struct xr_link *la, struct xr_link *lb, const char *
 		fprintf(stderr, "  (xroce, %s: %llu retransmissions, %llu out-of-sequence arrivals)\n",
 			split ? "a thread per end" : "one thread", (unsigned long long)retx, (unsigned long long)drops);
 	}
+	if (path_verify(la, &ca, p.a.ctx, "a") || path_verify(lb, &cb, p.b.ctx, "b"))
+		bps = -1;
 	h_end_close(&p.a);
 	h_end_close(&p.b);
 	return bps;
@@ -341,7 +400,12 @@ int main(int argc, char **argv)
 	 * shared machine hits all of them; each figure is the median. */
 	for (int r = 0; r < ROUNDS; r++) {
 		if (udp) {
-			if (enter_ns(argv[2]) || !(la = xr_link_udp(aa)) || enter_ns(argv[4]) || !(lb = xr_link_udp(ab))) {
+			/* Both ends are in this process, so the UDP link would take its
+			 * host path (shared memory) between them: off, as the row
+			 * measures the kernel's UDP over the veth, as its blaster does. */
+			struct xr_link_udp_opts uo = { .no_host_path = true };
+			if (enter_ns(argv[2]) || !(la = xr_link_udp_ex(aa, &uo)) || enter_ns(argv[4]) ||
+			    !(lb = xr_link_udp_ex(ab, &uo))) {
 				fprintf(stderr, "bench-links: udp links: %s\n", strerror(errno));
 				return 1;
 			}

@@ -37,6 +37,9 @@ enum xr_frame_rx_flag {
 	/* Strict mode: the ICRC could not be checked in full; the engine drops
 	 * the frame (rx_drop_icrc_unverifiable). */
 	XR_FRAME_ICRC_UNVERIFIABLE = 1u << 1,
+	/* The link checked the ICRC and it matched (UDP link: it computes it
+	 * anyway, for the IPv4 ID); the engine does not compute it again. */
+	XR_FRAME_ICRC_VERIFIED = 1u << 2,
 };
 
 struct xr_link_stats {
@@ -133,8 +136,9 @@ struct xr_link *xr_link_pcap_tap_n(struct xr_link *inner, const char *path, uint
  * to the destination's port 4791 from rxe's source port (a socket per
  * source port, made on first use; the 4791 socket when that port is
  * taken), with DF set and UDP checksum 0. On receive it rebuilds the IP
- * and UDP headers around each datagram so the engine's parser and ICRC
- * check run unchanged. Needs no root.
+ * and UDP headers around each datagram so the engine's parser runs
+ * unchanged; an ICRC the link checked (below) is marked
+ * XR_FRAME_ICRC_VERIFIED and not computed again. Needs no root.
  *
  * The IPv4 ID trade-off: the ICRC covers the IPv4 ID, which a socket can
  * neither set nor see. Linux sends DF datagrams from unconnected sockets

@@ -254,6 +254,10 @@ uint32_t xr_icrc_ref(const uint8_t *ip, size_t len);
  * packet is corrupt). 16 of the ICRC's 32 bits still check the packet.
  */
 int xr_icrc_recover_ipv4_id(const uint8_t *ip, size_t len, uint32_t wire_icrc, uint16_t *id);
+/* The same from icrc_id0 = xr_icrc(ip, len), already computed by the
+ * caller: no second pass over the packet. */
+int xr_icrc_recover_ipv4_id_from(const uint8_t *ip, size_t len, uint32_t icrc_id0, uint32_t wire_icrc,
+				 uint16_t *id);
 
 uint16_t xr_ipv4_csum(const uint8_t *hdr20);
 /* UDP checksum with the pseudo-header; ip points at the IP header. */

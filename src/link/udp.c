@@ -258,20 +258,25 @@ static void rebuild_headers(struct udp_link *u, struct xr_frame *f, size_t paylo
  * only 16 bits (a corruption whose CRC error equals an ID change passes),
  * so the frame is flagged and counted (XR_FRAME_ICRC_ID_RECOVERED), or, in
  * strict mode, handed over as unverifiable for the engine to drop. A packet
- * no ID explains is left as it is, and the engine counts its ICRC error. */
+ * no ID explains is left as it is, and the engine counts its ICRC error.
+ * One CRC pass per packet: the recovery reuses it, and a frame that matched
+ * is marked XR_FRAME_ICRC_VERIFIED so the engine's parse skips its own. */
 static void recover_ip_id(struct udp_link *u, struct xr_frame *f)
 {
 	uint8_t *ip = f->data + XR_ETH_HLEN;
 	size_t len = (size_t)f->len - XR_ETH_HLEN;
-	uint32_t wire;
+	uint32_t wire, icrc;
 	uint16_t id;
 
 	if (u->family != AF_INET || len < XR_IPV4_HLEN + XR_UDP_HLEN + XR_BTH_LEN + XR_ICRC_LEN)
 		return;
 	wire = get_le32(ip + len - XR_ICRC_LEN);
-	if (__builtin_expect(xr_icrc(ip, len - XR_ICRC_LEN) == wire, 1))
-		return;   /* ID 0: a full check */
-	if (xr_icrc_recover_ipv4_id(ip, len - XR_ICRC_LEN, wire, &id))
+	icrc = xr_icrc(ip, len - XR_ICRC_LEN);
+	if (__builtin_expect(icrc == wire, 1)) {
+		f->rx_flags |= XR_FRAME_ICRC_VERIFIED;   /* ID 0: a full check */
+		return;
+	}
+	if (xr_icrc_recover_ipv4_id_from(ip, len - XR_ICRC_LEN, icrc, wire, &id))
 		return;
 	u->ids_recovered++;
 	if (u->strict_icrc) {
@@ -281,7 +286,7 @@ static void recover_ip_id(struct udp_link *u, struct xr_frame *f)
 	put_be16(ip + IP4_OFF_ID, id);
 	put_be16(ip + IP4_OFF_CSUM, 0);
 	put_be16(ip + IP4_OFF_CSUM, xr_ipv4_csum(ip));
-	f->rx_flags |= XR_FRAME_ICRC_ID_RECOVERED;
+	f->rx_flags |= XR_FRAME_ICRC_ID_RECOVERED | XR_FRAME_ICRC_VERIFIED;
 }
 
 /* raw_ip_id: datagrams read from the raw socket arrive with their real IPv4

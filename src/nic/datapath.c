@@ -244,7 +244,9 @@ static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx)
 		xr_count(e, XR_CNT_DROP_ICRC_UNVERIFIABLE, 1);
 		return;
 	}
-	err = xr_pkt_parse(f->data, f->len, 0, XR_PARSE_TRANSPORT_LENGTHS, &p);
+	/* The link may have checked the ICRC already (UDP link): once is enough. */
+	err = xr_pkt_parse(f->data, f->len, 0, XR_PARSE_TRANSPORT_LENGTHS |
+			   (f->rx_flags & XR_FRAME_ICRC_VERIFIED ? XR_PARSE_NO_ICRC : 0), &p);
 	if (err != XR_PARSE_OK) {
 		xr_count(e, xr_counter_of_parse_err(err), 1);
 		return;

@@ -189,6 +189,12 @@ static void id_init(void)
 
 int xr_icrc_recover_ipv4_id(const uint8_t *ip, size_t len, uint32_t wire_icrc, uint16_t *id)
 {
+	return xr_icrc_recover_ipv4_id_from(ip, len, xr_icrc(ip, len), wire_icrc, id);
+}
+
+int xr_icrc_recover_ipv4_id_from(const uint8_t *ip, size_t len, uint32_t icrc_id0, uint32_t wire_icrc,
+				 uint16_t *id)
+{
 	uint32_t d, a, i;
 
 	if (len < MASKED_HDR_V4 || len >= MAX_L || ip_version(ip) != 4 || get_be16(ip + IP4_OFF_ID) != 0)
@@ -196,7 +202,7 @@ int xr_icrc_recover_ipv4_id(const uint8_t *ip, size_t len, uint32_t wire_icrc, u
 	pthread_once(&id_once, id_init);
 	if (!id_index)
 		return -1;
-	d = xr_icrc(ip, len) ^ wire_icrc;
+	d = icrc_id0 ^ wire_icrc;
 	if (!d) {
 		*id = 0;
 		return 0;

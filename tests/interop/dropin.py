@@ -57,7 +57,7 @@ def host_command(bindir, tool, args, link, udp_addr, raw_addr, mtu):
     than 0.54 s ends a row in RETRY_EXC while rxe, in the same stall, waits on (a CI run: rxe's answer came
     after xroce's eighth try). The IBTA reading is tested between xroce ends (tests/conformance b20_*)."""
     run = ["env", "XROCE_EXIT_REPORT=1", "XROCE_RETRY7_FOREVER=1", os.path.join(bindir, "xroce-run")] + (["--link", "udp", "--addr", udp_addr] if link == "udp" else
-                                                 ["--link", "raw", "--ifname", "xr0", "--addr", raw_addr])
+                                                 ["--link", link, "--ifname", "xr0", "--addr", raw_addr])
     dev = ["-d", "xroce0", "-g", "0"] if tool == "ibv_rc_pingpong" else ["-d", "xroce0", "-x", "0", "-F"]
     return run + [tool] + dev + args.split() + ["-m", str(mtu)]
 

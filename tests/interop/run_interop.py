@@ -10,7 +10,7 @@ docs/interop.md with the outcome of every case.
 Everything is torn down on exit, failure or timeout.
 
 usage: run_interop.py BUILD_BIN_DIR DOCS_OUT [--quick]
-  XR_LINKS=udp,raw   the xroce links to run
+  XR_LINKS=udp,raw,xdp   the xroce links to run
   XR_ONLY=a,b        only these cases: xroce-perf's by name (write_bw, ...,
                      loss, reorder), the drop-in rows by tool (ib_write_bw,
                      ibv_rc_pingpong, ...) or all of them (dropin)
@@ -35,12 +35,13 @@ work = os.path.join(os.path.dirname(bindir), "interop")
 os.makedirs(work, exist_ok=True)
 NS = f"xrint{os.getpid()}"
 HOST, PEER = "10.77.0.1", "10.77.0.2"
-RAW_ADDR = "10.77.0.3"  # the raw link's own address on xr0; the kernel keeps HOST for the TCP exchange
-LINKS = os.environ.get("XR_LINKS", "udp,raw").split(",")
+RAW_ADDR = "10.77.0.3"  # the raw and XDP links' own address on xr0; the kernel keeps HOST for the TCP exchange
+LINKS = os.environ.get("XR_LINKS", "udp,raw,xdp").split(",")
 results = []
 current_mtu = [1500]   # the phase running now: its capture is the one a failure is explained from
 rxe_rcvd = {}   # MTU phase -> rxe's rcvd_pkts at its end
 rd_atom = {}    # device -> its max_qp_rd_atom (ibv_devinfo -v), for the drop-in rows
+xdp_mode = {}   # MTU phase -> how the XDP link bound xr0, as it reported it
 CAPTURE_CAP = 1_000_000_000   # bytes per capture (tshark's filesize counts kB of 1000 bytes)
 
 
@@ -50,8 +51,9 @@ def sh(cmd, **kw):
 
 def setup_ns(mtu):
     """The VM's tap and a veth pair on one bridge: the kernel's address (TCP exchange, UDP link) is on the
-    bridge, the raw link owns RAW_ADDR on the veth end xr0. All RoCE frames cross tap0, where the capture
-    and the loss rules sit, whichever link sends them (a packet socket on tap0 itself would bypass them)."""
+    bridge, the raw and XDP links own RAW_ADDR on the veth end xr0 (a veth, not the tap: it offers native
+    XDP, as a NIC's driver would). All RoCE frames cross tap0, where the capture and the loss rules sit,
+    whichever link sends them (a packet socket on tap0 itself would bypass them)."""
     subprocess.run(["ip", "netns", "add", NS], check=True)
     sh(f"ip link set lo up && ip tuntap add tap0 mode tap && ip link add br0 type bridge && "
        f"ip link add xr0 type veth peer name xrp && ip link add tv0 type veth peer name tv1 && "
@@ -104,7 +106,7 @@ def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="ud
         vm_cmd = f"{peer_tool} -d rxe0 -x 1 {extra_peer}" if "pingpong" not in name else f"{peer_tool} -d rxe0 -g 1 {extra_peer}"
         # --retry7-forever: retry_cnt 7 read as rxe reads it (see dropin.host_command)
         host_cmd = ["timeout", "90", perf] + xroce_args + ["--retry7-forever"] + (["--link", "udp", "--bind", HOST] if link == "udp" else
-                                                           ["--link", "raw", "--ifname", "xr0", "--bind", RAW_ADDR])
+                                                           ["--link", link, "--ifname", "xr0", "--bind", RAW_ADDR])
     if role == "vm-server":
         vm.run(f"rm -f /tmp/rc /tmp/o; ( timeout 90 {vm_cmd} > /tmp/o 2>&1; echo $? > /tmp/rc ) &", 10)
         time.sleep(2)
@@ -138,6 +140,9 @@ def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="ud
     if not ok and attempt < 3 and CLOCK_FAILURE in vout:
         print(f"     {name} {role} {link}: perftest's clock calibration failed in the VM; once more", flush=True)
         return run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer, link, attempt=attempt + 1, drop_in=drop_in)
+    bound = re.search(r"xdp link on xr0 queue \d+: (.*)", hout)
+    if link == "xdp" and bound:
+        xdp_mode.setdefault(current_mtu[0], bound.group(1).strip())
     checked = re.search(r"Data verification: (\d+) messages checked, 0 errors", hout)
     note = (f"{checked.group(1)} echoes verified" if checked else "") + ("; last ACK lost, peer confirmed" if unacked else "") \
         + (f"; run {attempt}: perftest's clock calibration failed in the VM before" if attempt > 1 else "")
@@ -346,6 +351,8 @@ def main():
                 else:
                     guessed += n
     versions["frames whose payload Wireshark guessed as another protocol and called malformed"] = str(guessed)
+    for mtu, mode in xdp_mode.items():
+        versions[f"XDP link on xr0 (veth), mtu {mtu}"] = mode
     write_doc(versions, malformed)
     failed = [r for r in results if not r["ok"]]
     print(f"{len(results) - len(failed)} of {len(results)} interop cases passed; malformed frames: {malformed}")
@@ -376,8 +383,9 @@ def write_doc(versions, malformed):
         f.write(f"Written by `tests/interop/run_interop.py` on {datetime.date.today()}; do not edit.\n\n")
         f.write("The peer is Debian's kernel rxe driver with rdma-core and perftest in a qemu (TCG) VM on a tap\n"
                 "device in a network namespace. The tap and a veth pair share a bridge; xroce runs xroce-perf in the\n"
-                "same namespace, over its UDP link (the kernel's address on the bridge) and over its raw Ethernet link\n"
-                "(the veth end, with its own address, answering ARP itself). Every RoCE frame crosses the tap, where\n"
+                "same namespace, over its UDP link (the kernel's address on the bridge), over its raw Ethernet link\n"
+                "and over its AF_XDP link (both on the veth end, with their own address, answering ARP themselves; the\n"
+                "veth offers native XDP, the tap would not). Every RoCE frame crosses the tap, where\n"
                 "the capture is taken and, for the loss cases, an nftables rule drops RoCE frames at random in both\n"
                 "directions (this kernel has no netem). For the `reordered` cases the tap leaves the bridge and the\n"
                 "impairment element (`tests/net/impair.c`) forwards between them: RoCE frames delayed 300 us, 5 %\n"
@@ -397,7 +405,7 @@ def write_doc(versions, malformed):
                         f"{r['why'] if r['ok'] else 'xroce rc %s, peer rc %s: %s' % (r['hrc'], r['vrc'], r['why'].replace('|', '/'))} |\n")
         f.write("\n## perftest on xroce through the drop-in libibverbs\n\n")
         f.write("The same Debian binaries on both ends: on the host unmodified, on xroce through `build/lib/ibverbs`\n"
-                "(`xroce-run --link udp --addr %s TOOL -d xroce0 -x 0 -F ...`, or `--link raw --ifname xr0 --addr %s`;\n"
+                "(`xroce-run --link udp --addr %s TOOL -d xroce0 -x 0 -F ...`, or `--link raw|xdp --ifname xr0 --addr %s`;\n"
                 "`ibv_rc_pingpong -d xroce0 -g 0`), in the VM on rxe (`-d rxe0 -x 1`, `ibv_rc_pingpong -g 1`), both told the\n"
                 "path MTU with `-m`. `vm-server` = the VM's binary serves and the host's connects; `xroce-server` = the\n"
                 "reverse. A row passes when both ends exit 0 and print their result rows (the passive servers of\n"

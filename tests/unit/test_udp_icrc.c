@@ -187,21 +187,22 @@ static void test_id0_and_recovered(void **state)
 
 	(void)state;
 	make_pkt(ip, "127.0.0.2", sport, 0);
-	assert_int_equal(roundtrip(ip, l, fd, "127.0.0.2", &err, &id), 0);
+	assert_int_equal(roundtrip(ip, l, fd, "127.0.0.2", &err, &id), XR_FRAME_ICRC_VERIFIED);
 	assert_int_equal(err, XR_PARSE_OK);
 	assert_int_equal(id, 0);
 	make_pkt(ip, "127.0.0.4", sport, 0);
-	assert_int_equal(roundtrip(ip, s, fd, "127.0.0.4", &err, &id), 0);   /* strict takes ID 0 */
+	assert_int_equal(roundtrip(ip, s, fd, "127.0.0.4", &err, &id), XR_FRAME_ICRC_VERIFIED);   /* strict takes ID 0 */
 	assert_int_equal(err, XR_PARSE_OK);
 
 	make_pkt(ip, "127.0.0.2", sport, 0x1234);
-	assert_int_equal(roundtrip(ip, l, fd, "127.0.0.2", &err, &id), XR_FRAME_ICRC_ID_RECOVERED);
+	assert_int_equal(roundtrip(ip, l, fd, "127.0.0.2", &err, &id), XR_FRAME_ICRC_ID_RECOVERED | XR_FRAME_ICRC_VERIFIED);
 	assert_int_equal(err, XR_PARSE_OK);
 	assert_int_equal(id, 0x1234);
 	make_pkt(ip, "127.0.0.4", sport, 0x1234);
 	assert_int_equal(roundtrip(ip, s, fd, "127.0.0.4", &err, &id), XR_FRAME_ICRC_UNVERIFIABLE);
 
-	/* A corruption no ID explains stays an ICRC error, unflagged. */
+	/* A corruption no ID explains stays an ICRC error, unflagged (not
+	 * verified: the engine's parse checks it and counts the drop). */
 	make_pkt(ip, "127.0.0.2", sport, 0);
 	ip[IPLEN - 1] ^= 0x01;
 	assert_int_equal(roundtrip(ip, l, fd, "127.0.0.2", &err, &id), 0);
@@ -228,7 +229,7 @@ static void test_forged_payload(void **state)
 	forge(ip, 0, 0x0001);
 	assert_memory_not_equal(ip, orig, sizeof(ip));
 	assert_int_not_equal(xr_icrc(ip, IPLEN), get_le32(ip + IPLEN));   /* the real ID (0) says corrupt */
-	assert_int_equal(roundtrip(ip, l, fd, "127.0.0.5", &err, &id), XR_FRAME_ICRC_ID_RECOVERED);
+	assert_int_equal(roundtrip(ip, l, fd, "127.0.0.5", &err, &id), XR_FRAME_ICRC_ID_RECOVERED | XR_FRAME_ICRC_VERIFIED);
 	assert_int_equal(err, XR_PARSE_OK);   /* the 16-bit check passes it */
 	assert_int_equal(id, 0x0001);
 
