@@ -209,6 +209,11 @@ static uint64_t prepost(struct side *s, struct rx_slots *r, uint64_t size)
 	return posted;
 }
 
+/* After the peer's word: a receiver the scheduler held back still has
+ * messages in its link; it takes them until none came for this long. */
+#define RX_DRAIN_QUIET_US 2000.0
+#define RX_DRAIN_MAX_US 200000.0
+
 static int run_bw_receiver(struct side *s, struct rx_slots *slots, uint64_t size, uint64_t posted,
 			   struct bw_report *rep)
 {
@@ -216,6 +221,8 @@ static int run_bw_receiver(struct side *s, struct rx_slots *slots, uint64_t size
 	struct xr_wc wc[64];
 	uint8_t *rx = s->buf;
 	double t_first = 0, t_last = 0;
+	double drain_until = 0, drain_cap = 0;   /* set once the peer said it is done */
+	uint64_t got_at_drain = 0;
 
 	for (;;) {
 		while (post_one(s, slots, size, &posted, got))
@@ -253,12 +260,26 @@ static int run_bw_receiver(struct side *s, struct rx_slots *slots, uint64_t size
 				t_last = now_us();
 			}
 		}
-		{
+		if (drain_until) {
+			/* What already reached us is not lost: take it in until the
+			 * link has been quiet for a while. */
+			double t = now_us();
+			if (got != got_at_drain) {
+				got_at_drain = got;
+				drain_until = t + RX_DRAIN_QUIET_US;
+			}
+			if (t > drain_until || t > drain_cap)
+				break;
+		} else {
 			struct pollfd p = { s->oob.fd, POLLIN, 0 };
 			/* UC and UD may lose messages: the peer's word ends the run. */
 			if (poll(&p, 1, 0) > 0 && (s->c->qps > 1 || !s->c->verify || got >= s->c->iters || s->c->duration ||
-						   s->c->conn != XR_QPT_RC))
-				break;
+						   s->c->conn != XR_QPT_RC)) {
+				double t = now_us();
+				got_at_drain = got;
+				drain_until = t + RX_DRAIN_QUIET_US;
+				drain_cap = t + RX_DRAIN_MAX_US;
+			}
 		}
 	}
 	rep->iters = got;

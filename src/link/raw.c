@@ -39,10 +39,14 @@
 #define PFC_OPCODE 0x0101
 #define RESOLVE_TRIES 10
 #define RESOLVE_WAIT_MS 100
-/* The receive ring: slots hold the largest frame we accept after the
- * kernel's header; 1024 of them, in 1 MiB blocks. */
-#define RING_FRAME_SIZE 8192
-#define RING_FRAMES 1024
+/* The receive ring: a slot holds the kernel's header and the largest
+ * frame the interface's MTU lets in (RoCE frames are at most XR_MAX_FRAME);
+ * RING_BYTES of them in 1 MiB blocks. It is the NIC's receive buffer: a
+ * scheduler that holds the engine back for a few milliseconds must not
+ * cost frames (with 1500-byte frames: 16384 slots, 256 messages of 64 KiB).
+ * A kernel that refuses it gets smaller rings, down to RING_BYTES_MIN. */
+#define RING_BYTES (32u << 20)
+#define RING_BYTES_MIN (2u << 20)
 #define RING_BLOCK_SIZE (1u << 20)
 
 struct neigh {
@@ -65,7 +69,9 @@ struct raw_link {
 	unsigned npending;
 	uint8_t *ring;                 /* the kernel's receive ring (TPACKET_V2), or NULL */
 	unsigned ring_head;            /* the next slot to look at */
+	unsigned ring_frames, ring_frame_size;
 	uint64_t pfc_rcvd, pending_drops;
+	uint64_t ring_drops;           /* frames the kernel found no free slot for */
 };
 
 static uint64_t now_ms(void)
@@ -277,7 +283,21 @@ static void rx_deliver(struct raw_link *r, struct xr_frame *fr, struct xr_frame 
 		r->pending[r->npending++] = fr;
 	else {
 		r->pending_drops++;
+		r->link.stats.rx_drops++;
 		pool_put(&r->pool, fr);
+	}
+}
+
+/* The kernel flags a frame TP_STATUS_LOSING when it dropped some since
+ * its counters were last read: read them (which resets them) and count. */
+static void count_ring_drops(struct raw_link *r)
+{
+	struct tpacket_stats st;
+	socklen_t len = sizeof(st);
+
+	if (getsockopt(r->fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0 && st.tp_drops) {
+		r->ring_drops += st.tp_drops;
+		r->link.stats.rx_drops += st.tp_drops;
 	}
 }
 
@@ -287,10 +307,21 @@ static unsigned rx_ring_step(struct raw_link *r, struct xr_frame **out, unsigned
 {
 	unsigned delivered = 0;
 
-	for (unsigned seen = 0; seen < RING_FRAMES && (delivered < max || !max); seen++) {
-		struct tpacket2_hdr *h = (struct tpacket2_hdr *)(r->ring + (size_t)r->ring_head * RING_FRAME_SIZE);
-		if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER))
+	{
+		/* A full ring (the slot behind the head is ours too) may have
+		 * dropped frames, and no later frame may come to say so. */
+		const struct tpacket2_hdr *last = (const void *)(r->ring + (size_t)((r->ring_head + r->ring_frames - 1) %
+										    r->ring_frames) * r->ring_frame_size);
+		if (__atomic_load_n(&last->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)
+			count_ring_drops(r);
+	}
+	for (unsigned seen = 0; seen < r->ring_frames && (delivered < max || !max); seen++) {
+		struct tpacket2_hdr *h = (struct tpacket2_hdr *)(r->ring + (size_t)r->ring_head * r->ring_frame_size);
+		uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+		if (!(status & TP_STATUS_USER))
 			break;
+		if (status & TP_STATUS_LOSING)
+			count_ring_drops(r);
 		{
 			uint8_t *d = (uint8_t *)h + h->tp_mac;
 			/* A frame longer than any RoCE frame (or than the ring's
@@ -307,11 +338,12 @@ static unsigned rx_ring_step(struct raw_link *r, struct xr_frame **out, unsigned
 					rx_deliver(r, fr, out, &delivered, max);
 				} else {
 					r->pending_drops++;   /* the engine holds every frame: as a full queue */
+					r->link.stats.rx_drops++;
 				}
 			}
 		}
 		__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
-		r->ring_head = (r->ring_head + 1) % RING_FRAMES;
+		r->ring_head = (r->ring_head + 1) % r->ring_frames;
 	}
 	return delivered;
 }
@@ -368,26 +400,43 @@ static unsigned rx_mmsg_step(struct raw_link *r, struct xr_frame **out, unsigned
 
 /* Asks the kernel for a receive ring; without one (an old kernel, no
  * memory for it) the link reads with recvmmsg instead. */
+static unsigned ring_slot_size(uint32_t mtu)
+{
+	/* header, room for a VLAN tag the kernel may put back, the frame */
+	size_t need = TPACKET_ALIGN(TPACKET2_HDRLEN) + 16 + (mtu + 18u < XR_MAX_FRAME ? mtu + 18u : XR_MAX_FRAME);
+	unsigned slot = 2048;
+
+	while (slot < need)
+		slot *= 2;
+	return slot;
+}
+
 static void ring_open(struct raw_link *r)
 {
 	int version = TPACKET_V2;
-	struct tpacket_req req = { .tp_block_size = RING_BLOCK_SIZE,
-				   .tp_block_nr = (RING_FRAMES * RING_FRAME_SIZE) / RING_BLOCK_SIZE,
-				   .tp_frame_size = RING_FRAME_SIZE, .tp_frame_nr = RING_FRAMES };
+	unsigned slot = ring_slot_size(r->link.mtu);
 	void *m;
 
 	if (getenv("XROCE_RAW_NO_RING") ||   /* to measure and test the other path */
-	    setsockopt(r->fd, SOL_PACKET, PACKET_VERSION, &version, sizeof(version)) ||
-	    setsockopt(r->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)))
+	    setsockopt(r->fd, SOL_PACKET, PACKET_VERSION, &version, sizeof(version)))
 		return;
-	m = mmap(NULL, (size_t)RING_FRAMES * RING_FRAME_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
-	if (m == MAP_FAILED) {
-		struct tpacket_req none = { 0 };
-		setsockopt(r->fd, SOL_PACKET, PACKET_RX_RING, &none, sizeof(none));
+	for (unsigned bytes = RING_BYTES; bytes >= RING_BYTES_MIN; bytes /= 2) {
+		struct tpacket_req req = { .tp_block_size = RING_BLOCK_SIZE, .tp_block_nr = bytes / RING_BLOCK_SIZE,
+					   .tp_frame_size = slot, .tp_frame_nr = bytes / slot };
+		if (setsockopt(r->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)))
+			continue;
+		m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+		if (m == MAP_FAILED) {
+			struct tpacket_req none = { 0 };
+			setsockopt(r->fd, SOL_PACKET, PACKET_RX_RING, &none, sizeof(none));
+			continue;
+		}
+		r->ring = m;
+		r->ring_head = 0;
+		r->ring_frames = req.tp_frame_nr;
+		r->ring_frame_size = slot;
 		return;
 	}
-	r->ring = m;
-	r->ring_head = 0;
 }
 
 /* Reads what the socket has; RoCE frames go to out (or pending). */
@@ -538,7 +587,7 @@ static void raw_close(struct xr_link *l)
 	for (unsigned i = 0; i < r->npending; i++)
 		pool_put(&r->pool, r->pending[i]);
 	if (r->ring)
-		munmap(r->ring, (size_t)RING_FRAMES * RING_FRAME_SIZE);
+		munmap(r->ring, (size_t)r->ring_frames * r->ring_frame_size);
 	close(r->fd);
 	pool_fini(&r->pool);
 	pthread_mutex_destroy(&r->lock);
@@ -555,11 +604,11 @@ static int raw_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capacit
 	struct raw_link *r = l->priv;
 
 	if (r->ring) {
-		unsigned lo = 0, hi = RING_FRAMES;   /* slots [head, head+lo) are ours */
+		unsigned lo = 0, hi = r->ring_frames;   /* slots [head, head+lo) are ours */
 		pthread_mutex_lock(&r->lock);
 		while (lo < hi) {
-			unsigned mid = (lo + hi + 1) / 2, slot = (r->ring_head + mid - 1) % RING_FRAMES;
-			const struct tpacket2_hdr *h = (const void *)(r->ring + (size_t)slot * RING_FRAME_SIZE);
+			unsigned mid = (lo + hi + 1) / 2, slot = (r->ring_head + mid - 1) % r->ring_frames;
+			const struct tpacket2_hdr *h = (const void *)(r->ring + (size_t)slot * r->ring_frame_size);
 			if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)
 				lo = mid;
 			else
@@ -567,7 +616,7 @@ static int raw_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capacit
 		}
 		*queued = lo + r->npending;   /* frames read while resolving wait too */
 		pthread_mutex_unlock(&r->lock);
-		*capacity = RING_FRAMES;
+		*capacity = r->ring_frames;
 		return 0;
 	}
 #ifdef SO_MEMINFO

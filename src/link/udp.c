@@ -65,6 +65,16 @@ static int set_opt(int fd, int level, int name, int v)
 	return setsockopt(fd, level, name, &v, sizeof(v));
 }
 
+/* The socket's receive buffer is the NIC's: an engine the scheduler holds
+ * back for milliseconds must not cost frames (UC and UD cannot get them
+ * back). Past rmem_max where we may (CAP_NET_ADMIN), else what it allows. */
+#define RCVBUF_BYTES (32 << 20)
+static void set_rcvbuf(int fd)
+{
+	if (set_opt(fd, SOL_SOCKET, SO_RCVBUFFORCE, RCVBUF_BYTES))
+		set_opt(fd, SOL_SOCKET, SO_RCVBUF, RCVBUF_BYTES);
+}
+
 /* A socket bound to local:port with RoCE v2's options: DF, checksum 0. */
 static int open_socket(const struct udp_link *u, uint16_t port)
 {
@@ -90,7 +100,7 @@ static int open_socket(const struct udp_link *u, uint16_t port)
 		set_opt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
 	}
 	set_opt(fd, SOL_SOCKET, SO_SNDBUF, 4 << 20);
-	set_opt(fd, SOL_SOCKET, SO_RCVBUF, 4 << 20);
+	set_rcvbuf(fd);
 	if (bind(fd, (struct sockaddr *)&sa, len) < 0) {
 		err = -errno;
 		close(fd);
@@ -497,7 +507,7 @@ static int open_raw(struct udp_link *u)
 	if (fd < 0)
 		return -errno;
 	sa.sin_port = 0;
-	set_opt(fd, SOL_SOCKET, SO_RCVBUF, 4 << 20);
+	set_rcvbuf(fd);
 	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &keep, sizeof(keep)) ||
 	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
 	    setsockopt(u->fd, SOL_SOCKET, SO_ATTACH_FILTER, &drop, sizeof(drop))) {

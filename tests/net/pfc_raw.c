@@ -13,7 +13,7 @@
  *     byte on a plain AF_PACKET socket, pauses A; a PAUSE frame with
  *     pause_rx off is a counted drop;
  *  4. generation: A not progressed while B writes 2 MiB to it; A's
- *     receive ring fills past PFC_XOFF (25 % here), A sends XOFF (B's raw
+ *     receive ring fills past PFC_XOFF (6 % here), A sends XOFF (B's raw
  *     link counts it), then XON once drained, and the WRITE completes.
  * Exit 0 when every check holds; each line says what was measured.
  */
@@ -213,10 +213,11 @@ int main(int argc, char **argv)
 
 	/* 4. Generation: B writes 2 MiB while A sleeps; A's ring fills. */
 	xr_engine_reg_write(xr_context_engine(a.ctx), XR_REG_PFC_CTRL, (1u << (8 + PRIO)) | (1u << PRIO));
-	/* A quarter of the ring: a burst into a veth loses frames in the kernel's
-	 * backlog queue (netdev_max_backlog) before the ring is full. */
-	xr_engine_reg_write(xr_context_engine(a.ctx), XR_REG_PFC_XOFF, 25);
-	xr_engine_reg_write(xr_context_engine(a.ctx), XR_REG_PFC_XON, 5);
+	/* 6 % of the ring (4096 slots at this MTU: 245 frames): a burst into a veth
+	 * loses frames in the kernel's backlog queue (netdev_max_backlog, 1000)
+	 * long before the ring is full; 2 MiB is 512 frames. */
+	xr_engine_reg_write(xr_context_engine(a.ctx), XR_REG_PFC_XOFF, 6);
+	xr_engine_reg_write(xr_context_engine(a.ctx), XR_REG_PFC_XON, 1);
 	uint64_t seen = xr_link_raw_pfc_rcvd(lb);
 	post_write(&b, &a, 2 << 20, 4);
 	for (int i = 0; i < 2000; i++) {

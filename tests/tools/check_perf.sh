@@ -105,6 +105,13 @@ for args in "send_bw -c UD -s 1000 -q 2" "send_lat -c UD -s 64" "send_bw -c UD" 
   grep -Eq "Connection type : $conn[[:space:]]+Using SRQ      : $srq" <<<"$out" || fail "$args: header does not say $conn / SRQ $srq"
   echo "ok   $args: $(grep -E '^ [0-9]' <<<"$out" | tail -1 | tr -s ' \t' ' ')"
 done
+# A UD receiver the scheduler holds back (both ends on one core): the
+# sender's 300 messages and its "done" are all out before it runs; what
+# reached its link still counts, beyond the 16 receives it had posted.
+out=$(timeout 120 taskset -c 0 "$perf" send_bw -c UD --use_srq -q 2 -s 512 --link mem -n 300 --verify 2>&1)
+got=$(sed -n 's/.*verification: \([0-9]*\) messages checked, 0 errors.*/\1/p' <<<"$out")
+[ "${got:-0}" -gt 16 ] && echo "ok   held-back UD receiver took $got messages" \
+  || fail "held-back UD receiver: ${got:-no} messages verified: $(tail -3 <<<"$out")"
 out=$(timeout 60 "$perf" send_bw -c UD --link mem -n 50 2>&1) || fail "send_bw -c UD: $out"
 grep -q "Max msg size in UD is MTU 4096" <<<"$out" || fail "send_bw -c UD did not clamp 65536 to the MTU: $out"
 grep -qE '^ 4096 ' <<<"$out" || fail "send_bw -c UD: no 4096-byte line"
