@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * PFC on the raw link, over a real veth pair (tests/net/pfc_raw.sh makes it
+ * PFC on the raw link, over a real veth pair (tests/net/veth_pair.sh makes it
  * in a namespace): two engines in this process, A on IFA (10.0.0.1) and B
  * on IFB (10.0.0.2), RC QPs at DSCP 26 (priority 3), driven inline on the
  * real clock. A honours PFC for priority 3 at PFC_LINK_MBPS 1000 (65535

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The raw link's receive buffer, over a real veth pair (tests/net/raw_ring.sh
+ * The raw link's receive buffer, over a real veth pair (tests/net/veth_pair.sh
  * makes it in a namespace): link A on IFA is not read while link B on IFB
  * sends it frames, as when the scheduler holds A's engine back.
  *  1. 8000 frames of 1000 bytes (8 MB, 125 messages of 64 KiB at MTU 1024)

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# PFC on the raw link over a real veth pair (tests/net/pfc_raw.c): a
-# namespace of its own with the pair in it, no kernel addresses on it,
-# always removed; the run is bounded by timeout.
+# Runs PROG pa pb with a real veth pair (pa, pb) at MTU in a namespace of
+# its own, no kernel addresses on it, always removed; the run is bounded
+# by timeout. For the raw-link tests (pfc_raw.c, raw_ring.c).
+#   veth_pair.sh MTU PROG
 set -euo pipefail
-prog=$1
+mtu=$1 prog=$2
 [ "$(id -u)" -eq 0 ] || { echo "FAIL: the namespace tests need root (ip netns, veth, AF_PACKET)"; exit 1; }
 command -v ip >/dev/null || { echo "FAIL: iproute2 missing (scripts/deps.sh)"; exit 1; }
-NS=xrpfc$$
+NS=xrveth$$
 cleanup() {
   ip netns pids "$NS" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
   ip netns del "$NS" 2>/dev/null || true
@@ -15,6 +16,6 @@ trap cleanup EXIT
 ip netns add "$NS"
 ip -n "$NS" link set lo up
 ip -n "$NS" link add pa type veth peer name pb
-ip -n "$NS" link set pa mtu 9000 up
-ip -n "$NS" link set pb mtu 9000 up
+ip -n "$NS" link set pa mtu "$mtu" up
+ip -n "$NS" link set pb mtu "$mtu" up
 timeout 120 ip netns exec "$NS" "$prog" pa pb
