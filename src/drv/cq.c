@@ -84,16 +84,39 @@ int xr_destroy_cq(struct xr_cq *cq)
 	return 0;
 }
 
+static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained);
+
+/* With the engine's thread running, a caller polling an empty CQ lends
+ * its core for a pass (the thread stands by meanwhile: on a small machine
+ * it would take the core the caller spins on), and one whose send queue
+ * the completions emptied hands the engine back to the thread, since it
+ * may now stop calling (spin on memory for the peer's answer, block). */
 int xr_poll_cq(struct xr_cq *cq, int n, struct xr_wc *wc)
+{
+	struct xr_context *ctx = cq->ctx;
+	bool drained = false;
+	int got;
+
+	if (n < 0)
+		return -EINVAL;
+	if (ctx->progress == XR_PROGRESS_INLINE) {
+		xr_engine_progress(ctx->engine);
+		return take_cqes(cq, n, wc, &drained);
+	}
+	got = take_cqes(cq, n, wc, &drained);
+	if (!got && n && xr_engine_assist(ctx->engine) > 0)
+		got = take_cqes(cq, n, wc, &drained);
+	if (drained)
+		xr_engine_assist_end(ctx->engine);
+	return got;
+}
+
+static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained)
 {
 	struct xr_context *ctx = cq->ctx;
 	uint32_t mask = (1u << cq->log_size) - 1;
 	int got = 0;
 
-	if (n < 0)
-		return -EINVAL;
-	if (ctx->progress == XR_PROGRESS_INLINE)
-		xr_engine_progress(ctx->engine);
 	pthread_mutex_lock(&cq->lock);
 	while (got < n) {
 		struct xr_hw_cqe *c = &cq->ring[cq->ci & mask];
@@ -115,8 +138,10 @@ int xr_poll_cq(struct xr_cq *cq, int n, struct xr_wc *wc)
 		if (qp) {
 			if (c->opcode & XR_WC_RECV)
 				__atomic_store_n(&qp->rq_ci, (uint16_t)(c->wqe_index + 1), __ATOMIC_RELEASE);
-			else
+			else {
 				__atomic_store_n(&qp->sq_ci, (uint16_t)(c->wqe_index + 1), __ATOMIC_RELEASE);
+				*sq_drained = qp->sq_ci == __atomic_load_n(&qp->sq_pi, __ATOMIC_RELAXED);
+			}
 		}
 		cq->ci++;
 		got++;
@@ -129,6 +154,9 @@ int xr_poll_cq(struct xr_cq *cq, int n, struct xr_wc *wc)
 
 int xr_req_notify_cq(struct xr_cq *cq, int solicited_only)
 {
+	/* The caller is about to wait for the event: the thread must deliver it. */
+	if (cq->ctx->progress == XR_PROGRESS_THREAD)
+		xr_engine_assist_end(cq->ctx->engine);
 	return xr_regio_write(cq->ctx->regs, XR_REG_DB_CQ_ARM + 8 * cq->cqn, solicited_only ? 2 : 1) ? EIO : 0;
 }
 

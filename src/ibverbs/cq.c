@@ -136,18 +136,12 @@ int xrv_poll_cq(struct ibv_cq *ibv, int n, struct ibv_wc *wc)
 	struct xr_cq *xcq = XRV_OF(xrv_cq, ibv)->xr;
 	struct xr_wc w[32];
 	int total = 0;
-	bool assisted = false;
 
+	/* A program spinning on an empty CQ lends its core to the engine for
+	 * a pass, and one that got completions hands it back to the engine's
+	 * thread: xr_poll_cq does both. */
 	while (total < n) {
 		int want = n - total < 32 ? n - total : 32, got = xr_poll_cq(xcq, want, w);
-		/* A program spinning on an empty CQ lends its core to the engine
-		 * for a pass (skipped while the engine's thread runs one): on a
-		 * busy machine that beats waiting for the thread to be scheduled. */
-		if (got == 0 && !total && !assisted) {
-			assisted = true;
-			if (xr_engine_assist(xr_context_engine(xrv_ctx(ibv->context)->xr)) > 0)
-				continue;
-		}
 		if (got < 0)
 			return total ? total : got;
 		for (int i = 0; i < got; i++) {

@@ -26,8 +26,9 @@
 /* Doorbells of this thread between xr_engine_post_begin and _end. */
 static _Thread_local const struct xr_engine *post_defer;
 static _Thread_local bool post_deferred;
+static _Thread_local unsigned post_depth;   /* begin/end pairs nest (a batch of batches) */
 
-static int progress_pass(struct xr_engine *e, bool block);
+static int progress_pass(struct xr_engine *e, bool block, bool *ran);
 static uint64_t mono_ns(void);
 
 /* The thread running a progress pass: a quiesce from inside the pass (an
@@ -106,23 +107,35 @@ void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp)
 
 void xr_engine_post_begin(struct xr_engine *e)
 {
+	if (post_defer == e && post_depth) {
+		post_depth++;
+		return;
+	}
 	post_defer = e;
+	post_depth = 1;
 	post_deferred = false;
 }
 
 int xr_engine_post_end(struct xr_engine *e)
 {
+	bool ran;
 	int work;
 
+	if (post_defer == e && post_depth > 1) {
+		post_depth--;
+		return 0;   /* the outermost end runs the pass */
+	}
+	post_depth = 0;
 	post_defer = NULL;
 	if (!post_deferred)
 		return 0;
 	post_deferred = false;
-	atomic_store_explicit(&e->progress.assist_ns, mono_ns(), memory_order_relaxed);
-	work = progress_pass(e, false);
-	/* The pass was someone else's (the thread's, about to sleep?): the
-	 * doorbell it did not hear is rung now. */
-	if (!work && e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping))
+	/* Not a lease (xr_engine_assist): a poster may spin on memory next,
+	 * and the thread must stay armed for the frames that answer it. */
+	work = progress_pass(e, false, &ran);
+	/* The pass was someone else's (the thread's, about to sleep or
+	 * standing by): the doorbell it did not hear is rung now. */
+	if (!ran && e->doorbell_efd >= 0 && (atomic_load(&e->progress.sleeping) || atomic_load(&e->progress.standby)))
 		wake_thread(e);
 	return work;
 }
@@ -437,13 +450,17 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 /* block: wait for a pass another thread is running (the engine's thread:
  * spinning on a busy lock could keep its holder, preempted on this core,
  * from ever finishing). Callers that poll do not wait. */
-static int progress_pass(struct xr_engine *e, bool block)
+static int progress_pass(struct xr_engine *e, bool block, bool *ran)
 {
 	bool movable = false;
 	int work = 0;
 
+	if (ran)
+		*ran = false;
 	if (!e->link || (block ? pthread_mutex_lock(&e->dp_mutex) : pthread_mutex_trylock(&e->dp_mutex)))
 		return 0;
+	if (ran)
+		*ran = true;
 	pthread_rwlock_rdlock(&e->dp_lock);
 	atomic_fetch_add(&e->dp_epoch, 1);   /* odd: a pass is running */
 	pass_owner = e;
@@ -462,7 +479,7 @@ static int progress_pass(struct xr_engine *e, bool block)
 
 int xr_engine_progress(struct xr_engine *e)
 {
-	return progress_pass(e, false);
+	return progress_pass(e, false, NULL);
 }
 
 void xr_dp_quiesce(struct xr_engine *e)
@@ -496,10 +513,12 @@ void xr_dp_quiesce(struct xr_engine *e)
 #define BURST_WORK 4
 #define STREAM_SPIN_NS 50000
 
-/* A caller assisted this recently: the thread does not spin beside it
- * (it sleeps on the fds, so a frame that arrives once the caller has
- * stopped polling still wakes it). */
-#define ASSIST_HOLDOFF_NS 200000
+/* A caller that assisted holds the engine this long (the lease): the
+ * thread stands by (stand_by) until the caller stops assisting for this
+ * long or ends the lease itself. It bounds the delay when a caller stops
+ * calling without ending it, and sets how often the standing-by thread
+ * looks (a wakeup per lease). */
+#define ASSIST_LEASE_NS 1000000
 
 static uint64_t mono_ns(void)
 {
@@ -511,15 +530,62 @@ static uint64_t mono_ns(void)
 
 int xr_engine_assist(struct xr_engine *e)
 {
-	atomic_store_explicit(&e->progress.assist_ns, mono_ns(), memory_order_relaxed);
+	xr_engine_lease(e);
 	return xr_engine_progress(e);
+}
+
+void xr_engine_lease(struct xr_engine *e)
+{
+	atomic_store_explicit(&e->progress.assist_ns, mono_ns(), memory_order_relaxed);
 }
 
 static bool assisted_lately(struct xr_engine *e, uint64_t now)
 {
 	uint64_t last = atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed);
 
-	return last && now - last < ASSIST_HOLDOFF_NS;
+	return last && now - last < ASSIST_LEASE_NS;
+}
+
+void xr_engine_assist_end(struct xr_engine *e)
+{
+	if (!atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed))
+		return;
+	atomic_store(&e->progress.assist_ns, 0);
+	/* Pairs with stand_by: either it sees the lease over, or we see it
+	 * standing by and wake it to take over. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (e->doorbell_efd >= 0 && atomic_load(&e->progress.standby))
+		wake_thread(e);
+}
+
+/* A caller drives the engine (xr_engine_assist): the thread neither spins
+ * beside it nor sleeps with the link armed, where every frame the caller's
+ * next pass would take anyway cost a wakeup and a pass fighting the
+ * caller's for the pipeline. It waits for the lease to run out (the caller
+ * went quiet) or to be ended (xr_engine_assist_end: the caller got its
+ * completion and may now spin on memory or block on an event). */
+static void stand_by(struct xr_engine *e)
+{
+	struct pollfd pf = { e->doorbell_efd, POLLIN, 0 };
+	uint64_t v;
+
+	for (;;) {
+		uint64_t now = mono_ns();
+		uint64_t last = atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed);
+		struct timespec ts = { 0, 0 };
+
+		if (!last || now - last >= ASSIST_LEASE_NS || !atomic_load(&e->progress.run))
+			return;
+		ts.tv_nsec = (long)(ASSIST_LEASE_NS - (now - last));
+		atomic_store(&e->progress.standby, true);
+		atomic_thread_fence(memory_order_seq_cst);   /* pairs with xr_engine_assist_end */
+		if (atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed))
+			ppoll(&pf, 1, &ts, NULL);
+		atomic_store(&e->progress.standby, false);
+		if (read(e->doorbell_efd, &v, sizeof(v)) < 0) {
+			/* nothing pending */
+		}
+	}
 }
 
 /* Until a frame, a doorbell or (while timers can be due) the next tick.
@@ -575,23 +641,28 @@ static void *progress_thread(void *arg)
 	thread_of = e;
 	bool streaming = false;
 
+	atomic_store(&e->progress.tid, (int)gettid());
+
 	while (atomic_load(&e->progress.run)) {
 		uint64_t now;
 		int link_fd, work;
 
-		work = progress_pass(e, false);
+		work = progress_pass(e, false, NULL);
 		if (work) {
 			last_work = mono_ns();
 			streaming = work >= BURST_WORK;
 			continue;
 		}
-		/* Spin only while a requester waits for its peer (a reply is due
-		 * soon) and no polling caller is driving: with nothing in flight
-		 * the reply to what was just delivered comes from the program,
-		 * which needs the core. */
 		now = mono_ns();
-		if (now - last_work < SPIN_NS && __atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) &&
-		    !assisted_lately(e, now))
+		if (assisted_lately(e, now)) {
+			stand_by(e);
+			streaming = false;
+			continue;
+		}
+		/* Spin only while a requester waits for its peer (a reply is due
+		 * soon): with nothing in flight the reply to what was just
+		 * delivered comes from the program, which needs the core. */
+		if (now - last_work < SPIN_NS && __atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE))
 			continue;
 		/* A stream (a pass that moved a burst) has its next frames on the
 		 * way: a wakeup per burst would cost both ends more than this. */
@@ -602,7 +673,7 @@ static void *progress_thread(void *arg)
 		link_fd = e->link->ops->wait_fd(e->link);
 		/* Work queued (or a frame received) between the last pass and the
 		 * flag (the link's arming) is found by this pass. */
-		if (progress_pass(e, true)) {
+		if (progress_pass(e, true, NULL)) {
 			atomic_store(&e->progress.sleeping, false);
 			last_work = mono_ns();
 			continue;
@@ -638,6 +709,13 @@ int xr_engine_thread_realtime(struct xr_engine *e, int prio)
 	return -pthread_setschedparam(e->progress.thread, SCHED_FIFO, &sp);
 }
 
+int xr_engine_thread_tid(struct xr_engine *e)
+{
+	int tid = e->progress.started ? atomic_load(&e->progress.tid) : 0;
+
+	return tid > 0 ? tid : -ESRCH;
+}
+
 void xr_engine_stop_thread(struct xr_engine *e)
 {
 	if (!e->progress.started)
@@ -651,6 +729,7 @@ void xr_engine_stop_thread(struct xr_engine *e)
 	}
 	pthread_join(e->progress.thread, NULL);
 	e->progress.started = false;
+	atomic_store(&e->progress.tid, 0);
 }
 
 int xr_engine_attach_link(struct xr_engine *e, struct xr_link *l)

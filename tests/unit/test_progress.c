@@ -8,6 +8,8 @@
  * caller from ever finishing on a small machine).
  */
 #include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -325,6 +327,127 @@ static void test_assisting_callers_beside_a_realtime_thread(void **state)
 	h_close(&p);
 }
 
+/* The engine's thread of an end, once it runs. */
+static pid_t thread_of_end(struct end *e)
+{
+	int tid = -ESRCH;
+
+	for (int i = 0; i < 1000 && tid < 0; i++) {
+		tid = xr_engine_thread_tid(xr_context_engine(e->ctx));
+		if (tid < 0)
+			usleep(1000);
+	}
+	assert_true(tid > 0);
+	return (pid_t)tid;
+}
+
+/* A caller streaming WRITEs (posting while earlier ones are in flight,
+ * polling its CQ) drives its engine itself: the engine's thread stands by
+ * instead of waking for every burst of ACKs that the caller's next poll
+ * takes anyway. It looks once per lease (1 ms) at most. */
+static void test_streaming_caller_keeps_the_thread_standing_by(void **state)
+{
+	enum { N = 3000, WINDOW = 16 };
+	struct pair p;
+	struct xr_wc wc[WINDOW];
+	uint64_t t0, ms;
+	long before, woke;
+	unsigned posted = 0, done = 0;
+	pid_t tb;
+
+	(void)state;
+	open_pair(&p);
+	if (geteuid() == 0)
+		assert_int_equal(xr_engine_thread_realtime(eng(&p.b), 1), 0);
+	tb = thread_of_end(&p.b);
+	usleep(20000);
+	before = wakeups(tb);
+	t0 = h_now_ms();
+	while (done < N && h_now_ms() < t0 + 20000) {
+		while (posted < N && posted - done < WINDOW)
+			post_write(&p, posted++);
+		int got = xr_poll_cq(p.b.cq, WINDOW, wc);
+		assert_true(got >= 0);
+		for (int i = 0; i < got; i++)
+			assert_int_equal(wc[i].status, XR_WC_SUCCESS);
+		done += (unsigned)got;
+	}
+	woke = wakeups(tb) - before;
+	ms = h_now_ms() - t0;
+	assert_int_equal(done, N);
+	printf("the streaming caller's engine thread woke %ld times in %llu ms for %d WRITEs\n", woke,
+	       (unsigned long long)ms, N);
+	assert_true(woke <= (long)ms + 20);
+	h_close(&p);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* perftest's write_lat: post one WRITE, poll until it completes, then spin
+ * on memory (not calling the library) for the peer's WRITE. The completion
+ * that empties the send queue ends the caller's lease, so its engine's
+ * thread delivers the peer's WRITE at once instead of after the lease
+ * (1 ms) has run out. */
+static void test_drained_send_queue_hands_the_engine_back(void **state)
+{
+	enum { ROUNDS = 101 };
+	struct pair p;
+	struct xr_wc wc;
+	uint64_t t[ROUNDS];
+	volatile uint8_t *landed = h_data(&p.b);
+
+	(void)state;
+	open_pair(&p);
+	landed = h_data(&p.b);
+	if (geteuid() == 0) {
+		assert_int_equal(xr_engine_thread_realtime(eng(&p.a), 1), 0);
+		assert_int_equal(xr_engine_thread_realtime(eng(&p.b), 1), 0);
+	}
+	for (int r = 0; r < ROUNDS; r++) {
+		uint8_t stamp = (uint8_t)(r + 1);
+		uint64_t until = h_now_ms() + 5000, t0;
+		int got = 0;
+		/* b writes to a and polls for the completion (a lease)... */
+		h_data(&p.b)[MSG] = stamp;
+		{
+			struct xr_sge s = { (uintptr_t)h_data(&p.b) + MSG, 1, p.b.mr->lkey };
+			struct xr_send_wr w = { .wr_id = (uint64_t)r, .sg_list = &s, .num_sge = 1,
+						.opcode = XR_WR_RDMA_WRITE, .send_flags = XR_SEND_SIGNALED };
+			w.wr.rdma.remote_addr = (uintptr_t)h_data(&p.a);
+			w.wr.rdma.rkey = p.a.mr->rkey;
+			assert_int_equal(xr_post_send(p.b.qp[0], &w, NULL), 0);
+		}
+		while (!got && h_now_ms() < until)
+			got = xr_poll_cq(p.b.cq, 1, &wc);
+		assert_int_equal(got, 1);
+		assert_int_equal(wc.status, XR_WC_SUCCESS);
+		/* ...then a answers with a WRITE to b, and b spins on memory. */
+		h_data(&p.a)[MSG] = stamp;
+		t0 = h_now_ns();
+		{
+			struct xr_sge s = { (uintptr_t)h_data(&p.a) + MSG, 1, p.a.mr->lkey };
+			struct xr_send_wr w = { .wr_id = (uint64_t)r, .sg_list = &s, .num_sge = 1,
+						.opcode = XR_WR_RDMA_WRITE };
+			w.wr.rdma.remote_addr = (uintptr_t)h_data(&p.b);
+			w.wr.rdma.rkey = p.b.mr->rkey;
+			assert_int_equal(xr_post_send(p.a.qp[0], &w, NULL), 0);
+		}
+		while (landed[0] != stamp && h_now_ms() < until)
+			;
+		assert_int_equal(landed[0], stamp);
+		t[r] = h_now_ns() - t0;
+	}
+	qsort(t, ROUNDS, sizeof(t[0]), cmp_u64);
+	printf("a WRITE onto a spinning caller's memory after its last completion: median %.1f us\n",
+	       (double)t[ROUNDS / 2] / 1e3);
+	assert_true(t[ROUNDS / 2] < 700000);
+	h_close(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -334,6 +457,8 @@ int main(void)
 		cmocka_unit_test(test_posted_receives_let_the_thread_sleep),
 		cmocka_unit_test(test_assisting_callers_beside_a_realtime_thread),
 		cmocka_unit_test(test_caller_driven_posts_cost_few_wakeups),
+		cmocka_unit_test(test_streaming_caller_keeps_the_thread_standing_by),
+		cmocka_unit_test(test_drained_send_queue_hands_the_engine_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
