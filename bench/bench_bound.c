@@ -4,7 +4,7 @@
  * measures, for bench/perf.sh to set beside xroce-perf's figures.
  *
  * usage: bench-bound [--quick] [--size BYTES] [--mtu BYTES]
- * prints "copy_crc_GBps=<x>" and "cacheline_half_rtt_us=<y>" (key=value),
+ * prints copy_crc_GBps, cacheline_half_rtt_us, spsc_64B_Mpps and wakeup_us (key=value),
  * each with a comment line above it.
  */
 #include <stdbool.h>
@@ -37,7 +37,8 @@ int main(int argc, char **argv)
 	double rate = bound_copy_crc_rate(size, mtu, quick ? 0.2 : 2.0);
 	double half = bound_cacheline_half_rtt_us(quick ? 2000 : 200000);
 	double spsc = bound_spsc_msg_rate(quick ? 0.05 : 1.0);
-	if (rate <= 0 || half <= 0 || spsc <= 0) {
+	double wake = bound_wakeup_us(quick ? 50 : 1000);
+	if (rate <= 0 || half <= 0 || spsc <= 0 || wake <= 0) {
 		fprintf(stderr, "bench-bound: out of memory or threads\n");
 		return 1;
 	}
@@ -48,5 +49,7 @@ int main(int argc, char **argv)
 	printf("cacheline_half_rtt_us=%.3f\n", half);
 	printf("# one core to the other through an SPSC ring of 64-byte messages (copied in and out)\n");
 	printf("spsc_64B_Mpps=%.2f\n", spsc / 1e6);
+	printf("# a thread asleep on an eventfd woken from the other core, where a program spins: median\n");
+	printf("wakeup_us=%.2f\n", wake);
 	return 0;
 }

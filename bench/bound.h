@@ -7,84 +7,25 @@
  *                        ICRC and the receiver's copy, per packet;
  *   bound_cacheline_half_rtt_us  two threads on two cores bouncing one
  *                        cache line (the least a busy-polling exchange
- *                        between two cores can cost).
+ *                        between two cores can cost);
+ *   bound_spsc_msg_rate  64-byte messages through an SPSC ring between
+ *                        the cores;
+ *   bound_wakeup_us      waking a thread asleep on an eventfd on the
+ *                        other core, where a program spins (what an engine
+ *                        thread costs a program that spins on memory).
  */
 #ifndef XR_BENCH_BOUND_H
 #define XR_BENCH_BOUND_H
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
-/* The machine's ceiling for message-rate traffic: a single-producer
- * single-consumer ring carrying 64-byte messages from one core to the
- * other, each copied in by the producer and read out by the consumer
- * (what a WRITE of 64 bytes must at least cost both ends). */
-#define SPSC_SLOTS 256
-struct spsc {
-	_Alignas(64) _Atomic uint64_t tail;
-	_Alignas(64) _Atomic uint64_t head;
-	_Alignas(64) uint8_t slot[SPSC_SLOTS][64];
-	uint64_t count;
-	volatile uint64_t sum;
-};
-
-static inline void *spsc_consumer(void *arg)
-{
-	struct spsc *q = arg;
-	uint64_t sum = 0;
-
-	pin(1);
-	for (uint64_t h = 0; h < q->count;) {
-		uint64_t t = atomic_load_explicit(&q->tail, memory_order_acquire);
-		for (; h < t; h++) {
-			uint8_t m[64];
-			memcpy(m, q->slot[h % SPSC_SLOTS], 64);
-			sum += m[0] + m[63];
-		}
-		atomic_store_explicit(&q->head, h, memory_order_release);
-	}
-	q->sum = sum;
-	return NULL;
-}
-
-/* Messages per second through the ring. */
-static inline double bound_spsc_msg_rate(double seconds)
-{
-	struct spsc *q = aligned_alloc(64, sizeof(*q));
-	uint8_t msg[64];
-	pthread_t t;
-	double t0, t1;
-
-	if (!q)
-		return -1;
-	memset(q, 0, sizeof(*q));
-	memset(msg, 0x5a, sizeof(msg));
-	/* About `seconds` at a rate of the order this machine reaches. */
-	q->count = (uint64_t)(seconds * 50e6);
-	if (pthread_create(&t, NULL, spsc_consumer, q)) {
-		free(q);
-		return -1;
-	}
-	pin(0);
-	t0 = now_s();
-	for (uint64_t i = 0; i < q->count;) {
-		uint64_t room = SPSC_SLOTS - (i - atomic_load_explicit(&q->head, memory_order_acquire));
-		for (; room && i < q->count; room--, i++) {
-			msg[0] = (uint8_t)i;
-			memcpy(q->slot[i % SPSC_SLOTS], msg, 64);
-			atomic_store_explicit(&q->tail, i + 1, memory_order_release);
-		}
-	}
-	pthread_join(t, NULL);
-	t1 = now_s();
-	double n = (double)q->count;
-	free(q);
-	return n / (t1 - t0);
-}
-
 #endif
 #include <isa-l/crc.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -267,6 +208,98 @@ static inline double bound_spsc_msg_rate(double seconds)
 	double n = (double)q->count;
 	free(q);
 	return n / (t1 - t0);
+}
+
+/* One cross-core wakeup: a thread asleep in poll() on an eventfd, on the
+ * core where another thread spins (a program polling memory), is woken
+ * from this core and answers through a cache line this core spins on. It
+ * sleeps at real-time priority when allowed, as the drop-in library's
+ * engine thread does. The median of iters, in microseconds. */
+struct wk {
+	_Alignas(64) _Atomic uint64_t line;
+	_Atomic bool stop;
+	int efd;
+	unsigned iters;
+};
+
+static inline void *wk_spinner(void *arg)
+{
+	struct wk *w = arg;
+	pin(1);
+	while (!atomic_load_explicit(&w->stop, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+static inline void *wk_sleeper(void *arg)
+{
+	struct wk *w = arg;
+	struct sched_param sp = { .sched_priority = 1 };
+	uint64_t v;
+
+	pin(1);
+	pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);   /* best effort, as the library */
+	for (unsigned i = 1; i <= w->iters; i++) {
+		struct pollfd pf = { w->efd, POLLIN, 0 };
+		if (poll(&pf, 1, 1000) <= 0 || read(w->efd, &v, sizeof(v)) != sizeof(v))
+			break;
+		atomic_store_explicit(&w->line, i, memory_order_release);
+	}
+	return NULL;
+}
+
+static inline double bound_wakeup_us(unsigned iters)
+{
+	struct wk w = { .iters = iters };
+	double *lat = malloc(iters * sizeof(double)), med = -1;
+	pthread_t spin, sleeper;
+	unsigned done = 0;
+
+	w.efd = eventfd(0, EFD_CLOEXEC);
+	if (!lat || w.efd < 0 || pthread_create(&spin, NULL, wk_spinner, &w)) {
+		free(lat);
+		if (w.efd >= 0)
+			close(w.efd);
+		return -1;
+	}
+	if (pthread_create(&sleeper, NULL, wk_sleeper, &w)) {
+		atomic_store(&w.stop, true);
+		pthread_join(spin, NULL);
+		free(lat);
+		close(w.efd);
+		return -1;
+	}
+	pin(0);
+	for (unsigned i = 1; i <= iters; i++) {
+		uint64_t one = 1;
+		double t0, deadline;
+		struct timespec gap = { 0, 200000 };   /* let it fall asleep again */
+		nanosleep(&gap, NULL);
+		t0 = now_s();
+		deadline = t0 + 1.0;
+		if (write(w.efd, &one, sizeof(one)) != sizeof(one))
+			break;
+		while (atomic_load_explicit(&w.line, memory_order_acquire) != i && now_s() < deadline)
+			;
+		if (atomic_load_explicit(&w.line, memory_order_acquire) != i)
+			break;
+		lat[done++] = (now_s() - t0) * 1e6;
+	}
+	atomic_store(&w.stop, true);
+	{
+		uint64_t one = 1;   /* a sleeper still waiting (a break above) */
+		if (write(w.efd, &one, sizeof(one)) < 0) {
+		}
+	}
+	pthread_join(sleeper, NULL);
+	pthread_join(spin, NULL);
+	close(w.efd);
+	if (done) {
+		qsort(lat, done, sizeof(double), cmp_double);
+		med = lat[done / 2];
+	}
+	free(lat);
+	return med;
 }
 
 #endif

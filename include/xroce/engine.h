@@ -50,9 +50,6 @@ int xr_engine_start_thread(struct xr_engine *e);
  * their way (on a small machine it would take the cores they spin on and
  * be preempted holding the pipeline); it takes over when they stop. */
 int xr_engine_assist(struct xr_engine *e);
-/* The lease alone, without a pass: a caller streaming work (posting
- * while earlier work is in flight) will be back soon. */
-void xr_engine_lease(struct xr_engine *e);
 /* The caller has nothing in flight any more (its last completion) or is
  * about to block (arming a CQ for an event): it may not call again soon,
  * so the thread takes over now, not when the lease runs out (1 ms). */
@@ -63,6 +60,10 @@ void xr_engine_assist_end(struct xr_engine *e);
  * wakes the thread only if a pass of the thread's was in the way.
  * end returns what the pass did. */
 void xr_engine_post_begin(struct xr_engine *e);
+/* Between begin and end: the caller streams (it posted while earlier work
+ * is in flight) and will be back soon, so end's pass leaves it holding the
+ * engine as xr_engine_assist does. */
+void xr_engine_post_stream(struct xr_engine *e);
 int xr_engine_post_end(struct xr_engine *e);
 /* The engine's thread at real-time priority (SCHED_FIFO prio): it sleeps
  * whenever it has nothing to do, and woken by a frame it then takes a
@@ -70,9 +71,6 @@ int xr_engine_post_end(struct xr_engine *e);
  * time slice. 0, -EPERM (no CAP_SYS_NICE or RLIMIT_RTPRIO), -EINVAL, or
  * -ESRCH (no thread). */
 int xr_engine_thread_realtime(struct xr_engine *e, int prio);
-/* The engine's thread as the kernel names it (its TID, for /proc and
- * schedulers' tools), or -ESRCH when it has none (yet). */
-int xr_engine_thread_tid(struct xr_engine *e);
 void xr_engine_stop_thread(struct xr_engine *e);
 
 /* The engine's timer clock (ACK and RNR timers, event timestamps): fn(ctx)

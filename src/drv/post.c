@@ -139,7 +139,7 @@ int xr_post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **ba
 	rc = post_send(qp, wr, bad, false);
 	if (e) {
 		if ((uint16_t)(qp->sq_pi - __atomic_load_n(&qp->sq_ci, __ATOMIC_ACQUIRE)) > 1)
-			xr_engine_lease(e);
+			xr_engine_post_stream(e);
 		xr_engine_post_end(e);
 	}
 	return rc;

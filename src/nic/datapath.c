@@ -27,9 +27,16 @@
 static _Thread_local const struct xr_engine *post_defer;
 static _Thread_local bool post_deferred;
 static _Thread_local unsigned post_depth;   /* begin/end pairs nest (a batch of batches) */
+static _Thread_local bool post_streaming;   /* xr_engine_post_stream: end takes a lease */
 
 static int progress_pass(struct xr_engine *e, bool block, bool *ran);
 static uint64_t mono_ns(void);
+
+/* A caller drives the engine from now on (see stand_by). */
+static void lease(struct xr_engine *e)
+{
+	atomic_store_explicit(&e->progress.assist_ns, mono_ns(), memory_order_relaxed);
+}
 
 /* The thread running a progress pass: a quiesce from inside the pass (an
  * interrupt handler deregistering) must not wait for itself, and a QP the
@@ -114,6 +121,13 @@ void xr_engine_post_begin(struct xr_engine *e)
 	post_defer = e;
 	post_depth = 1;
 	post_deferred = false;
+	post_streaming = false;
+}
+
+void xr_engine_post_stream(struct xr_engine *e)
+{
+	if (post_defer == e)
+		post_streaming = true;
 }
 
 int xr_engine_post_end(struct xr_engine *e)
@@ -130,11 +144,14 @@ int xr_engine_post_end(struct xr_engine *e)
 	if (!post_deferred)
 		return 0;
 	post_deferred = false;
-	/* Not a lease (xr_engine_assist): a poster may spin on memory next,
-	 * and the thread must stay armed for the frames that answer it. */
 	work = progress_pass(e, false, &ran);
-	/* The pass was someone else's (the thread's, about to sleep or
-	 * standing by): the doorbell it did not hear is rung now. */
+	/* A streaming poster drives the engine (a lease); one with a single
+	 * WR out may spin on memory next, and the thread must stay armed for
+	 * the frames that answer it. A pass that could not run (the thread's
+	 * was under way) leaves the doorbell to the thread: no lease, and a
+	 * thread about to sleep or standing by is woken for it. */
+	if (ran && post_streaming)
+		lease(e);
 	if (!ran && e->doorbell_efd >= 0 && (atomic_load(&e->progress.sleeping) || atomic_load(&e->progress.standby)))
 		wake_thread(e);
 	return work;
@@ -530,13 +547,8 @@ static uint64_t mono_ns(void)
 
 int xr_engine_assist(struct xr_engine *e)
 {
-	xr_engine_lease(e);
+	lease(e);
 	return xr_engine_progress(e);
-}
-
-void xr_engine_lease(struct xr_engine *e)
-{
-	atomic_store_explicit(&e->progress.assist_ns, mono_ns(), memory_order_relaxed);
 }
 
 static bool assisted_lately(struct xr_engine *e, uint64_t now)
@@ -562,9 +574,9 @@ void xr_engine_assist_end(struct xr_engine *e)
  * beside it nor sleeps with the link armed, where every frame the caller's
  * next pass would take anyway cost a wakeup and a pass fighting the
  * caller's for the pipeline. It waits for the lease to run out (the caller
- * went quiet) or to be ended (xr_engine_assist_end: the caller got its
- * completion and may now spin on memory or block on an event). */
-static void stand_by(struct xr_engine *e)
+ * went quiet: false) or to be ended (xr_engine_assist_end: the caller got
+ * its last completion and may now spin on memory or block: true). */
+static bool stand_by(struct xr_engine *e)
 {
 	struct pollfd pf = { e->doorbell_efd, POLLIN, 0 };
 	uint64_t v;
@@ -574,8 +586,10 @@ static void stand_by(struct xr_engine *e)
 		uint64_t last = atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed);
 		struct timespec ts = { 0, 0 };
 
-		if (!last || now - last >= ASSIST_LEASE_NS || !atomic_load(&e->progress.run))
-			return;
+		if (!last)
+			return true;   /* ended by the caller */
+		if (now - last >= ASSIST_LEASE_NS || !atomic_load(&e->progress.run))
+			return false;
 		ts.tv_nsec = (long)(ASSIST_LEASE_NS - (now - last));
 		atomic_store(&e->progress.standby, true);
 		atomic_thread_fence(memory_order_seq_cst);   /* pairs with xr_engine_assist_end */
@@ -633,20 +647,49 @@ static void sleep_on_fds(struct xr_engine *e, int link_fd)
 	}
 }
 
+/* Sleeps until a frame, a doorbell or a timer; false when the last pass
+ * before sleeping found work instead (the thread carries on). */
+static bool sleep_armed(struct xr_engine *e)
+{
+	int link_fd;
+
+	atomic_store(&e->progress.sleeping, true);
+	link_fd = e->link->ops->wait_fd(e->link);
+	/* Work queued (or a frame received) between the last pass and the
+	 * flag (the link's arming) is found by this pass. */
+	if (progress_pass(e, true, NULL)) {
+		atomic_store(&e->progress.sleeping, false);
+		return false;
+	}
+	sleep_on_fds(e, link_fd);
+	atomic_store(&e->progress.sleeping, false);
+	return true;
+}
+
 static void *progress_thread(void *arg)
 {
 	struct xr_engine *e = arg;
 	uint64_t last_work = mono_ns();
-
-	thread_of = e;
 	bool streaming = false;
 
-	atomic_store(&e->progress.tid, (int)gettid());
+	thread_of = e;
 
 	while (atomic_load(&e->progress.run)) {
-		uint64_t now;
-		int link_fd, work;
+		uint64_t now = mono_ns();
+		int work;
 
+		/* A caller drives: no pass of ours would find what its next
+		 * pass does not, and each would fight it for the pipeline. */
+		if (assisted_lately(e, now)) {
+			streaming = false;
+			/* Handed back by the caller (xr_engine_assist_end): what
+			 * comes next are the peer's frames, so sleep armed for them
+			 * at once rather than spin beside a caller that may go on
+			 * driving (a stream whose send queue ran empty for a moment). */
+			if (stand_by(e) && !sleep_armed(e))
+				last_work = mono_ns();
+			continue;
+		}
 		work = progress_pass(e, false, NULL);
 		if (work) {
 			last_work = mono_ns();
@@ -654,11 +697,6 @@ static void *progress_thread(void *arg)
 			continue;
 		}
 		now = mono_ns();
-		if (assisted_lately(e, now)) {
-			stand_by(e);
-			streaming = false;
-			continue;
-		}
 		/* Spin only while a requester waits for its peer (a reply is due
 		 * soon): with nothing in flight the reply to what was just
 		 * delivered comes from the program, which needs the core. */
@@ -669,17 +707,8 @@ static void *progress_thread(void *arg)
 		if (streaming && now - last_work < STREAM_SPIN_NS)
 			continue;
 		streaming = false;
-		atomic_store(&e->progress.sleeping, true);
-		link_fd = e->link->ops->wait_fd(e->link);
-		/* Work queued (or a frame received) between the last pass and the
-		 * flag (the link's arming) is found by this pass. */
-		if (progress_pass(e, true, NULL)) {
-			atomic_store(&e->progress.sleeping, false);
+		if (!sleep_armed(e))
 			last_work = mono_ns();
-			continue;
-		}
-		sleep_on_fds(e, link_fd);
-		atomic_store(&e->progress.sleeping, false);
 	}
 	return NULL;
 }
@@ -709,13 +738,6 @@ int xr_engine_thread_realtime(struct xr_engine *e, int prio)
 	return -pthread_setschedparam(e->progress.thread, SCHED_FIFO, &sp);
 }
 
-int xr_engine_thread_tid(struct xr_engine *e)
-{
-	int tid = e->progress.started ? atomic_load(&e->progress.tid) : 0;
-
-	return tid > 0 ? tid : -ESRCH;
-}
-
 void xr_engine_stop_thread(struct xr_engine *e)
 {
 	if (!e->progress.started)
@@ -729,7 +751,6 @@ void xr_engine_stop_thread(struct xr_engine *e)
 	}
 	pthread_join(e->progress.thread, NULL);
 	e->progress.started = false;
-	atomic_store(&e->progress.tid, 0);
 }
 
 int xr_engine_attach_link(struct xr_engine *e, struct xr_link *l)

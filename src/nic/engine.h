@@ -251,7 +251,6 @@ struct xr_engine {
 		bool started;
 		_Atomic uint64_t assist_ns;    /* last pass a polling caller ran (xr_engine_assist); 0: no lease */
 		atomic_bool standby;           /* standing by while a caller drives (stand_by) */
-		_Atomic int tid;               /* the thread's TID once it runs (0: not yet) */
 	} progress;
 };
 
