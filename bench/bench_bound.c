@@ -37,7 +37,8 @@ int main(int argc, char **argv)
 	double rate = bound_copy_crc_rate(size, mtu, quick ? 0.2 : 2.0);
 	double half = bound_cacheline_half_rtt_us(quick ? 2000 : 200000);
 	double spsc = bound_spsc_msg_rate(quick ? 0.05 : 1.0);
-	double wake = bound_wakeup_us(quick ? 50 : 1000);
+	bool rt = false;
+	double wake = bound_wakeup_us(quick ? 50 : 1000, &rt);
 	if (rate <= 0 || half <= 0 || spsc <= 0 || wake <= 0) {
 		fprintf(stderr, "bench-bound: out of memory or threads\n");
 		return 1;
@@ -49,7 +50,8 @@ int main(int argc, char **argv)
 	printf("cacheline_half_rtt_us=%.3f\n", half);
 	printf("# one core to the other through an SPSC ring of 64-byte messages (copied in and out)\n");
 	printf("spsc_64B_Mpps=%.2f\n", spsc / 1e6);
-	printf("# a thread asleep on an eventfd woken from the other core, where a program spins: median\n");
+	printf("# a thread asleep on an eventfd woken from the other core, where a program spins: median (%s)\n",
+	       rt ? "real-time priority, as the library's engine thread" : "normal priority: no right to real-time here");
 	printf("wakeup_us=%.2f\n", wake);
 	return 0;
 }

@@ -23,6 +23,7 @@
 #include <isa-l/crc.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -217,9 +218,10 @@ static inline double bound_spsc_msg_rate(double seconds)
  * engine thread does. The median of iters, in microseconds. */
 struct wk {
 	_Alignas(64) _Atomic uint64_t line;
-	_Atomic bool stop;
+	_Alignas(64) _Atomic bool stop;   /* not on the measured line */
 	int efd;
 	unsigned iters;
+	bool rt;                          /* the sleeper got real-time priority */
 };
 
 static inline void *wk_spinner(void *arg)
@@ -238,7 +240,7 @@ static inline void *wk_sleeper(void *arg)
 	uint64_t v;
 
 	pin(1);
-	pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);   /* best effort, as the library */
+	w->rt = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;   /* as the library, when allowed */
 	for (unsigned i = 1; i <= w->iters; i++) {
 		struct pollfd pf = { w->efd, POLLIN, 0 };
 		if (poll(&pf, 1, 1000) <= 0 || read(w->efd, &v, sizeof(v)) != sizeof(v))
@@ -248,7 +250,7 @@ static inline void *wk_sleeper(void *arg)
 	return NULL;
 }
 
-static inline double bound_wakeup_us(unsigned iters)
+static inline double bound_wakeup_us(unsigned iters, bool *rt)
 {
 	struct wk w = { .iters = iters };
 	double *lat = malloc(iters * sizeof(double)), med = -1;
@@ -256,7 +258,7 @@ static inline double bound_wakeup_us(unsigned iters)
 	unsigned done = 0;
 
 	w.efd = eventfd(0, EFD_CLOEXEC);
-	if (!lat || w.efd < 0 || pthread_create(&spin, NULL, wk_spinner, &w)) {
+	if (!iters || !lat || w.efd < 0 || pthread_create(&spin, NULL, wk_spinner, &w)) {
 		free(lat);
 		if (w.efd >= 0)
 			close(w.efd);
@@ -294,10 +296,12 @@ static inline double bound_wakeup_us(unsigned iters)
 	pthread_join(sleeper, NULL);
 	pthread_join(spin, NULL);
 	close(w.efd);
-	if (done) {
+	if (done == iters) {   /* a partial sample (a lost wakeup) is no figure */
 		qsort(lat, done, sizeof(double), cmp_double);
 		med = lat[done / 2];
 	}
+	if (rt)
+		*rt = w.rt;
 	free(lat);
 	return med;
 }

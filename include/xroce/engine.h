@@ -60,10 +60,6 @@ void xr_engine_assist_end(struct xr_engine *e);
  * wakes the thread only if a pass of the thread's was in the way.
  * end returns what the pass did. */
 void xr_engine_post_begin(struct xr_engine *e);
-/* Between begin and end: the caller streams (it posted while earlier work
- * is in flight) and will be back soon, so end's pass leaves it holding the
- * engine as xr_engine_assist does. */
-void xr_engine_post_stream(struct xr_engine *e);
 int xr_engine_post_end(struct xr_engine *e);
 /* The engine's thread at real-time priority (SCHED_FIFO prio): it sleeps
  * whenever it has nothing to do, and woken by a frame it then takes a

@@ -87,10 +87,12 @@ int xr_destroy_cq(struct xr_cq *cq)
 static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained);
 
 /* With the engine's thread running, a caller polling an empty CQ lends
- * its core for a pass (the thread stands by meanwhile: on a small machine
- * it would take the core the caller spins on), and one whose send queue
- * the completions emptied hands the engine back to the thread, since it
- * may now stop calling (spin on memory for the peer's answer, block). */
+ * its core for a pass and holds a lease (the thread stands by meanwhile: on
+ * a small machine it would take the core the caller spins on), and one
+ * whose completions emptied the send queue of the last send completion's
+ * QP hands the engine back to the thread, since it may now stop calling
+ * (spin on memory for the peer's answer). Unsignaled WRs keep a queue from
+ * looking empty: the lease then just runs out (200 us). */
 int xr_poll_cq(struct xr_cq *cq, int n, struct xr_wc *wc)
 {
 	struct xr_context *ctx = cq->ctx;
@@ -176,6 +178,8 @@ int xr_get_cq_event(struct xr_cq *cq, int timeout_ms)
 	uint64_t v;
 	int waited = 0;
 
+	if (cq->ctx->progress == XR_PROGRESS_THREAD)
+		xr_engine_assist_end(cq->ctx->engine);   /* about to block: the thread delivers */
 	for (;;) {
 		int slice = cq->ctx->progress == XR_PROGRESS_INLINE ? 1 : timeout_ms;
 		if (cq->ctx->progress == XR_PROGRESS_INLINE)

@@ -124,11 +124,7 @@ static int build_wqe(struct xr_qp *qp, const struct xr_send_wr *w, struct xr_hw_
 
 /* With the engine's thread running, the work leaves from the caller's
  * thread (a pass right after the doorbell) instead of waking the thread:
- * on a small machine the wakeup costs more than the pass. A caller that
- * posts while earlier work is in flight is streaming: it drives the
- * engine (a lease) and will be back to post or poll. One with a single
- * WR out may spin on memory next, so the thread stays ready for the
- * frames that answer it. */
+ * on a small machine the wakeup costs more than the pass. */
 int xr_post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad)
 {
 	struct xr_engine *e = qp->ctx->progress == XR_PROGRESS_THREAD ? qp->ctx->engine : NULL;
@@ -137,11 +133,8 @@ int xr_post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **ba
 	if (e)
 		xr_engine_post_begin(e);
 	rc = post_send(qp, wr, bad, false);
-	if (e) {
-		if ((uint16_t)(qp->sq_pi - __atomic_load_n(&qp->sq_ci, __ATOMIC_ACQUIRE)) > 1)
-			xr_engine_post_stream(e);
+	if (e)
 		xr_engine_post_end(e);
-	}
 	return rc;
 }
 
@@ -172,7 +165,7 @@ static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr 
 		 * caller on an error completion, as for type 1). */
 		if (wr->opcode == XR_WR_BIND_MW && !internal)
 			wr->bind_mw.mw->rkey = wr->bind_mw.rkey;
-		qp->sq_pi++;
+		__atomic_store_n(&qp->sq_pi, (uint16_t)(qp->sq_pi + 1), __ATOMIC_RELAXED);   /* read by pollers (cq.c) */
 		posted++;
 	}
 	if (rc && bad)

@@ -180,6 +180,10 @@ XRV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 		errno = EINVAL;
 		return -1;
 	}
+	/* A program about to block (after polling its CQ empty, the usual
+	 * loop) hands the engine back to its thread, which delivers the event. */
+	if (channel->context)
+		xr_engine_assist_end(xr_context_engine(xrv_ctx(channel->context)->xr));
 	nonblock = fcntl(channel->fd, F_GETFL) & O_NONBLOCK;
 	for (;;) {
 		struct epoll_event ev;

@@ -27,7 +27,7 @@
 static _Thread_local const struct xr_engine *post_defer;
 static _Thread_local bool post_deferred;
 static _Thread_local unsigned post_depth;   /* begin/end pairs nest (a batch of batches) */
-static _Thread_local bool post_streaming;   /* xr_engine_post_stream: end takes a lease */
+static _Thread_local unsigned post_foreign; /* sections of other engines opened inside ours */
 
 static int progress_pass(struct xr_engine *e, bool block, bool *ran);
 static uint64_t mono_ns(void);
@@ -114,20 +114,14 @@ void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp)
 
 void xr_engine_post_begin(struct xr_engine *e)
 {
-	if (post_defer == e && post_depth) {
-		post_depth++;
+	if (post_depth && post_defer != e) {
+		post_foreign++;   /* another engine's section is open: ours wakes as usual */
 		return;
 	}
+	if (post_depth++)
+		return;
 	post_defer = e;
-	post_depth = 1;
 	post_deferred = false;
-	post_streaming = false;
-}
-
-void xr_engine_post_stream(struct xr_engine *e)
-{
-	if (post_defer == e)
-		post_streaming = true;
 }
 
 int xr_engine_post_end(struct xr_engine *e)
@@ -135,23 +129,21 @@ int xr_engine_post_end(struct xr_engine *e)
 	bool ran;
 	int work;
 
-	if (post_defer == e && post_depth > 1) {
-		post_depth--;
-		return 0;   /* the outermost end runs the pass */
+	if (post_foreign && post_defer != e) {
+		post_foreign--;
+		return 0;
 	}
-	post_depth = 0;
+	if (!post_depth || --post_depth)
+		return 0;   /* the outermost end runs the pass */
 	post_defer = NULL;
 	if (!post_deferred)
 		return 0;
 	post_deferred = false;
+	/* No lease (xr_engine_assist): a poster may spin on memory next, and
+	 * the thread must stay armed for the frames that answer it. */
 	work = progress_pass(e, false, &ran);
-	/* A streaming poster drives the engine (a lease); one with a single
-	 * WR out may spin on memory next, and the thread must stay armed for
-	 * the frames that answer it. A pass that could not run (the thread's
-	 * was under way) leaves the doorbell to the thread: no lease, and a
-	 * thread about to sleep or standing by is woken for it. */
-	if (ran && post_streaming)
-		lease(e);
+	/* The pass could not run (another one was under way): the doorbell
+	 * goes to the thread, woken if it sleeps or stands by. */
 	if (!ran && e->doorbell_efd >= 0 && (atomic_load(&e->progress.sleeping) || atomic_load(&e->progress.standby)))
 		wake_thread(e);
 	return work;
@@ -533,9 +525,10 @@ void xr_dp_quiesce(struct xr_engine *e)
 /* A caller that assisted holds the engine this long (the lease): the
  * thread stands by (stand_by) until the caller stops assisting for this
  * long or ends the lease itself. It bounds the delay when a caller stops
- * calling without ending it, and sets how often the standing-by thread
- * looks (a wakeup per lease). */
-#define ASSIST_LEASE_NS 1000000
+ * calling without ending it (a last empty poll before spinning on memory,
+ * a program that polls now and then), and sets how often the standing-by
+ * thread looks while a caller streams (a wakeup per lease, no pass). */
+#define ASSIST_LEASE_NS 200000
 
 static uint64_t mono_ns(void)
 {
@@ -574,9 +567,12 @@ void xr_engine_assist_end(struct xr_engine *e)
  * beside it nor sleeps with the link armed, where every frame the caller's
  * next pass would take anyway cost a wakeup and a pass fighting the
  * caller's for the pipeline. It waits for the lease to run out (the caller
- * went quiet: false) or to be ended (xr_engine_assist_end: the caller got
- * its last completion and may now spin on memory or block: true). */
-static bool stand_by(struct xr_engine *e)
+ * went quiet), to be ended (xr_engine_assist_end: the caller got its last
+ * completion or blocks on an event, and may now spin on memory), or for a
+ * doorbell another thread could not serve itself (xr_engine_post_end). */
+enum standby_end { LEASE_EXPIRED, LEASE_ENDED, DOORBELL, STOPPING };
+
+static enum standby_end stand_by(struct xr_engine *e)
 {
 	struct pollfd pf = { e->doorbell_efd, POLLIN, 0 };
 	uint64_t v;
@@ -585,20 +581,23 @@ static bool stand_by(struct xr_engine *e)
 		uint64_t now = mono_ns();
 		uint64_t last = atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed);
 		struct timespec ts = { 0, 0 };
+		int ready = 0;
 
+		if (!atomic_load(&e->progress.run))
+			return STOPPING;
 		if (!last)
-			return true;   /* ended by the caller */
-		if (now - last >= ASSIST_LEASE_NS || !atomic_load(&e->progress.run))
-			return false;
+			return LEASE_ENDED;
+		if (now - last >= ASSIST_LEASE_NS)
+			return LEASE_EXPIRED;
 		ts.tv_nsec = (long)(ASSIST_LEASE_NS - (now - last));
 		atomic_store(&e->progress.standby, true);
 		atomic_thread_fence(memory_order_seq_cst);   /* pairs with xr_engine_assist_end */
 		if (atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed))
-			ppoll(&pf, 1, &ts, NULL);
+			ready = ppoll(&pf, 1, &ts, NULL);
 		atomic_store(&e->progress.standby, false);
-		if (read(e->doorbell_efd, &v, sizeof(v)) < 0) {
-			/* nothing pending */
-		}
+		if (ready > 0 && read(e->doorbell_efd, &v, sizeof(v)) == sizeof(v) &&
+		    atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed))
+			return DOORBELL;   /* rung while the lease holds: a pass is owed */
 	}
 }
 
@@ -681,12 +680,15 @@ static void *progress_thread(void *arg)
 		/* A caller drives: no pass of ours would find what its next
 		 * pass does not, and each would fight it for the pipeline. */
 		if (assisted_lately(e, now)) {
+			enum standby_end why = stand_by(e);
 			streaming = false;
+			if (why == DOORBELL)
+				progress_pass(e, true, NULL);
 			/* Handed back by the caller (xr_engine_assist_end): what
 			 * comes next are the peer's frames, so sleep armed for them
 			 * at once rather than spin beside a caller that may go on
 			 * driving (a stream whose send queue ran empty for a moment). */
-			if (stand_by(e) && !sleep_armed(e))
+			else if (why == LEASE_ENDED && atomic_load(&e->progress.run) && !sleep_armed(e))
 				last_work = mono_ns();
 			continue;
 		}
