@@ -74,7 +74,6 @@ struct xr_engine *xr_engine_create(void)
 		goto nomem;
 	pthread_mutex_init(&e->reg_lock, NULL);
 	pthread_rwlock_init(&e->dp_lock, NULL);
-	pthread_mutex_init(&e->evlog_lock, NULL);
 	e->debug.listen_fd = -1;
 	e->t0_ns = xr_now_ns();
 	xr_datapath_init(e);
@@ -113,7 +112,6 @@ void xr_engine_destroy(struct xr_engine *e)
 	free(e->srqs);
 	pthread_mutex_destroy(&e->reg_lock);
 	pthread_rwlock_destroy(&e->dp_lock);
-	pthread_mutex_destroy(&e->evlog_lock);
 	free(e);
 }
 
@@ -126,10 +124,9 @@ void xr_engine_soft_reset(struct xr_engine *e)
 	for (unsigned c = 0; c < XR_CNT_COUNT; c++)
 		atomic_store_explicit(&e->counters[c], 0, memory_order_relaxed);
 	e->latch_valid = false;
-	pthread_mutex_lock(&e->evlog_lock);
-	memset(e->evlog, 0, sizeof(e->evlog));
-	e->evlog_seq = 0;
-	pthread_mutex_unlock(&e->evlog_lock);
+	for (unsigned i = 0; i < XR_EVLOG_ENTRIES; i++)
+		atomic_store_explicit(&e->evlog[i].tag, 0, memory_order_relaxed);
+	atomic_store(&e->evlog_seq, 0);
 	/* The shadow windows and command status go back to reset values too. */
 	for (uint32_t off = XR_REG_QP_SEL; off < 0x400; off += 4) {
 		const struct xr_reg_desc *d = xr_reg_by_offset(off);
@@ -150,39 +147,48 @@ void xr_engine_set_link_up(struct xr_engine *e, bool up)
 
 void xr_evlog_add(struct xr_engine *e, enum xr_event_type t, uint32_t qpn, uint32_t a0, uint32_t a1)
 {
-	struct xr_evlog_entry *ent;
+	uint64_t seq = atomic_fetch_add_explicit(&e->evlog_seq, 1, memory_order_relaxed);
+	struct xr_evlog_slot *sl = &e->evlog[seq % XR_EVLOG_ENTRIES];
+	uint64_t ts = xr_engine_now(e) - e->t0_ns;
 
-	pthread_mutex_lock(&e->evlog_lock);
-	ent = &e->evlog[e->evlog_seq % XR_EVLOG_ENTRIES];
-	ent->ts_ns = xr_engine_now(e) - e->t0_ns;
-	ent->type = (uint8_t)t;
-	ent->qpn = qpn;
-	ent->arg0 = a0;
-	ent->arg1 = a1;
-	e->evlog_seq++;
-	pthread_mutex_unlock(&e->evlog_lock);
+	atomic_store_explicit(&sl->tag, 2 * seq + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);   /* the odd tag before the fields */
+	__atomic_store_n(&sl->ev.ts_ns, ts, __ATOMIC_RELAXED);
+	__atomic_store_n(&sl->ev.type, (uint8_t)t, __ATOMIC_RELAXED);
+	__atomic_store_n(&sl->ev.qpn, qpn, __ATOMIC_RELAXED);
+	__atomic_store_n(&sl->ev.arg0, a0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sl->ev.arg1, a1, __ATOMIC_RELAXED);
+	atomic_store_explicit(&sl->tag, 2 * seq + 2, memory_order_release);
 	if (e->event_irq)
 		e->event_irq(e->event_irq_ctx, t, qpn);
 }
 
-/* The selected event into the EVLOG_* read registers' values. */
+/* The selected event into the EVLOG_* read registers' values: invalid when
+ * it is not in the ring (not yet, or overwritten) or still being written. */
 void xr_evlog_read(struct xr_engine *e, uint64_t seq, struct xr_evlog_entry *out, bool *valid)
 {
-	pthread_mutex_lock(&e->evlog_lock);
-	*valid = seq < e->evlog_seq && e->evlog_seq - seq <= XR_EVLOG_ENTRIES;
-	if (*valid)
-		*out = e->evlog[seq % XR_EVLOG_ENTRIES];
-	else
+	uint64_t n = atomic_load(&e->evlog_seq);
+	const struct xr_evlog_slot *sl = &e->evlog[seq % XR_EVLOG_ENTRIES];
+	uint64_t t1, t2;
+
+	memset(out, 0, sizeof(*out));
+	*valid = false;
+	if (seq >= n || n - seq > XR_EVLOG_ENTRIES)
+		return;
+	t1 = atomic_load_explicit(&sl->tag, memory_order_acquire);
+	out->ts_ns = __atomic_load_n(&sl->ev.ts_ns, __ATOMIC_RELAXED);
+	out->type = __atomic_load_n(&sl->ev.type, __ATOMIC_RELAXED);
+	out->qpn = __atomic_load_n(&sl->ev.qpn, __ATOMIC_RELAXED);
+	out->arg0 = __atomic_load_n(&sl->ev.arg0, __ATOMIC_RELAXED);
+	out->arg1 = __atomic_load_n(&sl->ev.arg1, __ATOMIC_RELAXED);
+	atomic_thread_fence(memory_order_acquire);   /* the fields before the second look */
+	t2 = atomic_load_explicit(&sl->tag, memory_order_relaxed);
+	*valid = t1 == t2 && t1 == 2 * seq + 2;
+	if (!*valid)
 		memset(out, 0, sizeof(*out));
-	pthread_mutex_unlock(&e->evlog_lock);
 }
 
 uint64_t xr_evlog_count(struct xr_engine *e)
 {
-	uint64_t n;
-
-	pthread_mutex_lock(&e->evlog_lock);
-	n = e->evlog_seq;
-	pthread_mutex_unlock(&e->evlog_lock);
-	return n;
+	return atomic_load(&e->evlog_seq);
 }

@@ -190,6 +190,15 @@ struct xr_evlog_entry {
 	uint8_t type;
 };
 
+/* A slot of the event log's ring, written without a lock (every posted
+ * and completed WQE logs an event): tag is 2*seq+1 while event seq is
+ * being written, 2*seq+2 once it is whole, so a reader can tell a torn or
+ * overwritten slot from the event it asked for. */
+struct xr_evlog_slot {
+	_Atomic uint64_t tag;
+	struct xr_evlog_entry ev;    /* fields written and read with relaxed atomics */
+};
+
 struct xr_engine {
 	/* One register access at a time, as a single AXI-Lite master. */
 	pthread_mutex_t reg_lock;
@@ -209,9 +218,8 @@ struct xr_engine {
 	struct xr_cq *cqs;                     /* XR_MAX_CQ entries */
 	struct xr_srq *srqs;                   /* XR_MAX_SRQ entries */
 
-	pthread_mutex_t evlog_lock;
-	struct xr_evlog_entry evlog[XR_EVLOG_ENTRIES];
-	uint64_t evlog_seq;                    /* events ever logged */
+	struct xr_evlog_slot evlog[XR_EVLOG_ENTRIES];
+	_Atomic uint64_t evlog_seq;            /* events ever logged (or being logged) */
 	uint64_t t0_ns;
 	uint64_t (*clock_fn)(void *ctx);       /* the timer clock (NULL: monotonic) */
 	void *clock_ctx;
