@@ -51,7 +51,7 @@ static void usage(FILE *out)
 "\n"
 "Options:\n"
 "  -a, --attach SOCKET      a running engine's debug socket\n"
-"  -m, --mmio PATH[@OFF]    a mappable register region (size 0x300000)\n"
+"  -m, --mmio PATH[@OFF]    a mappable register region (size 0x1000000)\n"
 "  -h, --help\n"
 "Exit status: 0 ok, 1 mismatch or refused access, 2 usage or connection error.\n");
 }
@@ -75,7 +75,7 @@ static struct xr_regio *open_regs(const char *attach, const char *mmio)
 		snprintf(path, sizeof(path), "%.*s", at ? (int)(at - mmio) : (int)strlen(mmio), mmio);
 		if (at && !cli_u64(prog, "mmio offset", at + 1, UINT64_MAX, &off))
 			return NULL;
-		r = xr_regio_mmio(path, off, 0x300000);
+		r = xr_regio_mmio(path, off, XR_REG_SPACE);
 		if (!r)
 			fprintf(stderr, "%s: cannot map %s: %s\n", prog, path, strerror(errno));
 		return r;

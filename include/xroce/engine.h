@@ -82,6 +82,18 @@ void xr_engine_set_irq(struct xr_engine *e, void (*fn)(void *ctx, uint32_t cqn),
  * before traffic starts. */
 void xr_engine_set_event_irq(struct xr_engine *e, void (*fn)(void *ctx, uint32_t type, uint32_t qpn), void *ctx);
 
+/* What the engine holds for its QPs (sizing; bench-scale reports it).
+ * Bytes as allocated, without the allocator's own overhead. */
+struct xr_engine_qp_mem {
+	uint64_t qps;             /* QPs in use */
+	uint64_t slot_bytes;      /* one QP's slot: all an idle QP holds */
+	uint64_t table_bytes;     /* the QP table: pages of slots allocated, and its directory */
+	uint64_t active;          /* QPs holding in-flight state (work posted, sent or owed) */
+	uint64_t active_bytes;    /* that state */
+	uint64_t res_bytes;       /* READ/atomic resources (kept by QPs that served one) */
+};
+void xr_engine_qp_mem(struct xr_engine *e, struct xr_engine_qp_mem *out);
+
 /*
  * Serves the register file on a UNIX stream socket at path (created, and
  * removed by xr_engine_stop_debug or destroy) from a thread of its own.

@@ -24,11 +24,14 @@
 
 #define XR_REG_ID_MAGIC   0x58524345u   /* "XRCE" */
 /* 2.0: the congestion-control block (0x200-0x260) and counters were laid
- * out anew (issue 12); counters after srq_limit_reached moved. */
-#define XR_REGMAP_VERSION    0x00020000u   /* map version 2.0 */
+ * out anew (issue 12); counters after srq_limit_reached moved.
+ * 3.0: 2^20 QPs: the QP doorbells moved to 0x800000 (8 MiB of them), the
+ * register space is XR_REG_SPACE; counter qp_mem_alloc_fail added after
+ * srq_limit_reached (the parser's drop counters moved). */
+#define XR_REGMAP_VERSION    0x00030000u   /* map version 3.0 */
 
 /* Capacities of this engine model (also readable from CAP_* registers). */
-#define XR_MAX_QP        (1u << 17)     /* QPNs 2 .. XR_MAX_QP-1 are usable */
+#define XR_MAX_QP        (1u << 20)     /* QPNs 2 .. XR_MAX_QP-1 are usable (24 on the wire) */
 #define XR_MAX_MR        (1u << 17)
 #define XR_MAX_CQ        (1u << 17)
 #define XR_MAX_SRQ       (1u << 12)     /* SRQNs 1 .. XR_MAX_SRQ-1 (0: none) */
@@ -202,18 +205,29 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	X(CAP_SRQ,         0x3A8, XR_RO, XR_MAX_SRQ, "", "Number of SRQ table entries (SRQNs 1 .. CAP_SRQ-1 usable).")
 
 /*
- * Register arrays: one register per QP or CQ.
+ * Register arrays: one register per QP or CQ, each block aligned to its
+ * size (the CQ doorbells 0x200000-0x2FFFFF, the QP doorbells
+ * 0x800000-0xFFFFFF; checked below and in test_regs).
  * X(NAME, base, count, stride, access, "fields", "description")
  */
 #define XR_REG_ARRAY_TABLE(X) \
-	X(DB_SQ, 0x100000, XR_MAX_QP, 8, XR_WO, "pi:0:16", \
-	  "Send queue doorbell of QP n at 0x100000 + 8n: the new producer index (WQEs posted, mod 2^16).") \
-	X(DB_RQ, 0x100004, XR_MAX_QP, 8, XR_WO, "pi:0:16", \
-	  "Receive queue doorbell of QP n at 0x100004 + 8n: the new producer index (SLVERR for a QP on an SRQ).") \
 	X(DB_CQ_CI, 0x200000, XR_MAX_CQ, 8, XR_WO, "ci:0:32", \
 	  "Completion queue n consumer index at 0x200000 + 8n: CQEs the host has consumed.") \
 	X(DB_CQ_ARM, 0x200004, XR_MAX_CQ, 8, XR_WO, "arm:0 solicited:1", \
-	  "Arm completion queue n at 0x200004 + 8n: signal the next completion (or the next solicited one).")
+	  "Arm completion queue n at 0x200004 + 8n: signal the next completion (or the next solicited one).") \
+	X(DB_SQ, 0x800000, XR_MAX_QP, 8, XR_WO, "pi:0:16", \
+	  "Send queue doorbell of QP n at 0x800000 + 8n: the new producer index (WQEs posted, mod 2^16).") \
+	X(DB_RQ, 0x800004, XR_MAX_QP, 8, XR_WO, "pi:0:16", \
+	  "Receive queue doorbell of QP n at 0x800004 + 8n: the new producer index (SLVERR for a QP on an SRQ).")
+
+/* The register space (a BAR's size): every array's last register lies
+ * inside it. */
+#define XR_REG_SPACE 0x1000000u
+#define XR_X(name, base, count, stride, acc, fields, desc) \
+	_Static_assert((uint64_t)(base) + ((uint64_t)(count) - 1) * (stride) + 4 <= XR_REG_SPACE, \
+		       #name " ends beyond the register space");
+XR_REG_ARRAY_TABLE(XR_X)
+#undef XR_X
 
 #define XR_COUNTER_BASE 0x1000
 #define XR_COUNTER_END  0x2000
@@ -321,7 +335,8 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	X(DROP_UC_MSG,        "rx_drop_uc_msg",         "Dropped: UC packet of a message cut short (PSN gap, opcode out of sequence, a new FIRST/ONLY) or with no message open.") \
 	X(DROP_UC_INVALID,    "rx_drop_uc_invalid",     "Dropped: UC message failing a length, access or R_Key check (UC never NAKs; the QP stays in RTS).") \
 	X(UD_SEND_OVERSIZE,   "ud_send_oversize",       "UD sends longer than the MTU: nothing sent, PSN used, completed SUCCESS (C10-93.1.1, as rxe).") \
-	X(SRQ_LIMIT_REACHED,  "srq_limit_reached",      "SRQ limit events raised.")
+	X(SRQ_LIMIT_REACHED,  "srq_limit_reached",      "SRQ limit events raised.") \
+	X(QP_MEM_FAIL,        "qp_mem_alloc_fail",      "Engine memory for QPs ran out: a QP_CMD COMMIT refused (BUSY, nothing changed), a requester waiting for its in-flight state, or a request dropped unexecuted for want of it or of READ/atomic resources (the requester sends it again).")
 
 /* After the table: one counter per parser rejection, named
  * "rx_drop_<reason>" and described by XR_PARSE_ERR_TABLE. */

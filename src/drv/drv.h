@@ -93,14 +93,19 @@ struct xr_qp {
  * port's message size; issue 15, defect 12). post.c */
 int xr_rwqe_fill(struct xr_hw_rwqe *q, const struct xr_recv_wr *wr, unsigned max_sge);
 
-/* Keeps a freed MR handle or QPN for the next allocation. */
+/* Keeps a freed MR handle or QPN for the next allocation. The list
+ * doubles when its length reaches a power of two (it holds at least
+ * 2^k > n then): a million frees cost a million stores, not a million
+ * reallocations. */
 static inline bool push_free(uint32_t **list, uint32_t *n, uint32_t v)
 {
-	uint32_t *l = realloc(*list, (*n + 1) * sizeof(**list));
-	if (!l)
-		return false;
-	l[(*n)++] = v;
-	*list = l;
+	if (!(*n & (*n - 1))) {
+		uint32_t *l = realloc(*list, (*n ? 2 * (size_t)*n : 1) * sizeof(**list));
+		if (!l)
+			return false;
+		*list = l;
+	}
+	(*list)[(*n)++] = v;
 	return true;
 }
 

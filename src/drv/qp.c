@@ -52,6 +52,7 @@ struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr)
 {
 	struct xr_context *ctx = pd ? pd->ctx : NULL;
 	struct xr_qp *qp;
+	uint32_t st = 0;
 	int rc;
 
 	if (!ctx || !attr || !attr->send_cq || !attr->recv_cq ||
@@ -112,17 +113,22 @@ struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr)
 	else if (ctx->next_qpn < XR_MAX_QP)
 		qp->qpn = ctx->next_qpn++;
 	rc = qp->qpn ? xr_regio_write(ctx->regs, XR_REG_QP_COMMIT_MASK, XR_QPM_ALL) ||
-		       xr_regio_qp_commit(ctx->regs, qp->qpn, &qp->hw, NULL) : -ENOSPC;
+		       xr_regio_qp_commit(ctx->regs, qp->qpn, &qp->hw, &st) : -ENOSPC;
 	if (!rc)
 		__atomic_store_n(&ctx->qp_by_num[qp->qpn], qp, __ATOMIC_RELEASE);
+	else if (qp->qpn)
+		push_free(&ctx->free_qpn, &ctx->nfree_qpn, qp->qpn);   /* not used: the next QP takes it */
 	if (!rc && attr->srq)
 		attr->srq->nqps++;
 	pthread_mutex_unlock(&ctx->lock);
 	if (rc) {
+		pthread_mutex_destroy(&qp->sq_lock);
+		pthread_mutex_destroy(&qp->rq_lock);
 		free(qp->sq);
 		free(qp->rq);
 		free(qp);
-		errno = rc == -ENOSPC ? ENOSPC : EINVAL;
+		/* The engine is out of memory (BUSY) or refused the context. */
+		errno = rc == -ENOSPC ? ENOSPC : st == XR_CMD_ST_BUSY ? ENOMEM : EINVAL;
 		return NULL;
 	}
 	return qp;

@@ -26,9 +26,11 @@ static const uint32_t rnr_timer_us[32] = {
 
 void xr_req_arm_timer(struct xr_qp *qp, uint64_t now);
 
+/* Only a WQE started (in [tail, started_end)) is looked at: the QP has
+ * its active block while there is one. */
 static struct xr_swqe_meta *meta_at(struct xr_qp *qp, uint16_t i)
 {
-	return &qp->req.meta[i & (qp->req.meta_slots - 1)];
+	return xr_sq_meta(qp, i);
 }
 
 static bool is_rd_atomic(uint8_t wr)
@@ -419,13 +421,13 @@ void xr_comp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 {
 	const struct xr_req *r = &qp->req;
 
-	if (!qp->req.meta || (qp->ctx.state != XR_QPS_RTS && qp->ctx.state != XR_QPS_SQD &&
+	if (!qp->ctx.sq_log_size || (qp->ctx.state != XR_QPS_RTS && qp->ctx.state != XR_QPS_SQD &&
 			      qp->ctx.state != XR_QPS_SQE)) {
 		/* A response to a QP that has sent nothing (RTR): no requester yet. */
 		xr_count(e, XR_CNT_DROP_RESP_UNEXPECTED, 1);
 		return;
 	}
-	if (r->tail == r->head && r->una_psn == r->sent_end && !r->cur_active) {
+	if ((r->tail == r->head && r->una_psn == r->sent_end && !r->cur_active) || !qp->act) {
 		/* Nothing outstanding: nothing this could answer. */
 		xr_count(e, XR_CNT_DROP_RESP_UNEXPECTED, 1);
 		return;

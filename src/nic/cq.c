@@ -71,12 +71,8 @@ static enum xr_cmd_status cq_cmd_locked(struct xr_engine *e, struct xr_cq *cq, u
 	default:
 		if (!cq->in_use)
 			return XR_CMD_ST_NO_ENTRY;
-		for (uint32_t q = XR_FIRST_QPN; q < XR_MAX_QP; q++) {
-			struct xr_qp *qp = xr_qp_lookup(e, q);
-			if (qp && (qp->ctx.sq_cqn == cqn || qp->ctx.rq_cqn == cqn) &&
-			    qp->ctx.state != XR_QPS_RESET)
-				return XR_CMD_ST_BUSY;   /* a live QP still completes into it */
-		}
+		if (xr_qp_any_on_cq(e, cqn))
+			return XR_CMD_ST_BUSY;   /* a live QP still completes into it */
 		memset(&cq->ctx, 0, sizeof(cq->ctx));
 		cq->in_use = false;
 		cq->ci = 0;

@@ -128,7 +128,7 @@ void xr_qp_flush(struct xr_engine *e, struct xr_qp *qp)
 	if (qp->ctx.sq_log_size && qp->ctx.sq_base) {
 		for (uint16_t i = rq->tail; i != qp->sq_pi; i++) {
 			const struct xr_hw_wqe *w = sq_slot(qp, i);
-			const struct xr_swqe_meta *m = rq->meta ? &rq->meta[i & (rq->meta_slots - 1)] : NULL;
+			const struct xr_swqe_meta *m = qp->act ? xr_sq_meta(qp, i) : NULL;
 			struct xr_wc_info wc = { .wr_id = w->wr_id, .opcode = wc_opcode_of(w->opcode), .wqe_index = i };
 			/* The WQE that failed keeps its own status; the rest are flushed. */
 			wc.status = (m && m->started && m->status) ? m->status : XR_WC_WR_FLUSH_ERR;
@@ -147,7 +147,7 @@ void xr_qp_flush(struct xr_engine *e, struct xr_qp *qp)
 	if (rs->have_rwqe) {
 		/* A WQE the QP holds mid-message (its own, or taken from the SRQ:
 		 * the buffer goes back to the application either way). */
-		struct xr_wc_info wc = { .wr_id = rs->rwqe.wr_id, .status = XR_WC_WR_FLUSH_ERR, .opcode = XR_WC_RECV,
+		struct xr_wc_info wc = { .wr_id = qp->act->rwqe.wr_id, .status = XR_WC_WR_FLUSH_ERR, .opcode = XR_WC_RECV,
 					 .wqe_index = rs->rwqe_index };
 		xr_complete(e, qp, qp->ctx.rq_cqn, &wc, false);
 		rs->have_rwqe = false;

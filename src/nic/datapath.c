@@ -431,6 +431,8 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 				if (d < due)
 					due = d;
 				xr_qp_mark_busy(e, qp);
+			} else {
+				xr_qp_act_put(e, qp);   /* idle: its in-flight state goes */
 			}
 		}
 		pthread_mutex_unlock(&qp->lock);

@@ -65,12 +65,11 @@ struct xr_engine *xr_engine_create(void)
 
 	if (!e)
 		goto nomem;
-	e->qps = calloc(XR_MAX_QP, sizeof(*e->qps));
 	e->mrs = calloc(XR_MAX_MR, sizeof(*e->mrs));
 	e->mr_variant = calloc(XR_MAX_MR, 1);
 	e->cqs = calloc(XR_MAX_CQ, sizeof(*e->cqs));
 	e->srqs = calloc(XR_MAX_SRQ, sizeof(*e->srqs));
-	if (!e->qps || !e->mrs || !e->mr_variant || !e->cqs || !e->srqs)
+	if (!e->mrs || !e->mr_variant || !e->cqs || !e->srqs)
 		goto nomem;
 	pthread_mutex_init(&e->reg_lock, NULL);
 	pthread_rwlock_init(&e->dp_lock, NULL);
@@ -85,7 +84,6 @@ struct xr_engine *xr_engine_create(void)
 	return e;
 nomem:
 	if (e) {
-		free(e->qps);
 		free(e->mrs);
 		free(e->mr_variant);
 		free(e->cqs);
@@ -103,7 +101,6 @@ void xr_engine_destroy(struct xr_engine *e)
 	xr_engine_stop_debug(e);
 	xr_datapath_fini(e);
 	xr_tables_free(e);
-	free(e->qps);
 	free(e->mrs);
 	free(e->mr_variant);
 	free(e->cqs);

@@ -30,32 +30,31 @@ struct xr_swqe_meta {
 	bool     started;
 };
 
-/* Requester and completer state of a QP (req.c, comp.c). */
+/* Requester and completer state of a QP (req.c, comp.c). The WQE copy
+ * and the per-slot metadata live in the QP's active block (struct
+ * xr_qp_act): only a QP with WQEs started has them. */
 struct xr_req {
 	uint16_t head;               /* next WQE to start (free-running, as the doorbell) */
 	uint16_t tail;               /* oldest WQE not completed */
+	uint16_t cur;                /* the WQE being segmented (act->cur_wqe) */
+	uint16_t started_end;        /* one past the newest WQE ever started */
+	uint16_t rd_atomic_out;      /* READ/atomic requests in flight */
+	uint16_t rd_atomic_started;  /* READ/atomic WQEs in [tail, started_end) */
 	bool     cur_active;         /* a WQE is being segmented */
-	uint16_t cur;                /* its index */
-	uint32_t cur_offset;         /* bytes of it already sent */
+	bool     drained_logged;     /* SQD: the SQ_DRAINED event is out */
+	bool     retx_pending;       /* go back to retx_psn before sending more */
+	bool     retried;            /* a retry from retried_psn is under way: */
+	uint8_t  retry_left, rnr_left;
+	uint32_t retried_psn;        /* ...later signs of the same gap do not retry again */
+	uint32_t cur_offset;         /* bytes of the current WQE already sent */
 	uint32_t cur_psn;            /* PSN of its next packet */
-	struct xr_hw_wqe cur_wqe;    /* its copy, read from the ring */
 	uint32_t una_psn;            /* oldest PSN not acknowledged */
 	uint32_t sent_end;           /* one past the last PSN a response may carry */
-	uint16_t started_end;        /* one past the newest WQE ever started */
-	bool     drained_logged;     /* SQD: the SQ_DRAINED event is out */
-	uint32_t rd_atomic_out;      /* READ/atomic requests in flight */
-	uint32_t rd_atomic_started;  /* READ/atomic WQEs in [tail, started_end) */
 	uint32_t since_ackreq;       /* packets sent since the last AckReq */
+	uint32_t retx_psn;
 	uint64_t ackreq_ns;          /* when the last AckReq left */
 	uint64_t timer_due_ns;       /* local ACK timer (0: stopped) */
 	uint64_t rnr_due_ns;         /* RNR wait (0: none) */
-	uint8_t  retry_left, rnr_left;
-	bool     retx_pending;       /* go back to retx_psn before sending more */
-	uint32_t retx_psn;
-	bool     retried;            /* a retry from retried_psn is under way: */
-	uint32_t retried_psn;        /* later signs of the same gap do not retry again */
-	struct xr_swqe_meta *meta;   /* one per SQ slot */
-	uint32_t meta_slots;
 };
 
 /* A responder resource: a READ or atomic kept for replay (resp.c). */
@@ -89,25 +88,26 @@ struct xr_resp_item {
 
 enum xr_resp_msg { XR_RESP_IDLE, XR_RESP_IN_SEND, XR_RESP_IN_WRITE };
 
+/* Responder state of a QP (resp.c, resp_tx.c, uc.c, ud.c). The receive
+ * WQE being filled, the response queue and the held requests live in the
+ * QP's active block; the READ/atomic resources are allocated at the first
+ * READ or atomic and kept (they answer duplicates long after). */
 struct xr_resp {
-	enum xr_resp_msg in_msg;     /* a multi-packet SEND or WRITE under way */
-	bool     have_rwqe;          /* rwqe holds the receive WQE being filled */
-	uint16_t rwqe_index;         /* its slot (in the RQ, or in the SRQ) */
+	uint8_t  in_msg;             /* enum xr_resp_msg: a multi-packet SEND or WRITE under way */
+	bool     have_rwqe;          /* act->rwqe holds the receive WQE being filled */
 	bool     last_wqe_logged;    /* SRQ: qp_last_wqe raised on ERR */
-	struct xr_hw_rwqe rwqe;
-	uint32_t recv_offset;        /* bytes placed in it */
-	uint16_t rq_head;            /* next receive WQE to take (free-running) */
-	uint64_t write_va;
-	uint32_t write_rkey, write_left, write_total;
 	bool     nak_seq_sent;       /* one PSN-sequence NAK per gap */
 	bool     acked_any;          /* ack_psn is valid */
+	uint8_t  q_head, q_len;      /* the response queue (act->q) */
+	uint8_t  held_head, held_len;/* requests held (act->held) */
+	uint16_t rwqe_index;         /* its slot (in the RQ, or in the SRQ) */
+	uint16_t rq_head;            /* next receive WQE to take (free-running) */
+	uint32_t recv_offset;        /* bytes placed in it */
+	uint32_t write_rkey, write_left, write_total;
 	uint32_t ack_psn;            /* newest SEND/WRITE packet executed */
-	struct xr_resp_item q[XR_RESP_QUEUE];
-	uint8_t  q_head, q_len;
-	struct xr_rd_res *res;       /* res_cap entries allocated, nres (a power of 2) in use */
 	uint32_t nres, res_cap, res_next;
-	struct xr_resp_held *held;   /* requests waiting behind READ responses (resp_tx.c) */
-	uint8_t  held_head, held_len;
+	uint64_t write_va;
+	struct xr_rd_res *res;       /* res_cap entries allocated, nres (a power of 2) in use */
 };
 
 /* Congestion control of a QP (cc.c): the notification point's CNP
@@ -115,19 +115,19 @@ struct xr_resp {
 struct xr_cc {
 	/* Notification point. */
 	uint64_t cnp_last_ns;        /* when the last CNP left (0: never) */
-	bool     cnp_owed;           /* a CE arrived: a CNP waits for the next serve */
 	uint32_t ce_rcvd, cnp_sent, cnp_rcvd;
+	bool     cnp_owed;           /* a CE arrived: a CNP waits for the next serve */
 	/* Reaction point (rates in kb/s, alpha in 1/2^20). */
 	bool     rp_active;          /* cut at least once and not back at line rate */
-	uint64_t rc_kbps, rt_kbps;
+	/* Pacer. */
+	bool     held;               /* counted in pacer_waits for this hold */
 	uint32_t alpha;
+	uint32_t t_stage, bc_stage;
+	uint64_t rc_kbps, rt_kbps;
 	uint64_t alpha_ns;           /* the alpha decay timer's last restart */
 	uint64_t inc_due_ns;         /* the rate increase timer */
 	uint64_t bytes;              /* sent since the byte counter last fired */
-	uint32_t t_stage, bc_stage;
-	/* Pacer: the next send may start at pace_ns. */
-	uint64_t pace_ns;
-	bool     held;               /* counted in pacer_waits for this hold */
+	uint64_t pace_ns;            /* the next send may start then */
 	/* PFC (pfc.c): the QP's priority has been paused since (0: not). */
 	uint64_t pfc_held_ns;
 };
@@ -148,19 +148,48 @@ struct xr_pfc {
 	uint64_t xoff_ns;                  /* our last XOFF left (refresh) */
 };
 
+/* What only a QP with work in flight needs (qp.c: xr_qp_act_get and
+ * xr_qp_act_put): taken when it starts a WQE or a request arrives, given
+ * back when the QP is idle again, so an idle QP is struct xr_qp alone. */
+struct xr_resp_held;
+struct xr_qp_act {
+	struct xr_hw_wqe cur_wqe;            /* requester: the WQE being segmented */
+	struct xr_hw_rwqe rwqe;              /* responder: the receive WQE being filled */
+	struct xr_resp_item q[XR_RESP_QUEUE];/* responder: what it owes, in PSN order */
+	struct xr_resp_held *held;           /* requests held behind READ responses (resp_tx.c) */
+	uint32_t meta_slots;                 /* 1 << the SQ's log size */
+	struct xr_swqe_meta meta[];          /* one per SQ slot; zero outside [tail, started_end) */
+};
+
+/*
+ * A QP's engine state. Slots live in pages of XR_QP_PAGE (the table,
+ * qp.c); a slot once used stays allocated, so the data path never sees
+ * freed memory. Everything an idle QP keeps is here: the bulky parts of
+ * an active one hang off act.
+ */
 struct xr_qp {
 	pthread_mutex_t lock;        /* held by the data path per packet and by commit */
-	uint32_t qpn;
-	bool in_use;
-	struct xr_qp_ctx ctx;        /* the committed context, PSNs kept current by the engine */
+	uint32_t qpn;                /* 0: a slot never used */
 	uint16_t sq_pi, rq_pi;       /* doorbell values: WQEs posted by the host */
 	uint16_t rq_ci;              /* receive WQEs completed (free-running) */
+	bool in_use;
 	bool busy;                   /* on the engine's busy list */
 	uint8_t last_state;          /* state the data path last acted on */
+	struct xr_qp_act *act;       /* NULL while idle */
+	struct xr_qp_ctx ctx;        /* the committed context, PSNs kept current by the engine */
 	struct xr_req req;
 	struct xr_resp resp;
 	struct xr_cc cc;
 };
+/* An idle QP (RESET, INIT, or connected with nothing in flight) holds its
+ * slot and nothing else: the budget is 512 bytes (issue "Scale"). */
+#define XR_QP_IDLE_BYTES_MAX 512
+_Static_assert(sizeof(struct xr_qp) <= XR_QP_IDLE_BYTES_MAX, "an idle QP outgrew its budget");
+
+/* The QP table: pages of slots, allocated when a QPN in them is first used. */
+#define XR_QP_PAGE_SHIFT 10
+#define XR_QP_PAGE (1u << XR_QP_PAGE_SHIFT)
+#define XR_QP_PAGES (XR_MAX_QP / XR_QP_PAGE)
 
 struct xr_mr {
 	bool in_use;                 /* registered (keys valid) */
@@ -212,7 +241,13 @@ struct xr_engine {
 
 	_Atomic uint64_t counters[XR_CNT_COUNT];
 
-	struct xr_qp **qps;                    /* XR_MAX_QP slots, allocated on first use */
+	struct xr_qp *qp_pages[XR_QP_PAGES];   /* XR_QP_PAGE slots each, allocated on first use */
+	struct {
+		_Atomic uint64_t pages;        /* QP table pages allocated */
+		_Atomic uint64_t qps;          /* QPs in use */
+		_Atomic uint64_t act, act_bytes;   /* active blocks held, their bytes */
+		_Atomic uint64_t res_bytes;    /* READ/atomic resources allocated */
+	} qp_mem;
 	struct xr_mr *mrs;                     /* XR_MAX_MR entries */
 	uint8_t *mr_variant;                   /* last key variant per MR index */
 	struct xr_cq *cqs;                     /* XR_MAX_CQ entries */
@@ -314,7 +349,16 @@ enum xr_srq_take xr_srq_take(struct xr_engine *e, struct xr_qp *qp, uint32_t min
 			     struct xr_hw_rwqe *out, uint16_t *index);
 void xr_tables_reset(struct xr_engine *e);
 void xr_tables_free(struct xr_engine *e);
+/* A QP not in RESET still completes into CQ cqn (its DESTROY is refused). */
+bool xr_qp_any_on_cq(struct xr_engine *e, uint32_t cqn);
 
+/* The slot of QP qpn, in use or not; NULL when its page was never
+ * allocated. Lock-free. */
+static inline struct xr_qp *xr_qp_slot(const struct xr_engine *e, uint32_t qpn)
+{
+	struct xr_qp *page = __atomic_load_n(&e->qp_pages[qpn >> XR_QP_PAGE_SHIFT], __ATOMIC_ACQUIRE);
+	return page ? &page[qpn & (XR_QP_PAGE - 1)] : NULL;
+}
 /* The QP with this number if it exists (in_use), else NULL. Lock-free. */
 struct xr_qp *xr_qp_lookup(struct xr_engine *e, uint32_t qpn);
 /* A consistent copy of a QP's context, as the data path sees it: 0 or -ENOENT. */
@@ -357,9 +401,20 @@ void xr_resp_flush(struct xr_qp *qp);
 
 /* Puts a QP on the busy list (caller holds qp->lock). */
 void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp);
-/* Sizes the engine-private per-QP arrays after a commit (qp.c). */
-int xr_qp_runtime_setup(struct xr_qp *qp);
-void xr_qp_runtime_reset(struct xr_qp *qp);
+/* qp.c: a QP's active block (caller holds qp->lock). get: true when qp
+ * has one, taken now if needed; false when memory ran out (counted:
+ * qp_mem_alloc_fail). put: gives it back when nothing in it is in use,
+ * as the data path does when the QP leaves the busy list. */
+bool xr_qp_act_get(struct xr_engine *e, struct xr_qp *qp);
+void xr_qp_act_put(struct xr_engine *e, struct xr_qp *qp);
+/* The READ/atomic resources max_dest_rd_atomic asks for, allocated at the
+ * first READ or atomic: false when memory ran out (counted). */
+bool xr_qp_res_get(struct xr_engine *e, struct xr_qp *qp);
+/* Send WQE slot i's metadata (the QP has its active block). */
+static inline struct xr_swqe_meta *xr_sq_meta(const struct xr_qp *qp, uint16_t i)
+{
+	return &qp->act->meta[i & (qp->act->meta_slots - 1)];
+}
 
 /* dma.c: checked access to registered memory. */
 enum xr_dma_err { XR_DMA_OK, XR_DMA_BAD_KEY, XR_DMA_BAD_PD, XR_DMA_BOUNDS, XR_DMA_PERM };

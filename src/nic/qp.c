@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "resp.h"
 
 /* Allowed QP state transitions (IBTA vol.1 10.3, kernel qp_state_table). */
 static const uint8_t transitions[7] = {
@@ -59,62 +60,27 @@ static uint32_t pow2_at_least(uint32_t n)
 	return p;
 }
 
-/* Engine-private arrays sized by the context: allocated at commit time,
- * never per packet. 0 or -ENOMEM. */
-int xr_qp_runtime_setup(struct xr_qp *qp)
+/* ---- the table: pages of slots ---- */
+
+/* Slot qpn for a commit (under reg_lock), its page allocated on first
+ * use: NULL when memory ran out. A slot never used before gets its lock. */
+static struct xr_qp *slot_get(struct xr_engine *e, uint32_t qpn)
 {
-	uint32_t slots = qp->ctx.sq_log_size ? 1u << qp->ctx.sq_log_size : 0;
-	uint32_t nres = qp->ctx.max_dest_rd_atomic ? pow2_at_least(qp->ctx.max_dest_rd_atomic) : 0;
+	struct xr_qp *page = e->qp_pages[qpn >> XR_QP_PAGE_SHIFT], *qp;
 
-	if (slots != qp->req.meta_slots) {
-		struct xr_swqe_meta *m = slots ? calloc(slots, sizeof(*m)) : NULL;
-		if (slots && !m)
-			return -ENOMEM;
-		free(qp->req.meta);
-		qp->req.meta = m;
-		qp->req.meta_slots = slots;
+	if (!page) {
+		page = calloc(XR_QP_PAGE, sizeof(*page));
+		if (!page)
+			return NULL;
+		atomic_fetch_add(&e->qp_mem.pages, 1);
+		__atomic_store_n(&e->qp_pages[qpn >> XR_QP_PAGE_SHIFT], page, __ATOMIC_RELEASE);
 	}
-	if (nres > qp->resp.res_cap) {
-		struct xr_rd_res *r = calloc(nres, sizeof(*r));
-		if (!r)
-			return -ENOMEM;
-		free(qp->resp.res);
-		qp->resp.res = r;
-		qp->resp.res_cap = nres;
+	qp = &page[qpn & (XR_QP_PAGE - 1)];
+	if (!qp->qpn) {
+		pthread_mutex_init(&qp->lock, NULL);
+		qp->qpn = qpn;
 	}
-	if (nres != qp->resp.nres) {
-		/* max_dest_rd_atomic changed: the saved results go (A34); what is
-		 * still owed was owed under the old limit and is dropped too. */
-		xr_resp_flush(qp);
-		if (qp->resp.res)
-			memset(qp->resp.res, 0, qp->resp.res_cap * sizeof(*qp->resp.res));
-		qp->resp.nres = nres;
-		qp->resp.res_next = 0;
-	}
-	return 0;
-}
-
-void xr_qp_runtime_reset(struct xr_qp *qp)
-{
-	struct xr_swqe_meta *meta = qp->req.meta;
-	struct xr_rd_res *res = qp->resp.res;
-	struct xr_resp_held *held = qp->resp.held;   /* kept, emptied */
-	uint32_t slots = qp->req.meta_slots, nres = qp->resp.nres, cap = qp->resp.res_cap;
-
-	memset(&qp->req, 0, sizeof(qp->req));
-	memset(&qp->resp, 0, sizeof(qp->resp));
-	qp->req.meta = meta;
-	qp->req.meta_slots = slots;
-	qp->resp.res = res;
-	qp->resp.nres = nres;
-	qp->resp.res_cap = cap;
-	qp->resp.held = held;
-	if (meta)
-		memset(meta, 0, slots * sizeof(*meta));
-	if (res)
-		memset(res, 0, cap * sizeof(*res));
-	qp->rq_ci = 0;
-	xr_cc_reset(qp);
+	return qp;
 }
 
 struct xr_qp *xr_qp_lookup(struct xr_engine *e, uint32_t qpn)
@@ -123,8 +89,220 @@ struct xr_qp *xr_qp_lookup(struct xr_engine *e, uint32_t qpn)
 
 	if (qpn >= XR_MAX_QP)
 		return NULL;
-	qp = __atomic_load_n(&e->qps[qpn], __ATOMIC_ACQUIRE);
+	qp = xr_qp_slot(e, qpn);
 	return (qp && __atomic_load_n(&qp->in_use, __ATOMIC_ACQUIRE)) ? qp : NULL;
+}
+
+/* ---- the active block: what only a QP with work in flight holds ---- */
+
+static uint32_t sq_slots(const struct xr_qp_ctx *c)
+{
+	return c->sq_log_size ? 1u << c->sq_log_size : 0;
+}
+
+static size_t act_size(uint32_t slots)
+{
+	return sizeof(struct xr_qp_act) + (size_t)slots * sizeof(struct xr_swqe_meta);
+}
+
+/* Nothing in the block is in use: no WQE started and not completed, no
+ * receive WQE held, nothing owed, no request held (the metadata is all
+ * zero then: completing a WQE clears its slot). A READ/atomic at the head
+ * that got its PSNs but waits for max_rd_atomic keeps them: not at rest. */
+static bool act_at_rest(const struct xr_qp *qp)
+{
+	const struct xr_req *r = &qp->req;
+	const struct xr_resp *rs = &qp->resp;
+
+	if (r->cur_active || r->tail != r->head || r->head != r->started_end ||
+	    rs->have_rwqe || rs->q_len || rs->held_len)
+		return false;
+	return !qp->act->meta_slots || !xr_sq_meta(qp, r->head)->started;
+}
+
+static struct xr_qp_act *act_alloc(struct xr_engine *e, uint32_t slots)
+{
+	struct xr_qp_act *a = malloc(act_size(slots));
+
+	if (!a) {
+		xr_count(e, XR_CNT_QP_MEM_FAIL, 1);
+		return NULL;
+	}
+	/* The WQE copies and the queue are written before they are read. */
+	a->held = NULL;
+	a->meta_slots = slots;
+	memset(a->meta, 0, slots * sizeof(a->meta[0]));
+	atomic_fetch_add(&e->qp_mem.act, 1);
+	atomic_fetch_add(&e->qp_mem.act_bytes, act_size(slots));
+	return a;
+}
+
+static void act_release(struct xr_engine *e, struct xr_qp_act *a)
+{
+	if (!a)
+		return;
+	if (a->held) {
+		atomic_fetch_sub(&e->qp_mem.act_bytes, XR_RESP_HELD * sizeof(*a->held));
+		free(a->held);
+	}
+	atomic_fetch_sub(&e->qp_mem.act_bytes, act_size(a->meta_slots));
+	atomic_fetch_sub(&e->qp_mem.act, 1);
+	free(a);
+}
+
+bool xr_qp_act_get(struct xr_engine *e, struct xr_qp *qp)
+{
+	if (!qp->act)
+		qp->act = act_alloc(e, sq_slots(&qp->ctx));
+	return qp->act != NULL;
+}
+
+void xr_qp_act_put(struct xr_engine *e, struct xr_qp *qp)
+{
+	if (qp->act && act_at_rest(qp)) {
+		act_release(e, qp->act);
+		qp->act = NULL;
+	}
+}
+
+/* ---- READ/atomic resources: allocated at the first READ or atomic ---- */
+
+bool xr_qp_res_get(struct xr_engine *e, struct xr_qp *qp)
+{
+	struct xr_resp *rs = &qp->resp;
+
+	if (rs->res || !rs->nres)
+		return true;
+	rs->res = calloc(rs->nres, sizeof(*rs->res));
+	if (!rs->res) {
+		xr_count(e, XR_CNT_QP_MEM_FAIL, 1);
+		return false;
+	}
+	rs->res_cap = rs->nres;
+	atomic_fetch_add(&e->qp_mem.res_bytes, rs->res_cap * sizeof(*rs->res));
+	return true;
+}
+
+static void res_free(struct xr_engine *e, struct xr_qp *qp)
+{
+	struct xr_resp *rs = &qp->resp;
+
+	if (rs->res)
+		atomic_fetch_sub(&e->qp_mem.res_bytes, rs->res_cap * sizeof(*rs->res));
+	free(rs->res);
+	rs->res = NULL;
+	rs->res_cap = 0;
+}
+
+/* What a commit must allocate, taken before it changes anything: a failed
+ * commit leaves the QP (and an SRQ it names) as it was. */
+struct commit_mem {
+	struct xr_qp_act *act;       /* the active block resized for a new SQ size */
+	struct xr_rd_res *res;       /* more READ/atomic resources */
+	uint32_t res_cap;
+};
+
+static bool commit_mem_take(struct xr_engine *e, struct xr_qp *qp, const struct xr_qp_ctx *next,
+			    struct commit_mem *m)
+{
+	uint32_t slots = sq_slots(next);
+	uint32_t nres = next->max_dest_rd_atomic ? pow2_at_least(next->max_dest_rd_atomic) : 0;
+	bool reset = next->state == XR_QPS_RESET;   /* the block goes: nothing in flight stays */
+
+	memset(m, 0, sizeof(*m));
+	if (qp->act && !reset && qp->act->meta_slots != slots && !act_at_rest(qp)) {
+		m->act = act_alloc(e, slots);
+		if (!m->act)
+			return false;
+	}
+	/* Only a QP that has resources already gets more now; the others
+	 * take theirs at their first READ/atomic. */
+	if (qp->resp.res && nres != qp->resp.nres && nres > qp->resp.res_cap) {
+		m->res = calloc(nres, sizeof(*m->res));
+		if (!m->res) {
+			xr_count(e, XR_CNT_QP_MEM_FAIL, 1);
+			act_release(e, m->act);
+			return false;
+		}
+		m->res_cap = nres;
+		atomic_fetch_add(&e->qp_mem.res_bytes, nres * sizeof(*m->res));
+	}
+	return true;
+}
+
+static void commit_mem_drop(struct xr_engine *e, struct commit_mem *m)
+{
+	act_release(e, m->act);
+	if (m->res)
+		atomic_fetch_sub(&e->qp_mem.res_bytes, m->res_cap * sizeof(*m->res));
+	free(m->res);
+}
+
+/* Sizes the engine-private per-QP state to the context just committed,
+ * with what commit_mem_take allocated. */
+static void runtime_setup(struct xr_engine *e, struct xr_qp *qp, struct commit_mem *m)
+{
+	uint32_t slots = sq_slots(&qp->ctx);
+	uint32_t nres = qp->ctx.max_dest_rd_atomic ? pow2_at_least(qp->ctx.max_dest_rd_atomic) : 0;
+	struct xr_resp *rs = &qp->resp;
+
+	if (qp->act && qp->act->meta_slots != slots) {
+		struct xr_qp_act *old = qp->act;
+		if (m->act) {
+			/* The WQE copies, queue and held requests carry over;
+			 * the metadata starts over (zero), as it always did. */
+			memcpy(m->act, old, sizeof(*old));
+			m->act->meta_slots = slots;
+			old->held = NULL;
+			qp->act = m->act;
+			m->act = NULL;
+		} else {
+			qp->act = NULL;   /* at rest: taken again, resized, at the next need */
+		}
+		act_release(e, old);
+	}
+	if (nres != rs->nres) {
+		/* max_dest_rd_atomic changed: the saved results go (A34); what is
+		 * still owed was owed under the old limit and is dropped too. */
+		xr_resp_flush(qp);
+		if (m->res) {
+			res_free(e, qp);
+			rs->res = m->res;
+			rs->res_cap = m->res_cap;
+			m->res = NULL;
+		} else if (rs->res) {
+			memset(rs->res, 0, rs->res_cap * sizeof(*rs->res));
+		}
+		rs->nres = nres;
+		rs->res_next = 0;
+	}
+}
+
+/* RESET, destroy, soft reset: progress forgotten, the active block given
+ * back; READ/atomic resources are kept (zeroed) by a QP that stays, and
+ * freed with one that goes (keep_res false). */
+static void runtime_reset(struct xr_engine *e, struct xr_qp *qp, bool keep_res)
+{
+	struct xr_rd_res *res;
+	uint32_t nres = qp->resp.nres, cap;
+
+	act_release(e, qp->act);
+	qp->act = NULL;
+	if (!keep_res) {
+		res_free(e, qp);
+		nres = 0;
+	}
+	res = qp->resp.res;
+	cap = qp->resp.res_cap;
+	memset(&qp->req, 0, sizeof(qp->req));
+	memset(&qp->resp, 0, sizeof(qp->resp));
+	qp->resp.res = res;
+	qp->resp.nres = nres;
+	qp->resp.res_cap = cap;
+	if (res)
+		memset(res, 0, cap * sizeof(*res));
+	qp->rq_ci = 0;
+	xr_cc_reset(qp);
 }
 
 int xr_qp_snapshot(struct xr_engine *e, uint32_t qpn, struct xr_qp_ctx *out)
@@ -218,41 +396,46 @@ static void merge(struct xr_qp_ctx *live, const struct xr_qp_ctx *s, uint32_t ma
 static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 {
 	struct xr_qp_ctx shadow, next;
-	struct xr_qp *qp = e->qps[qpn];
+	struct xr_qp *qp = xr_qp_slot(e, qpn);
 	bool is_new = !qp || !qp->in_use;
 	uint32_t mask = is_new ? XR_QPM_ALL : xr_reg_get(e, XR_REG_QP_COMMIT_MASK);
+	uint32_t old_srqn;
+	struct commit_mem mem;
 	enum xr_cmd_status st;
 	uint8_t old_state;
 
 	xr_qp_ctx_decode(&shadow, xr_reg_shadow_get, e);
 	if (is_new && shadow.state != XR_QPS_RESET)
 		return XR_CMD_ST_NO_ENTRY;   /* QPs are created in RESET */
+	qp = slot_get(e, qpn);
 	if (!qp) {
-		qp = calloc(1, sizeof(*qp));
-		if (!qp)
-			return XR_CMD_ST_BUSY;
-		pthread_mutex_init(&qp->lock, NULL);
-		qp->qpn = qpn;
-		__atomic_store_n(&e->qps[qpn], qp, __ATOMIC_RELEASE);
+		xr_count(e, XR_CNT_QP_MEM_FAIL, 1);
+		return XR_CMD_ST_BUSY;
 	}
 
 	pthread_mutex_lock(&qp->lock);
 	next = is_new ? shadow : qp->ctx;
 	old_state = is_new ? XR_QPS_RESET : qp->ctx.state;
+	old_srqn = is_new ? 0 : qp->ctx.srqn;
 	merge(&next, &shadow, mask);
 	if (!is_new && next.type != qp->ctx.type && old_state != XR_QPS_RESET)
 		st = XR_CMD_ST_BAD_TYPE;
 	else if (!is_new && !(transitions[old_state] & (1u << next.state)))
 		st = XR_CMD_ST_BAD_TRANSITION;
-	else if (next.srqn != (is_new ? 0 : qp->ctx.srqn) && !is_new && old_state != XR_QPS_RESET)
+	else if (next.srqn != old_srqn && !is_new && old_state != XR_QPS_RESET)
 		st = XR_CMD_ST_BAD_STATE;   /* the SRQ is chosen in RESET only */
 	else
 		st = validate(e, &next);
-	if (st == XR_CMD_ST_OK && next.srqn != (is_new ? 0 : qp->ctx.srqn)) {
-		if (next.srqn && !xr_srq_attach(e, next.srqn))
+	/* Memory first: nothing below may fail once the SRQ is taken. */
+	if (st == XR_CMD_ST_OK && !commit_mem_take(e, qp, &next, &mem))
+		st = XR_CMD_ST_BUSY;
+	if (st == XR_CMD_ST_OK && next.srqn != old_srqn) {
+		if (next.srqn && !xr_srq_attach(e, next.srqn)) {
 			st = XR_CMD_ST_NO_ENTRY;   /* no such SRQ */
-		else if (!is_new && qp->ctx.srqn)
-			xr_srq_detach(e, qp->ctx.srqn);
+			commit_mem_drop(e, &mem);
+		} else if (old_srqn) {
+			xr_srq_detach(e, old_srqn);
+		}
 	}
 	if (st == XR_CMD_ST_OK) {
 		next.sq_psn &= XR_PSN_MASK;
@@ -265,15 +448,16 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 		}
 		qp->ctx = next;
 		if (next.state == XR_QPS_RESET)
-			xr_qp_runtime_reset(qp);
-		if (xr_qp_runtime_setup(qp))
-			st = XR_CMD_ST_BUSY;
+			runtime_reset(e, qp, true);
+		runtime_setup(e, qp, &mem);
 		if (next.state == XR_QPS_RTS && old_state == XR_QPS_RTR) {
 			qp->req.una_psn = next.sq_psn;
 			qp->req.sent_end = next.sq_psn;
 			qp->req.retry_left = next.retry_cnt;
 			qp->req.rnr_left = next.rnr_retry;
 		}
+		if (is_new)
+			atomic_fetch_add(&e->qp_mem.qps, 1);
 		__atomic_store_n(&qp->in_use, true, __ATOMIC_RELEASE);
 		if (next.state != old_state && next.state >= XR_QPS_RTR)
 			xr_qp_mark_busy(e, qp);   /* flush (ERR) or resume posted work */
@@ -283,6 +467,18 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 	if (st == XR_CMD_ST_OK && (is_new || old_state != next.state))
 		xr_evlog_add(e, XR_EV_QP_STATE, qpn, is_new ? 0xFF : old_state, next.state);
 	return st;
+}
+
+/* A QP leaves the table (DESTROY, soft reset; caller holds its lock): its
+ * slot stays allocated, so the data path never sees freed memory. */
+static void qp_retire(struct xr_engine *e, struct xr_qp *qp)
+{
+	if (qp->in_use)
+		atomic_fetch_sub(&e->qp_mem.qps, 1);
+	__atomic_store_n(&qp->in_use, false, __ATOMIC_RELEASE);
+	memset(&qp->ctx, 0, sizeof(qp->ctx));
+	qp->sq_pi = qp->rq_pi = 0;
+	runtime_reset(e, qp, false);
 }
 
 enum xr_cmd_status xr_qp_cmd(struct xr_engine *e, uint32_t cmd)
@@ -312,29 +508,39 @@ enum xr_cmd_status xr_qp_cmd(struct xr_engine *e, uint32_t cmd)
 		shadow_load(e, &c);
 		return XR_CMD_ST_OK;
 	}
-	/* DESTROY: the slot stays allocated so the data path never sees freed memory. */
 	pthread_mutex_lock(&qp->lock);
-	__atomic_store_n(&qp->in_use, false, __ATOMIC_RELEASE);
 	if (qp->ctx.srqn)
 		xr_srq_detach(e, qp->ctx.srqn);
-	memset(&qp->ctx, 0, sizeof(qp->ctx));
-	qp->sq_pi = qp->rq_pi = 0;
-	xr_qp_runtime_reset(qp);
+	qp_retire(e, qp);
 	pthread_mutex_unlock(&qp->lock);
 	xr_evlog_add(e, XR_EV_QP_DESTROY, qpn, 0, 0);
 	return XR_CMD_ST_OK;
 }
 
+bool xr_qp_any_on_cq(struct xr_engine *e, uint32_t cqn)
+{
+	for (uint32_t p = 0; p < XR_QP_PAGES; p++) {
+		struct xr_qp *page = __atomic_load_n(&e->qp_pages[p], __ATOMIC_ACQUIRE);
+		for (uint32_t i = 0; page && i < XR_QP_PAGE; i++) {
+			struct xr_qp *qp = &page[i];
+			if (__atomic_load_n(&qp->in_use, __ATOMIC_ACQUIRE) &&
+			    (qp->ctx.sq_cqn == cqn || qp->ctx.rq_cqn == cqn) && qp->ctx.state != XR_QPS_RESET)
+				return true;
+		}
+	}
+	return false;
+}
+
 void xr_tables_reset(struct xr_engine *e)
 {
-	for (uint32_t i = 0; i < XR_MAX_QP; i++) {
-		struct xr_qp *qp = e->qps[i];
-		if (qp) {
+	for (uint32_t p = 0; p < XR_QP_PAGES; p++) {
+		struct xr_qp *page = e->qp_pages[p];
+		for (uint32_t i = 0; page && i < XR_QP_PAGE; i++) {
+			struct xr_qp *qp = &page[i];
+			if (!qp->qpn)
+				continue;   /* never used */
 			pthread_mutex_lock(&qp->lock);
-			qp->in_use = false;
-			memset(&qp->ctx, 0, sizeof(qp->ctx));
-			qp->sq_pi = qp->rq_pi = 0;
-			xr_qp_runtime_reset(qp);
+			qp_retire(e, qp);
 			pthread_mutex_unlock(&qp->lock);
 		}
 	}
@@ -352,20 +558,36 @@ void xr_tables_reset(struct xr_engine *e)
 
 void xr_tables_free(struct xr_engine *e)
 {
-	for (uint32_t i = 0; i < XR_MAX_QP; i++)
-		if (e->qps[i]) {
-			pthread_mutex_destroy(&e->qps[i]->lock);
-			free(e->qps[i]->req.meta);
-			free(e->qps[i]->resp.res);
-			free(e->qps[i]->resp.held);
-			free(e->qps[i]);
-			e->qps[i] = NULL;
+	for (uint32_t p = 0; p < XR_QP_PAGES; p++) {
+		struct xr_qp *page = e->qp_pages[p];
+		if (!page)
+			continue;
+		for (uint32_t i = 0; i < XR_QP_PAGE; i++) {
+			struct xr_qp *qp = &page[i];
+			if (!qp->qpn)
+				continue;
+			act_release(e, qp->act);
+			res_free(e, qp);
+			pthread_mutex_destroy(&qp->lock);
 		}
+		free(page);
+		e->qp_pages[p] = NULL;
+	}
+}
+
+void xr_engine_qp_mem(struct xr_engine *e, struct xr_engine_qp_mem *out)
+{
+	out->qps = atomic_load(&e->qp_mem.qps);
+	out->slot_bytes = sizeof(struct xr_qp);
+	out->table_bytes = atomic_load(&e->qp_mem.pages) * XR_QP_PAGE * sizeof(struct xr_qp) + sizeof(e->qp_pages);
+	out->active = atomic_load(&e->qp_mem.act);
+	out->active_bytes = atomic_load(&e->qp_mem.act_bytes);
+	out->res_bytes = atomic_load(&e->qp_mem.res_bytes);
 }
 
 enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val)
 {
-	if (addr >= XR_REG_DB_CQ_CI) {
+	if (addr >= XR_REG_DB_CQ_CI && addr < XR_REG_DB_CQ_CI + 8 * XR_MAX_CQ) {
 		uint32_t cqn = (addr - XR_REG_DB_CQ_CI) / 8;
 		struct xr_cq *cq = &e->cqs[cqn];
 		enum xr_axi_resp r = XR_AXI_OKAY;

@@ -112,7 +112,7 @@ static void recount_rd_atomic(struct xr_qp *qp, uint16_t upto)
 	uint32_t n = 0;
 
 	for (uint16_t i = qp->req.tail; i != upto; i++)
-		if (is_rd_atomic(qp->req.meta[i & (qp->req.meta_slots - 1)].opcode))
+		if (is_rd_atomic(xr_sq_meta(qp, i)->opcode))
 			n++;
 	qp->req.rd_atomic_out = n;
 }
@@ -124,10 +124,10 @@ static void rewind_to(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 	uint32_t mtu = mtu_bytes(qp->ctx.path_mtu);
 
 	for (uint16_t i = r->tail; i != r->head; i++) {
-		struct xr_swqe_meta *m = &r->meta[i & (r->meta_slots - 1)];
+		struct xr_swqe_meta *m = xr_sq_meta(qp, i);
 		if (psn_cmp(psn, m->first_psn) < 0 || psn_cmp(psn, m->last_psn) > 0)
 			continue;
-		memcpy(&r->cur_wqe, xr_sq_slot(qp, i), sizeof(r->cur_wqe));
+		memcpy(&qp->act->cur_wqe, xr_sq_slot(qp, i), sizeof(qp->act->cur_wqe));
 		r->cur = i;
 		r->cur_active = true;
 		r->cur_psn = psn;
@@ -160,17 +160,21 @@ static void note_started(struct xr_req *r)
 static bool start_wqe(struct xr_engine *e, struct xr_qp *qp)
 {
 	struct xr_req *r = &qp->req;
-	struct xr_swqe_meta *m = &r->meta[r->head & (r->meta_slots - 1)];
 	const struct xr_hw_wqe *w = xr_sq_slot(qp, r->head);
 	uint32_t mtu = mtu_bytes(qp->ctx.path_mtu);
+	struct xr_swqe_meta *m;
 	int err = 0;
 
+	/* The WQE copy and its metadata live in the active block. */
+	if (!xr_qp_act_get(e, qp))
+		return false;   /* no memory: the WQE waits, the QP stays busy */
+	m = xr_sq_meta(qp, r->head);
 	if (m->started) {
 		/* Restarted after a rewind: same PSNs as the first time. */
-		memcpy(&r->cur_wqe, w, sizeof(r->cur_wqe));
+		memcpy(&qp->act->cur_wqe, w, sizeof(qp->act->cur_wqe));
 	} else {
-		memcpy(&r->cur_wqe, w, sizeof(r->cur_wqe));
-		w = &r->cur_wqe;
+		memcpy(&qp->act->cur_wqe, w, sizeof(qp->act->cur_wqe));
+		w = &qp->act->cur_wqe;
 		bool local = (w->opcode == XR_WR_LOCAL_INV || w->opcode == XR_WR_BIND_MW) &&
 			     opcode_allowed(qp->ctx.type, w->opcode);
 		if (local || (err = check_wqe(e, qp, w)) != 0) {
@@ -256,8 +260,8 @@ static uint8_t send_opcode(uint8_t wr, bool first, bool last)
 static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t now)
 {
 	struct xr_req *r = &qp->req;
-	const struct xr_hw_wqe *w = &r->cur_wqe;
-	struct xr_swqe_meta *m = &r->meta[r->cur & (r->meta_slots - 1)];
+	const struct xr_hw_wqe *w = &qp->act->cur_wqe;
+	struct xr_swqe_meta *m = xr_sq_meta(qp, r->cur);
 	uint32_t mtu = mtu_bytes(qp->ctx.path_mtu);
 	struct xr_frame *f;
 	struct xr_pkt p;
@@ -378,11 +382,11 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 static void complete_unacked(struct xr_engine *e, struct xr_qp *qp)
 {
 	struct xr_req *r = &qp->req;
-	struct xr_swqe_meta *m = &r->meta[r->tail & (r->meta_slots - 1)];
+	struct xr_swqe_meta *m = xr_sq_meta(qp, r->tail);
 
 	if (m->flags & XR_SEND_SIGNALED) {
-		struct xr_wc_info wc = { .wr_id = r->cur_wqe.wr_id, .status = XR_WC_SUCCESS,
-					 .opcode = xr_wc_opcode_of_wr(m->opcode), .byte_len = r->cur_wqe.length,
+		struct xr_wc_info wc = { .wr_id = qp->act->cur_wqe.wr_id, .status = XR_WC_SUCCESS,
+					 .opcode = xr_wc_opcode_of_wr(m->opcode), .byte_len = qp->act->cur_wqe.length,
 					 .wqe_index = r->tail };
 		xr_complete(e, qp, qp->ctx.sq_cqn, &wc, false);
 	}
@@ -397,7 +401,7 @@ void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx)
 	struct xr_req *r = &qp->req;
 	uint64_t now = xr_engine_now(e);
 
-	if (!r->meta || !qp->ctx.sq_base)
+	if (!qp->ctx.sq_log_size || !qp->ctx.sq_base)
 		return;
 	if (r->rnr_due_ns) {
 		if (now < r->rnr_due_ns)

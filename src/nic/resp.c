@@ -17,11 +17,13 @@
 /* ---- the response queue ---- */
 
 /* The last slot is kept for a fatal NAK: it always leaves. */
-static struct xr_resp_item *q_push(struct xr_resp *rs, bool fatal)
+static struct xr_resp_item *q_push(struct xr_qp *qp, bool fatal)
 {
+	struct xr_resp *rs = &qp->resp;
+
 	if (rs->q_len >= XR_RESP_QUEUE - (fatal ? 0 : 1))
 		return NULL;
-	return xr_resp_q_at(rs, rs->q_len++);
+	return xr_resp_q_at(qp, rs->q_len++);
 }
 
 /* An ACK, NAK or RNR NAK for psn, behind every response owed before it.
@@ -34,7 +36,7 @@ static void queue_ack(struct xr_engine *e, struct xr_qp *qp, uint8_t syndrome, u
 	struct xr_resp_item *it;
 
 	if (rs->q_len) {
-		it = xr_resp_q_at(rs, rs->q_len - 1u);
+		it = xr_resp_q_at(qp, rs->q_len - 1u);
 		/* A cumulative ACK replaces one waiting; a repeated RNR NAK for the
 		 * same PSN is the same NAK. */
 		if (it->kind == XR_ITEM_ACK &&
@@ -45,7 +47,7 @@ static void queue_ack(struct xr_engine *e, struct xr_qp *qp, uint8_t syndrome, u
 			return;
 		}
 	}
-	it = q_push(rs, fatal);
+	it = q_push(qp, fatal);
 	if (!it) {
 		/* Requests are not executed without room (q_has_room), so only a
 		 * duplicate's ACK or a sequence NAK can land here: the requester's
@@ -62,7 +64,7 @@ static void queue_ack(struct xr_engine *e, struct xr_qp *qp, uint8_t syndrome, u
 
 static bool queue_res(struct xr_qp *qp, struct xr_rd_res *res, bool replay)
 {
-	struct xr_resp_item *it = q_push(&qp->resp, false);
+	struct xr_resp_item *it = q_push(qp, false);
 
 	if (!it)
 		return false;
@@ -82,7 +84,7 @@ static void cancel_replay(struct xr_qp *qp, struct xr_rd_res *res)
 	uint8_t idx = (uint8_t)(res - rs->res);
 
 	for (unsigned i = 0; i < rs->q_len; i++) {
-		struct xr_resp_item *it = xr_resp_q_at(rs, i);
+		struct xr_resp_item *it = xr_resp_q_at(qp, i);
 		if (it->kind == XR_ITEM_RES && it->res == idx)
 			it->kind = XR_ITEM_CANCELLED;
 	}
@@ -115,11 +117,11 @@ static void nak(struct xr_engine *e, struct xr_qp *qp, uint8_t syndrome, uint32_
 void xr_resp_fail_rwqe(struct xr_engine *e, struct xr_qp *qp, uint8_t wc_status)
 {
 	struct xr_resp *rs = &qp->resp;
-	struct xr_wc_info wc = { .wr_id = rs->rwqe.wr_id, .opcode = XR_WC_RECV,
-				 .wqe_index = rs->rwqe_index, .status = wc_status };
+	struct xr_wc_info wc = { .opcode = XR_WC_RECV, .wqe_index = rs->rwqe_index, .status = wc_status };
 
 	if (!rs->have_rwqe)
 		return;
+	wc.wr_id = qp->act->rwqe.wr_id;
 	rs->have_rwqe = false;
 	if (!qp->ctx.srqn) {
 		qp->rq_ci++;
@@ -142,14 +144,14 @@ bool xr_resp_take_rwqe(struct xr_engine *e, struct xr_qp *qp)
 		return true;
 	if (qp->ctx.srqn) {
 		/* F3: whichever attached QP needs one first takes the next */
-		if (xr_srq_take(e, qp, 0, &rs->rwqe, &rs->rwqe_index) != XR_SRQ_TAKEN)
+		if (xr_srq_take(e, qp, 0, &qp->act->rwqe, &rs->rwqe_index) != XR_SRQ_TAKEN)
 			return false;
 	} else {
 		if (rs->rq_head == qp->rq_pi || !qp->ctx.rq_base)
 			return false;
-		memcpy(&rs->rwqe, xr_rq_slot(qp, rs->rq_head), sizeof(rs->rwqe));
-		if (rs->rwqe.num_sge > XR_RWQE_MAX_SGE)
-			rs->rwqe.num_sge = XR_RWQE_MAX_SGE;   /* a bad WQE: its length check fails below */
+		memcpy(&qp->act->rwqe, xr_rq_slot(qp, rs->rq_head), sizeof(qp->act->rwqe));
+		if (qp->act->rwqe.num_sge > XR_RWQE_MAX_SGE)
+			qp->act->rwqe.num_sge = XR_RWQE_MAX_SGE;   /* a bad WQE: its length check fails below */
 		rs->rwqe_index = rs->rq_head++;
 	}
 	rs->have_rwqe = true;
@@ -161,7 +163,7 @@ bool xr_resp_complete_rwqe(struct xr_engine *e, struct xr_qp *qp, const struct x
 			   uint32_t byte_len)
 {
 	struct xr_resp *rs = &qp->resp;
-	struct xr_wc_info wc = { .wr_id = rs->rwqe.wr_id, .status = XR_WC_SUCCESS, .opcode = opcode,
+	struct xr_wc_info wc = { .wr_id = qp->act->rwqe.wr_id, .status = XR_WC_SUCCESS, .opcode = opcode,
 				 .byte_len = byte_len, .src_qp = qp->ctx.dest_qpn,
 				 .wqe_index = rs->rwqe_index };
 
@@ -206,7 +208,8 @@ static void duplicate_rd_atomic(struct xr_engine *e, struct xr_qp *qp, const str
 	struct xr_resp *rs = &qp->resp;
 	uint32_t mtu = mtu_bytes(qp->ctx.path_mtu);
 
-	for (uint32_t i = 0; i < rs->nres; i++) {
+	/* None allocated yet: this QP never served a READ/atomic. */
+	for (uint32_t i = 0; rs->res && i < rs->nres; i++) {
 		struct xr_rd_res *res = &rs->res[i];
 		if (p->op->flags & XR_OPF_ATOMIC) {
 			if (res->kind != RES_ATOMIC || res->first_psn != p->psn)
@@ -273,11 +276,11 @@ static void rx_send(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *
 	int err;
 
 	/* The message must fit the receive WQE: the responder's own length error. */
-	if ((uint64_t)rs->recv_offset + p->payload_len > rs->rwqe.length) {
+	if ((uint64_t)rs->recv_offset + p->payload_len > qp->act->rwqe.length) {
 		nak(e, qp, XR_AETH_NAK_INV_REQ, p->psn, XR_WC_LOC_LEN_ERR);
 		return;
 	}
-	if (p->payload_len && (err = xr_sgl_write(e, qp->ctx.pd, rs->rwqe.sge, rs->rwqe.num_sge,
+	if (p->payload_len && (err = xr_sgl_write(e, qp->ctx.pd, qp->act->rwqe.sge, qp->act->rwqe.num_sge,
 						  rs->recv_offset, p->payload, p->payload_len)) != 0) {
 		/* An unusable receive WQE (key, rights): remote operational error. */
 		nak(e, qp, XR_AETH_NAK_REM_OP, p->psn, (uint8_t)err);
@@ -445,6 +448,8 @@ static bool request_ok(struct xr_engine *e, struct xr_qp *qp, const struct xr_pk
 		rnr_nak(e, qp, p->psn);
 		return false;
 	}
+	if ((f & (XR_OPF_READ | XR_OPF_ATOMIC)) && !xr_qp_res_get(e, qp))
+		return false;   /* no memory: dropped unexecuted (counted), sent again */
 	if ((f & (XR_OPF_READ | XR_OPF_ATOMIC)) && resources_exhausted(rs)) {
 		/* max_dest_rd_atomic 0, or more outstanding than it allows */
 		xr_count(e, XR_CNT_RD_ATOMIC_EXCEEDED, 1);
@@ -515,10 +520,12 @@ void xr_resp_run(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 }
 
 /* A READ stream (original or replay) still owed. */
-static bool read_queued(struct xr_resp *rs)
+static bool read_queued(struct xr_qp *qp)
 {
+	const struct xr_resp *rs = &qp->resp;
+
 	for (unsigned i = 0; i < rs->q_len; i++) {
-		const struct xr_resp_item *it = xr_resp_q_at(rs, i);
+		const struct xr_resp_item *it = xr_resp_q_at(qp, i);
 		if (it->kind == XR_ITEM_RES && rs->res[it->res].kind == RES_READ)
 			return true;
 	}
@@ -530,7 +537,7 @@ bool xr_resp_must_wait(struct xr_qp *qp, const struct xr_pkt *p)
 	struct xr_resp *rs = &qp->resp;
 
 	/* Duplicates and later PSNs execute nothing: their answers queue. */
-	if (!rs->q_len || p->psn != qp->ctx.rq_psn || !read_queued(rs))
+	if (!rs->q_len || p->psn != qp->ctx.rq_psn || !read_queued(qp))
 		return false;
 	return !((p->op->flags & (XR_OPF_READ | XR_OPF_ATOMIC)) && resources_exhausted(rs));
 }
@@ -547,6 +554,11 @@ void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, s
 		xr_ud_rx(e, qp, p);
 		return;
 	}
+	/* The receive WQE being filled and what is owed live in the active
+	 * block: without memory the request is dropped unexecuted (counted;
+	 * RC's requester sends it again). */
+	if (!xr_qp_act_get(e, qp))
+		return;
 	if (qp->ctx.type == XR_QPT_UC) {
 		xr_uc_rx(e, qp, p);
 		return;

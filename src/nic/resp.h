@@ -12,9 +12,18 @@
 
 enum { RES_FREE, RES_READ, RES_ATOMIC };
 
-static inline struct xr_resp_item *xr_resp_q_at(struct xr_resp *rs, unsigned i)
+/* A request held behind READ responses, a copy of it (resp_tx.c). */
+#define XR_RESP_HELD 32
+#define XR_RESP_HELD_BYTES 4096   /* the largest path MTU: longer ones fail its check */
+struct xr_resp_held {
+	struct xr_pkt pkt;
+	uint8_t data[XR_RESP_HELD_BYTES];
+};
+
+/* Item i of qp's response queue (which lives in its active block). */
+static inline struct xr_resp_item *xr_resp_q_at(struct xr_qp *qp, unsigned i)
 {
-	return &rs->q[(rs->q_head + i) % XR_RESP_QUEUE];
+	return &qp->act->q[(qp->resp.q_head + i) % XR_RESP_QUEUE];
 }
 
 static inline void xr_resp_q_pop(struct xr_resp *rs)

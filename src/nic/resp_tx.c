@@ -132,10 +132,10 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 	return true;
 }
 
-static bool fatal_pending(struct xr_resp *rs)
+static bool fatal_pending(struct xr_qp *qp)
 {
-	for (unsigned i = 0; i < rs->q_len; i++)
-		if (xr_resp_q_at(rs, i)->fatal)
+	for (unsigned i = 0; i < qp->resp.q_len; i++)
+		if (xr_resp_q_at(qp, i)->fatal)
 			return true;
 	return false;
 }
@@ -145,8 +145,8 @@ bool xr_resp_send_queued(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx
 	struct xr_resp *rs = &qp->resp;
 
 	while (rs->q_len) {
-		struct xr_resp_item *it = xr_resp_q_at(rs, 0);
-		if (qp->ctx.state == XR_QPS_ERR && !fatal_pending(rs)) {
+		struct xr_resp_item *it = xr_resp_q_at(qp, 0);
+		if (qp->ctx.state == XR_QPS_ERR && !fatal_pending(qp)) {
 			/* In ERR the responses owed before the fatal NAK still
 			 * leave, then the NAK; nothing after it. */
 			xr_resp_flush(qp);
@@ -173,28 +173,27 @@ bool xr_resp_send_queued(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx
  * more than a burst) waits here, a copy of it, and so does everything behind
  * it on the QP (their PSNs are classified when they run). Frames go back to
  * the link at once; a request that finds no room is dropped unexecuted and
- * counted (rx_drop_resp_busy): the requester sends it again. */
-#define XR_RESP_HELD 32
-#define XR_RESP_HELD_BYTES 4096   /* the largest path MTU: longer ones fail its check */
-
-struct xr_resp_held {
-	struct xr_pkt pkt;
-	uint8_t data[XR_RESP_HELD_BYTES];
-};
-
+ * counted (rx_drop_resp_busy): the requester sends it again. The copies
+ * (struct xr_resp_held, resp.h) are part of the QP's active block. */
 void xr_resp_hold(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 {
 	struct xr_resp *rs = &qp->resp;
+	struct xr_qp_act *a = qp->act;
 	struct xr_resp_held *h;
 	uint32_t n = p->payload_len < XR_RESP_HELD_BYTES ? p->payload_len : XR_RESP_HELD_BYTES;
 
-	if (!rs->held)   /* once per QP, and only for a QP that needs it */
-		rs->held = calloc(XR_RESP_HELD, sizeof(*rs->held));
-	if (!rs->held || rs->held_len == XR_RESP_HELD) {
+	if (!a->held) {   /* only for a QP that needs it, until it is idle again */
+		a->held = calloc(XR_RESP_HELD, sizeof(*a->held));
+		if (a->held)
+			atomic_fetch_add(&e->qp_mem.act_bytes, XR_RESP_HELD * sizeof(*a->held));
+		else
+			xr_count(e, XR_CNT_QP_MEM_FAIL, 1);
+	}
+	if (!a->held || rs->held_len == XR_RESP_HELD) {
 		xr_count(e, XR_CNT_DROP_RESP_BUSY, 1);
 		return;
 	}
-	h = &rs->held[(rs->held_head + rs->held_len++) % XR_RESP_HELD];
+	h = &a->held[(rs->held_head + rs->held_len++) % XR_RESP_HELD];
 	h->pkt = *p;
 	memcpy(h->data, p->payload, n);
 	h->pkt.payload = h->data;
@@ -206,7 +205,7 @@ static void run_held(struct xr_engine *e, struct xr_qp *qp)
 	struct xr_resp *rs = &qp->resp;
 
 	while (rs->held_len && qp->ctx.state != XR_QPS_ERR && xr_resp_q_has_room(rs)) {
-		struct xr_resp_held *h = &rs->held[rs->held_head];
+		struct xr_resp_held *h = &qp->act->held[rs->held_head];
 		if (xr_resp_must_wait(qp, &h->pkt))
 			return;
 		rs->held_head = (uint8_t)((rs->held_head + 1) % XR_RESP_HELD);
@@ -237,11 +236,11 @@ void xr_resp_flush(struct xr_qp *qp)
 	unsigned keep = 0;
 
 	for (unsigned i = 0; i < rs->q_len; i++)
-		if (xr_resp_q_at(rs, i)->fatal)
+		if (xr_resp_q_at(qp, i)->fatal)
 			keep = i + 1;
 	for (unsigned i = keep; i < rs->q_len; i++)
-		if (xr_resp_q_at(rs, i)->kind == XR_ITEM_RES)
-			rs->res[xr_resp_q_at(rs, i)->res].queued = false;
+		if (xr_resp_q_at(qp, i)->kind == XR_ITEM_RES)
+			rs->res[xr_resp_q_at(qp, i)->res].queued = false;
 	rs->q_len = (uint8_t)keep;
 	rs->held_len = 0;
 }

@@ -60,11 +60,11 @@ static bool uc_send(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *
 	uint32_t f = p->op->flags;
 	int err;
 
-	if ((uint64_t)rs->recv_offset + p->payload_len > rs->rwqe.length) {
+	if ((uint64_t)rs->recv_offset + p->payload_len > qp->act->rwqe.length) {
 		drop_msg(e, qp, XR_CNT_DROP_UC_INVALID);   /* longer than the buffer */
 		return false;
 	}
-	if (p->payload_len && (err = xr_sgl_write(e, qp->ctx.pd, rs->rwqe.sge, rs->rwqe.num_sge,
+	if (p->payload_len && (err = xr_sgl_write(e, qp->ctx.pd, qp->act->rwqe.sge, qp->act->rwqe.num_sge,
 						  rs->recv_offset, p->payload, p->payload_len)) != 0) {
 		abandon(qp);
 		xr_resp_fail_rwqe(e, qp, (uint8_t)err);

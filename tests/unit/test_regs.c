@@ -67,6 +67,8 @@ static void test_slverr_decerr(void **state)
 	static const uint32_t unmapped[] = {
 		0x400, 0x0FFC, 0x2000, XR_COUNTER_BASE + 8 * XR_CNT_COUNT, 0x00FFFFC,
 		0x300000, 0xFFFFFFFC, 0x0118, 0x03AC, 0x03FC,
+		/* Between the CQ and the QP doorbells, and past the last QP's. */
+		0x100000, 0x7FFFFC, XR_REG_SPACE, XR_REG_SPACE + 4,
 	};
 	static const uint32_t misaligned[] = { 0x1, 0x2, 0x3, 0x1002, 0x100001 };
 	uint32_t v;
@@ -92,9 +94,50 @@ static void test_slverr_decerr(void **state)
 	assert_int_equal(xr_regio_write(R, XR_REG_DB_SQ + 8 * 77, 1), XR_AXI_SLVERR);
 	assert_int_equal(rd(XR_REG_MAC_HIGH), 0);   /* refused writes change nothing */
 
-	assert_int_equal(counter(XR_CNT_REG_DECERR), 2 * 10 + 2 * 5);
+	assert_int_equal(counter(XR_CNT_REG_DECERR), 2 * sizeof(unmapped) / sizeof(unmapped[0]) + 2 * 5);
 	assert_int_equal(counter(XR_CNT_REG_SLVERR), 7);
 	assert_int_equal(rd(XR_REG_REG_ERR_ADDR), XR_REG_DB_SQ + 8 * 77);
+}
+
+/* ---- the map's layout (version 3.0: 2^20 QPs) ---- */
+
+/* The addresses a register (or every register of an array) answers at. */
+static uint64_t reg_end(const struct xr_reg_desc *d)
+{
+	return d->offset + (uint64_t)(d->count - 1) * d->stride + 4;
+}
+
+static bool share_an_address(const struct xr_reg_desc *a, const struct xr_reg_desc *b)
+{
+	if (reg_end(a) <= b->offset || reg_end(b) <= a->offset)
+		return false;
+	/* Interleaved arrays of one stride (DB_SQ and DB_RQ) do not meet. */
+	if (a->count > 1 && b->count > 1 && a->stride == b->stride &&
+	    (a->offset > b->offset ? a->offset - b->offset : b->offset - a->offset) % a->stride)
+		return false;
+	return true;
+}
+
+static void test_map_layout(void **state)
+{
+	size_t n;
+	const struct xr_reg_desc *d = xr_reg_descs(&n);
+
+	(void)state;
+	for (size_t i = 0; i < n; i++) {
+		assert_true(reg_end(&d[i]) <= XR_REG_SPACE);
+		for (size_t j = i + 1; j < n; j++)
+			if (share_an_address(&d[i], &d[j]))
+				fail_msg("%s and %s share an address", d[i].name, d[j].name);
+	}
+	/* Every QP's doorbells decode, the last one's too; one past does not. */
+	assert_string_equal(xr_reg_by_offset(XR_REG_DB_SQ + 8 * (XR_MAX_QP - 1))->name, "DB_SQ");
+	assert_string_equal(xr_reg_by_offset(XR_REG_DB_RQ + 8 * (XR_MAX_QP - 1))->name, "DB_RQ");
+	assert_null(xr_reg_by_offset(XR_REG_DB_SQ + 8 * XR_MAX_QP));
+	assert_string_equal(xr_reg_by_offset(XR_REG_DB_CQ_ARM + 8 * (XR_MAX_CQ - 1))->name, "DB_CQ_ARM");
+	assert_null(xr_reg_by_offset(XR_REG_DB_CQ_CI + 8 * XR_MAX_CQ));
+	assert_int_equal(rd(XR_REG_CAP_QP), XR_MAX_QP);
+	assert_int_equal(rd(XR_REG_VERSION), 0x00030000);
 }
 
 /* ---- bring-up (seed 000 §3.3) ---- */
@@ -287,7 +330,7 @@ static const struct xr_regio_ops trace_ops = { trace_read, trace_write, NULL };
 
 static void test_mmio_backend_access_pattern(void **state)
 {
-	const size_t size = 0x300000;
+	const size_t size = XR_REG_SPACE;
 	int fd = memfd_create("xroce-bar", 0);
 	char path[64];
 	struct xr_regio *mmio, tr;
@@ -384,6 +427,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_reset_values_and_access, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slverr_decerr, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_map_layout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bring_up_sequence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_enable_needs_address, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_soft_reset_clears_state, setup, teardown),

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The shadow+commit tables: QP state machine and commit masks, commit
- * atomicity against a concurrent data path, receive checks, MR keys, capacity. */
+ * atomicity against a concurrent data path, receive checks, MR keys, capacity
+ * (2^20 QPs) and what an idle QP holds. */
 #include <pthread.h>
 
 #include "regs_harness.h"
@@ -101,9 +102,9 @@ static void test_qp_commit_mask(void **state)
 	c.timeout = 5;
 	make_rts_qp(30, &c);
 	/* The engine advances the PSN while the driver edits the shadow. */
-	pthread_mutex_lock(&E->qps[30]->lock);
-	E->qps[30]->ctx.sq_psn = 555;
-	pthread_mutex_unlock(&E->qps[30]->lock);
+	pthread_mutex_lock(&xr_qp_lookup(E, 30)->lock);
+	xr_qp_lookup(E, 30)->ctx.sq_psn = 555;
+	pthread_mutex_unlock(&xr_qp_lookup(E, 30)->lock);
 	c.timeout = 20;
 	c.sq_psn = 100;   /* stale in the shadow */
 	assert_int_equal(xr_regio_write(R, XR_REG_QP_COMMIT_MASK, XR_QPM_TIMEOUT), 0);
@@ -345,6 +346,81 @@ static void test_table_capacity(void **state)
 	free(keys);
 }
 
+/* ---- 2^20 QPs (issue "Scale"): more than the 2^17 of map 2.0 ---- */
+
+static void test_qp_table_beyond_2_17(void **state)
+{
+	const uint32_t n = (1u << 17) + 64, last = XR_MAX_QP - 1;
+	struct xr_qp_ctx c = rc_ctx(XR_QPS_RESET), back;
+	struct xr_engine_qp_mem m;
+
+	(void)state;
+	make_cq(1);
+	for (uint32_t i = 0; i < n; i++) {
+		c.dest_qpn = i;
+		assert_int_equal(xr_regio_qp_commit(R, XR_FIRST_QPN + i, &c, NULL), 0);
+	}
+	c.dest_qpn = 0xABCDE;
+	make_rts_qp(last, &c);
+	for (uint32_t i = 0; i < n; i++) {
+		struct xr_qp *qp = xr_qp_lookup(E, XR_FIRST_QPN + i);
+		assert_non_null(qp);
+		assert_int_equal(qp->ctx.dest_qpn, i);
+	}
+	assert_int_equal(xr_regio_qp_read(R, last, &back), 0);
+	assert_int_equal(back.dest_qpn, 0xABCDE);
+	assert_int_equal(back.state, XR_QPS_RTS);
+	/* The last QP's doorbell is decoded and reaches it. */
+	assert_int_equal(xr_regio_write(R, XR_REG_DB_SQ + 8 * last, 1), XR_AXI_OKAY);
+	assert_int_equal(xr_qp_lookup(E, last)->sq_pi, 1);
+	assert_int_equal(xr_regio_write(R, XR_REG_DB_SQ + 8 * (last - 1), 1), XR_AXI_SLVERR);
+	/* Pages of slots for what is in use, nothing in flight. */
+	xr_engine_qp_mem(E, &m);
+	assert_int_equal(m.qps, n + 1);
+	assert_int_equal(m.active, 0);
+	assert_int_equal(m.active_bytes, 0);
+	assert_int_equal(m.res_bytes, 0);
+	assert_true(m.table_bytes / m.qps <= XR_QP_IDLE_BYTES_MAX);
+	/* Destroyed QPs leave the count; their slots stay. */
+	for (uint32_t i = 0; i < n; i += 2)
+		assert_int_equal(xr_regio_qp_destroy(R, XR_FIRST_QPN + i), 0);
+	xr_engine_qp_mem(E, &m);
+	assert_int_equal(m.qps, n / 2 + 1);
+	assert_null(xr_qp_lookup(E, XR_FIRST_QPN));
+	assert_non_null(xr_qp_lookup(E, XR_FIRST_QPN + 1));
+	/* A soft reset forgets them all (out of the power-on reset first). */
+	assert_int_equal(xr_regio_write(R, XR_REG_CTRL, 0), 0);
+	assert_int_equal(xr_regio_write(R, XR_REG_CTRL, XR_CTRL_SOFT_RESET), 0);
+	xr_engine_qp_mem(E, &m);
+	assert_int_equal(m.qps, 0);
+	assert_null(xr_qp_lookup(E, last));
+}
+
+/* An idle QP, connected (RTS, READ/atomic resources asked for) or not,
+ * holds its slot and nothing else, within the budget. */
+static void test_idle_qp_budget(void **state)
+{
+	struct xr_qp_ctx c = rc_ctx(XR_QPS_RESET);
+	struct xr_engine_qp_mem m;
+	const uint32_t n = 100;
+
+	(void)state;
+	make_cq(1);
+	c.max_dest_rd_atomic = 16;
+	c.max_rd_atomic = 16;
+	c.sq_log_size = c.rq_log_size = 1;
+	c.sq_base = c.rq_base = 0x1000;
+	for (uint32_t i = 0; i < n; i++)
+		make_rts_qp(100 + i, &c);
+	xr_engine_qp_mem(E, &m);
+	print_message("idle QP: %llu bytes (struct xr_qp), %llu bytes in flight, %llu of resources for %llu QPs\n",
+		      (unsigned long long)m.slot_bytes, (unsigned long long)m.active_bytes,
+		      (unsigned long long)m.res_bytes, (unsigned long long)m.qps);
+	assert_int_equal(m.qps, n);
+	assert_int_equal(m.slot_bytes, sizeof(struct xr_qp));
+	assert_true(m.slot_bytes + (m.active_bytes + m.res_bytes) / m.qps <= XR_QP_IDLE_BYTES_MAX);
+	assert_int_equal(m.active_bytes + m.res_bytes, 0);
+}
 
 int main(void)
 {
@@ -355,6 +431,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_recv_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mr_keys_and_validation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_table_capacity, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_qp_table_beyond_2_17, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_qp_budget, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
