@@ -61,6 +61,8 @@ bench: build
 	@bench/links.sh build/bin/bench-links
 	@echo
 	@build/bin/bench-cc
+	@echo
+	@build/bin/bench-scale
 
 # xroce-run into $(PREFIX)/bin, the drop-in libibverbs into $(PREFIX)/lib/xroce
 # (a private directory: never over the system's libibverbs).
