@@ -91,6 +91,7 @@ struct xr_engine_qp_mem {
 	uint64_t active;          /* QPs holding in-flight state (work posted, sent or owed) */
 	uint64_t active_bytes;    /* that state */
 	uint64_t res_bytes;       /* READ/atomic resources (kept by QPs that served one) */
+	uint64_t spare_bytes;     /* in-flight state idle QPs gave back, kept for reuse (engine-wide, <= 1 MiB) */
 };
 void xr_engine_qp_mem(struct xr_engine *e, struct xr_engine_qp_mem *out);
 

@@ -68,23 +68,51 @@ static void arm_tick(struct xr_engine *e)
 		timerfd_settime(e->progress.tick_fd, 0, &its, NULL);
 }
 
+/* The busy list is a ring, oldest first (busy_lock held): twice as long,
+ * in order from slot 0. */
+static bool busy_grow(struct xr_engine *e)
+{
+	uint32_t cap = e->busy_cap ? 2 * e->busy_cap : 256;
+	struct xr_qp **b = malloc(cap * sizeof(*b));
+
+	if (!b)
+		return false;
+	for (uint32_t i = 0; i < e->nbusy; i++)
+		b[i] = e->busy[(e->busy_head + i) & (e->busy_cap - 1)];
+	free(e->busy);
+	e->busy = b;
+	e->busy_cap = cap;
+	e->busy_head = 0;
+	return true;
+}
+
+/* The oldest busy QP, off the list (NULL: none). */
+static struct xr_qp *busy_pop(struct xr_engine *e)
+{
+	struct xr_qp *qp = NULL;
+
+	pthread_mutex_lock(&e->busy_lock);
+	if (e->nbusy) {
+		qp = e->busy[e->busy_head];
+		e->busy_head = (e->busy_head + 1) & (e->busy_cap - 1);
+		__atomic_store_n(&e->nbusy, e->nbusy - 1, __ATOMIC_RELEASE);
+		qp->busy = false;
+	}
+	pthread_mutex_unlock(&e->busy_lock);
+	return qp;
+}
+
 void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp)
 {
 	bool wake = false;
 
 	pthread_mutex_lock(&e->busy_lock);
 	if (!qp->busy) {
-		if (e->nbusy == e->busy_cap) {
-			uint32_t cap = e->busy_cap ? 2 * e->busy_cap : 256;
-			struct xr_qp **b = realloc(e->busy, cap * sizeof(*b));
-			if (!b) {
-				pthread_mutex_unlock(&e->busy_lock);
-				return;   /* the next doorbell or timer scan retries */
-			}
-			e->busy = b;
-			e->busy_cap = cap;
+		if (e->nbusy == e->busy_cap && !busy_grow(e)) {
+			pthread_mutex_unlock(&e->busy_lock);
+			return;   /* the next doorbell or timer scan retries */
 		}
-		e->busy[e->nbusy] = qp;
+		e->busy[(e->busy_head + e->nbusy) & (e->busy_cap - 1)] = qp;
 		/* Read without the lock by an idle pass (see progress_locked). */
 		__atomic_store_n(&e->nbusy, e->nbusy + 1, __ATOMIC_RELEASE);
 		qp->busy = true;
@@ -325,6 +353,73 @@ static bool qp_can_move(const struct xr_qp *qp)
 	       (r->head != qp->sq_pi && qp->ctx.state == XR_QPS_RTS);
 }
 
+/* ---- QPs that wait ---- */
+
+/* After its serve: qp has work, but nothing it can do until a frame (an
+ * ACK, a response), a doorbell, a commit or a timer of its own moves it:
+ * the link took all it offered, no pause holds it, it owes no CNP and it
+ * is not retrying for memory. It waits off the busy list: visiting it
+ * every pass cost each pass a lock and a clock read per waiting QP, and
+ * 1,000 QPs waiting for ACKs left a quarter of one QP's goodput. */
+static bool qp_waits(const struct xr_engine *e, const struct xr_qp *qp, const struct xr_tx *tx)
+{
+	if (tx->full || e->pfc.paused || qp->ctx.state == XR_QPS_ERR || qp->cc.cnp_owed)
+		return false;
+	/* WQEs posted that it could not start for want of memory: each pass
+	 * tries again. */
+	return qp->act || qp->req.head == qp->sq_pi || qp->ctx.state != XR_QPS_RTS;
+}
+
+/* The earliest of qp's own timers: RNR wait (the ACK timer stands still
+ * during it), ACK timer, pacer, DCQCN. */
+static uint64_t qp_due(const struct xr_qp *qp, uint64_t now)
+{
+	const struct xr_req *r = &qp->req;
+	uint64_t d = xr_cc_next_due(qp, now), t = r->rnr_due_ns ? r->rnr_due_ns : r->timer_due_ns;
+
+	return t && t < d ? t : d;
+}
+
+static void park(struct xr_engine *e, struct xr_qp *qp, uint64_t due)
+{
+	if (!qp->parked) {
+		if (e->nwait == e->wait_cap) {
+			uint32_t cap = e->wait_cap ? 2 * e->wait_cap : 256;
+			struct xr_qp **w = realloc(e->wait, cap * sizeof(*w));
+			if (!w) {
+				xr_qp_mark_busy(e, qp);   /* served every pass instead */
+				return;
+			}
+			e->wait = w;
+			e->wait_cap = cap;
+		}
+		e->wait[e->nwait] = qp;
+		__atomic_store_n(&e->nwait, e->nwait + 1, __ATOMIC_RELEASE);
+		qp->parked = true;
+	}
+	if (due < e->wait_due_ns)
+		e->wait_due_ns = due;
+	/* A thread asleep without a timeout: the tick takes the timer over. */
+	if (e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping) && atomic_load(&e->progress.untimed))
+		arm_tick(e);
+}
+
+/* The earliest timer of a waiting QP is due: they are all served again
+ * (those still waiting come back with their timers as they stand). */
+static void unpark_due(struct xr_engine *e, uint64_t now)
+{
+	uint32_t n = e->nwait;
+
+	if (!n || now < e->wait_due_ns)
+		return;
+	e->wait_due_ns = UINT64_MAX;
+	__atomic_store_n(&e->nwait, 0, __ATOMIC_RELEASE);
+	for (uint32_t i = 0; i < n; i++) {
+		e->wait[i]->parked = false;
+		xr_qp_mark_busy(e, e->wait[i]);
+	}
+}
+
 static void serve_qp(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t now)
 {
 	bool held;
@@ -362,8 +457,7 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 {
 	struct xr_frame *rx[RX_BURST];
 	struct xr_tx *tx = e->txq;
-	struct xr_qp **list;
-	uint32_t n, list_cap;
+	uint32_t n, j;
 	int work = 0, got;
 	uint64_t now, due = UINT64_MAX;
 
@@ -392,57 +486,56 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 		return work;
 	}
 
-	/* An idle pass stops here without a lock or a clock read: a QP
-	 * marked busy meanwhile is seen by the next pass. */
+	/* An idle pass stops here without a lock (or, with no QP waiting, a
+	 * clock read): a QP marked busy meanwhile is seen by the next pass. */
+	if (!__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) && e->nwait)
+		unpark_due(e, xr_engine_now(e));
 	if (!__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE)) {
 		tx_flush(e, tx);
-		if (tx->n && e->pfc.paused)   /* frames held by a pause: the thread looks again when it ends */
-			atomic_store_explicit(&e->cc_due_ns, xr_pfc_next_due(e), memory_order_relaxed);
+		due = e->nwait ? e->wait_due_ns : UINT64_MAX;
+		if (tx->n && e->pfc.paused && xr_pfc_next_due(e) < due)
+			due = xr_pfc_next_due(e);   /* frames held by a pause: the thread looks again when it ends */
+		if (due != UINT64_MAX)
+			atomic_store_explicit(&e->cc_due_ns, due, memory_order_relaxed);
 		return work;
 	}
 	now = xr_engine_now(e);
-	/* Take the busy list, leaving the spare in its place (no allocation
-	 * per pass); QPs that stay busy go back on the new one. */
-	pthread_mutex_lock(&e->busy_lock);
-	list = e->busy;
-	n = e->nbusy;
-	list_cap = e->busy_cap;
-	e->busy = e->busy_spare;
-	e->busy_cap = e->spare_cap;
-	__atomic_store_n(&e->nbusy, 0, __ATOMIC_RELAXED);
-	e->busy_spare = NULL;
-	e->spare_cap = 0;
-	for (uint32_t i = 0; i < n; i++)
-		list[i]->busy = false;
-	pthread_mutex_unlock(&e->busy_lock);
-	/* Round robin: each pass starts one QP further, so when the link has
-	 * room for only a frame or two, every QP gets to be first in turn. */
-	uint32_t first = n ? e->rr_next++ % n : 0;
-	for (uint32_t j = 0; j < n; j++) {
-		struct xr_qp *qp = list[(first + j) % n];
+	unpark_due(e, now);
+	/* The QPs busy now, oldest first; those it puts back (and any a
+	 * doorbell adds) wait for the next pass. When the link fills, the
+	 * pass stops: the QPs it did not reach stay first in line, so every
+	 * QP gets its turn and a pass costs what it sends, not the number of
+	 * QPs with work. */
+	n = __atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE);
+	for (j = 0; j < n && !tx->full; j++) {
+		struct xr_qp *qp = busy_pop(e);
+		if (!qp)
+			break;
 		pthread_mutex_lock(&qp->lock);
 		if (qp->in_use) {
 			unsigned before = tx->n;
 			serve_qp(e, qp, tx, now);
 			work += (int)(tx->n - before);
-			if (qp_has_work(qp)) {
+			if (!qp_has_work(qp)) {
+				xr_qp_act_put(e, qp);   /* idle: its in-flight state goes */
+			} else if (qp_waits(e, qp, tx)) {
+				park(e, qp, qp_due(qp, now));
+			} else {
 				uint64_t d = xr_cc_next_due(qp, now);
 				*movable = *movable || qp_can_move(qp);
 				if (d < due)
 					due = d;
 				xr_qp_mark_busy(e, qp);
-			} else {
-				xr_qp_act_put(e, qp);   /* idle: its in-flight state goes */
 			}
 		}
 		pthread_mutex_unlock(&qp->lock);
 		if (tx->n >= 24)
 			tx_flush(e, tx);
 	}
-	pthread_mutex_lock(&e->busy_lock);
-	e->busy_spare = list;   /* only progress takes it, and progress is us */
-	e->spare_cap = list_cap;
-	pthread_mutex_unlock(&e->busy_lock);
+	if (j < n)
+		*movable = true;   /* the link was full: QPs wait for their turn */
+	if (e->nwait && e->wait_due_ns < due)
+		due = e->wait_due_ns;
 	/* A paced QP, a DCQCN timer, a pause ending or the PFC watchdog: when
 	 * the sleeping thread must look again (a paused QP stays busy without
 	 * spinning the thread). */
@@ -621,7 +714,8 @@ static void sleep_on_fds(struct xr_engine *e, int link_fd)
 	/* Untimed first, then nbusy: a pass that puts a QP on the list after
 	 * this load sees untimed and wakes us (xr_qp_mark_busy). */
 	atomic_store(&e->progress.untimed, true);
-	due = __atomic_load_n(&e->nbusy, __ATOMIC_SEQ_CST) || e->txq->n;
+	due = __atomic_load_n(&e->nbusy, __ATOMIC_SEQ_CST) || __atomic_load_n(&e->nwait, __ATOMIC_ACQUIRE) ||
+	      e->txq->n;
 	if (due)
 		atomic_store(&e->progress.untimed, false);
 	tmo = due ? &ts : NULL;
@@ -702,9 +796,11 @@ static void *progress_thread(void *arg)
 		}
 		now = mono_ns();
 		/* Spin only while a requester waits for its peer (a reply is due
-		 * soon): with nothing in flight the reply to what was just
-		 * delivered comes from the program, which needs the core. */
-		if (now - last_work < SPIN_NS && __atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE))
+		 * soon; the QP waits off the busy list or is on it): with nothing
+		 * in flight the reply to what was just delivered comes from the
+		 * program, which needs the core. */
+		if (now - last_work < SPIN_NS &&
+		    (__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) || __atomic_load_n(&e->nwait, __ATOMIC_ACQUIRE)))
 			continue;
 		/* A stream (a pass that moved a burst) has its next frames on the
 		 * way: a wakeup per burst would cost both ends more than this. */
@@ -790,6 +886,7 @@ void xr_datapath_init(struct xr_engine *e)
 	e->doorbell_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	e->progress.tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	atomic_store(&e->cc_due_ns, UINT64_MAX);
+	e->wait_due_ns = UINT64_MAX;
 }
 
 void xr_datapath_fini(struct xr_engine *e)
@@ -799,7 +896,7 @@ void xr_datapath_fini(struct xr_engine *e)
 		xr_link_frame_free(e->link, e->txq->f[i]);
 	free(e->txq);
 	free(e->busy);
-	free(e->busy_spare);
+	free(e->wait);
 	if (e->doorbell_efd >= 0)
 		close(e->doorbell_efd);
 	if (e->progress.tick_fd >= 0)

@@ -157,6 +157,7 @@ struct xr_qp_act {
 	struct xr_hw_rwqe rwqe;              /* responder: the receive WQE being filled */
 	struct xr_resp_item q[XR_RESP_QUEUE];/* responder: what it owes, in PSN order */
 	struct xr_resp_held *held;           /* requests held behind READ responses (resp_tx.c) */
+	struct xr_qp_act *next_spare;        /* kept for reuse (qp.c) */
 	uint32_t meta_slots;                 /* 1 << the SQ's log size */
 	struct xr_swqe_meta meta[];          /* one per SQ slot; zero outside [tail, started_end) */
 };
@@ -174,6 +175,7 @@ struct xr_qp {
 	uint16_t rq_ci;              /* receive WQEs completed (free-running) */
 	bool in_use;
 	bool busy;                   /* on the engine's busy list */
+	bool parked;                 /* on its wait list (datapath.c) */
 	uint8_t last_state;          /* state the data path last acted on */
 	struct xr_qp_act *act;       /* NULL while idle */
 	struct xr_qp_ctx ctx;        /* the committed context, PSNs kept current by the engine */
@@ -247,6 +249,10 @@ struct xr_engine {
 		_Atomic uint64_t qps;          /* QPs in use */
 		_Atomic uint64_t act, act_bytes;   /* active blocks held, their bytes */
 		_Atomic uint64_t res_bytes;    /* READ/atomic resources allocated */
+		/* Blocks idle QPs gave back, kept for the next to start work,
+		 * per SQ log size (passes only). */
+		struct xr_qp_act *spare[16];
+		_Atomic uint64_t spare_bytes;
 	} qp_mem;
 	struct xr_mr *mrs;                     /* XR_MAX_MR entries */
 	uint8_t *mr_variant;                   /* last key variant per MR index */
@@ -272,13 +278,16 @@ struct xr_engine {
 	pthread_mutex_t dp_mutex;              /* one progress pass at a time */
 	_Atomic uint64_t dp_epoch;             /* odd while a pass runs (xr_dp_quiesce) */
 	pthread_mutex_t busy_lock;
-	struct xr_qp **busy;                   /* QPs with work, timers or flushes */
-	uint32_t nbusy, busy_cap;
-	struct xr_qp **busy_spare;             /* the list a progress pass gave back */
-	uint32_t spare_cap;
+	struct xr_qp **busy;                   /* QPs with work, timers or flushes: a ring, oldest first */
+	uint32_t busy_head, nbusy, busy_cap;   /* busy_cap: a power of two */
 	int doorbell_efd;                      /* wakes the progress thread */
 	_Atomic uint64_t cc_due_ns;            /* earliest pacer/DCQCN/PFC time of a busy QP */
-	uint32_t rr_next;                      /* where the next pass starts on the busy list */
+	/* QPs with work that only a frame, a doorbell, a commit or one of
+	 * their timers can move (waiting for an ACK, paced): off the busy
+	 * list, looked at again when the earliest timer is due. Passes only. */
+	struct xr_qp **wait;
+	uint32_t nwait, wait_cap;
+	uint64_t wait_due_ns;
 	struct xr_pfc pfc;                     /* PFC and PAUSE (pfc.c) */
 	void (*irq)(void *ctx, uint32_t cqn);  /* completion interrupt (MSI-X) */
 	void *irq_ctx;

@@ -150,19 +150,50 @@ static void act_release(struct xr_engine *e, struct xr_qp_act *a)
 	free(a);
 }
 
+/* Blocks kept for reuse, at most this many bytes: a ping-pong takes one
+ * and gives it back per message on each side, and a block given back at
+ * rest has its metadata zero already (no malloc, no memset). The spare
+ * lists belong to the data path (xr_qp_act_get and _put run in passes). */
+#define ACT_SPARE_BYTES (1u << 20)
+
 bool xr_qp_act_get(struct xr_engine *e, struct xr_qp *qp)
 {
-	if (!qp->act)
-		qp->act = act_alloc(e, sq_slots(&qp->ctx));
-	return qp->act != NULL;
+	uint8_t log = qp->ctx.sq_log_size & 15;
+	struct xr_qp_act *a;
+
+	if (qp->act)
+		return true;
+	a = e->qp_mem.spare[log];
+	if (a && a->meta_slots == sq_slots(&qp->ctx)) {
+		e->qp_mem.spare[log] = a->next_spare;
+		atomic_fetch_sub(&e->qp_mem.spare_bytes, act_size(a->meta_slots));
+		atomic_fetch_add(&e->qp_mem.act, 1);
+		atomic_fetch_add(&e->qp_mem.act_bytes, act_size(a->meta_slots));
+	} else {
+		a = act_alloc(e, sq_slots(&qp->ctx));
+	}
+	qp->act = a;
+	return a != NULL;
 }
 
 void xr_qp_act_put(struct xr_engine *e, struct xr_qp *qp)
 {
-	if (qp->act && act_at_rest(qp)) {
-		act_release(e, qp->act);
-		qp->act = NULL;
+	struct xr_qp_act *a = qp->act;
+	uint8_t log = qp->ctx.sq_log_size & 15;
+
+	if (!a || !act_at_rest(qp))
+		return;
+	qp->act = NULL;
+	if (a->held || a->meta_slots != sq_slots(&qp->ctx) ||
+	    atomic_load(&e->qp_mem.spare_bytes) + act_size(a->meta_slots) > ACT_SPARE_BYTES) {
+		act_release(e, a);
+		return;
 	}
+	atomic_fetch_sub(&e->qp_mem.act, 1);
+	atomic_fetch_sub(&e->qp_mem.act_bytes, act_size(a->meta_slots));
+	atomic_fetch_add(&e->qp_mem.spare_bytes, act_size(a->meta_slots));
+	a->next_spare = e->qp_mem.spare[log];
+	e->qp_mem.spare[log] = a;
 }
 
 /* ---- READ/atomic resources: allocated at the first READ or atomic ---- */
@@ -459,8 +490,10 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 		if (is_new)
 			atomic_fetch_add(&e->qp_mem.qps, 1);
 		__atomic_store_n(&qp->in_use, true, __ATOMIC_RELEASE);
-		if (next.state != old_state && next.state >= XR_QPS_RTR)
-			xr_qp_mark_busy(e, qp);   /* flush (ERR) or resume posted work */
+		/* Flush (ERR), or resume posted work: a QP waiting off the busy
+		 * list (datapath.c) may move now (a higher max_rd_atomic). */
+		if (next.state >= XR_QPS_RTR)
+			xr_qp_mark_busy(e, qp);
 	}
 	pthread_mutex_unlock(&qp->lock);
 
@@ -573,6 +606,13 @@ void xr_tables_free(struct xr_engine *e)
 		free(page);
 		e->qp_pages[p] = NULL;
 	}
+	for (unsigned l = 0; l < 16; l++)
+		while (e->qp_mem.spare[l]) {
+			struct xr_qp_act *a = e->qp_mem.spare[l];
+			e->qp_mem.spare[l] = a->next_spare;
+			atomic_fetch_sub(&e->qp_mem.spare_bytes, act_size(a->meta_slots));
+			free(a);
+		}
 }
 
 void xr_engine_qp_mem(struct xr_engine *e, struct xr_engine_qp_mem *out)
@@ -583,6 +623,7 @@ void xr_engine_qp_mem(struct xr_engine *e, struct xr_engine_qp_mem *out)
 	out->active = atomic_load(&e->qp_mem.act);
 	out->active_bytes = atomic_load(&e->qp_mem.act_bytes);
 	out->res_bytes = atomic_load(&e->qp_mem.res_bytes);
+	out->spare_bytes = atomic_load(&e->qp_mem.spare_bytes);
 }
 
 enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val)
