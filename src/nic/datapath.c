@@ -405,12 +405,15 @@ static void park(struct xr_engine *e, struct xr_qp *qp, uint64_t due)
 }
 
 /* The earliest timer of a waiting QP is due: they are all served again
- * (those still waiting come back with their timers as they stand). */
+ * (those still waiting come back with their timers as they stand). A PFC
+ * pause brings them back too: a QP whose priority is paused must be
+ * served to hold its ACK timer for the pause (xr_pfc_qp_hold), and none
+ * waits while a pause lasts (qp_waits). */
 static void unpark_due(struct xr_engine *e, uint64_t now)
 {
 	uint32_t n = e->nwait;
 
-	if (!n || now < e->wait_due_ns)
+	if (!n || (now < e->wait_due_ns && !e->pfc.paused))
 		return;
 	e->wait_due_ns = UINT64_MAX;
 	__atomic_store_n(&e->nwait, 0, __ATOMIC_RELEASE);
