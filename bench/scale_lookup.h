@@ -8,8 +8,8 @@
 
 struct xr_engine;
 
-/* Nanoseconds per lookup of each of n QPNs (or keys), rounds times over;
- * *found: how many of the n named something. */
+/* Nanoseconds per lookup of each of n QPNs (or keys), rounds times over
+ * (the best of five runs); *found: how many of the n named something. */
 double scale_qp_lookup_ns(struct xr_engine *e, const uint32_t *qpn, unsigned n, unsigned rounds,
 			  unsigned *found);
 double scale_key_lookup_ns(struct xr_engine *e, const uint32_t *key, unsigned n, unsigned rounds,
