@@ -382,6 +382,9 @@ static uint64_t qp_due(const struct xr_qp *qp, uint64_t now)
 
 static void park(struct xr_engine *e, struct xr_qp *qp, uint64_t due)
 {
+	/* Once on the list it stays there until the list is emptied: a QP
+	 * served since it was put there (woken by a frame, say) only stops
+	 * counting as waiting. */
 	if (!qp->parked) {
 		if (e->nwait == e->wait_cap) {
 			uint32_t cap = e->wait_cap ? 2 * e->wait_cap : 256;
@@ -393,9 +396,12 @@ static void park(struct xr_engine *e, struct xr_qp *qp, uint64_t due)
 			e->wait = w;
 			e->wait_cap = cap;
 		}
-		e->wait[e->nwait] = qp;
-		__atomic_store_n(&e->nwait, e->nwait + 1, __ATOMIC_RELEASE);
+		e->wait[e->nwait++] = qp;
 		qp->parked = true;
+	}
+	if (!qp->waiting) {
+		qp->waiting = true;
+		__atomic_store_n(&e->nwaiting, e->nwaiting + 1, __ATOMIC_RELEASE);
 	}
 	if (due < e->wait_due_ns)
 		e->wait_due_ns = due;
@@ -404,23 +410,39 @@ static void park(struct xr_engine *e, struct xr_qp *qp, uint64_t due)
 		arm_tick(e);
 }
 
+/* qp is being served: it waits no more (it may again after). */
+static void unwait(struct xr_engine *e, struct xr_qp *qp)
+{
+	if (qp->waiting) {
+		qp->waiting = false;
+		__atomic_store_n(&e->nwaiting, e->nwaiting - 1, __ATOMIC_RELEASE);
+	}
+}
+
 /* The earliest timer of a waiting QP is due: they are all served again
  * (those still waiting come back with their timers as they stand). A PFC
  * pause brings them back too: a QP whose priority is paused must be
  * served to hold its ACK timer for the pause (xr_pfc_qp_hold), and none
- * waits while a pause lasts (qp_waits). */
+ * waits while a pause lasts (qp_waits). With none waiting any more (all
+ * woken and served since), the list is emptied: the thread then sleeps
+ * without a tick again. */
 static void unpark_due(struct xr_engine *e, uint64_t now)
 {
 	uint32_t n = e->nwait;
 
-	if (!n || (now < e->wait_due_ns && !e->pfc.paused))
+	if (!n || (e->nwaiting && now < e->wait_due_ns && !e->pfc.paused))
 		return;
 	e->wait_due_ns = UINT64_MAX;
-	__atomic_store_n(&e->nwait, 0, __ATOMIC_RELEASE);
+	e->nwait = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		e->wait[i]->parked = false;
-		xr_qp_mark_busy(e, e->wait[i]);
+		struct xr_qp *qp = e->wait[i];
+		qp->parked = false;
+		if (qp->waiting) {
+			qp->waiting = false;
+			xr_qp_mark_busy(e, qp);
+		}
 	}
+	__atomic_store_n(&e->nwaiting, 0, __ATOMIC_RELEASE);
 }
 
 static void serve_qp(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t now)
@@ -495,7 +517,7 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 		unpark_due(e, xr_engine_now(e));
 	if (!__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE)) {
 		tx_flush(e, tx);
-		due = e->nwait ? e->wait_due_ns : UINT64_MAX;
+		due = e->nwaiting ? e->wait_due_ns : UINT64_MAX;
 		if (tx->n && e->pfc.paused && xr_pfc_next_due(e) < due)
 			due = xr_pfc_next_due(e);   /* frames held by a pause: the thread looks again when it ends */
 		if (due != UINT64_MAX)
@@ -515,6 +537,7 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 		if (!qp)
 			break;
 		pthread_mutex_lock(&qp->lock);
+		unwait(e, qp);
 		if (qp->in_use) {
 			unsigned before = tx->n;
 			serve_qp(e, qp, tx, now);
@@ -537,7 +560,7 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 	}
 	if (j < n)
 		*movable = true;   /* the link was full: QPs wait for their turn */
-	if (e->nwait && e->wait_due_ns < due)
+	if (e->nwaiting && e->wait_due_ns < due)
 		due = e->wait_due_ns;
 	/* A paced QP, a DCQCN timer, a pause ending or the PFC watchdog: when
 	 * the sleeping thread must look again (a paused QP stays busy without
@@ -717,7 +740,7 @@ static void sleep_on_fds(struct xr_engine *e, int link_fd)
 	/* Untimed first, then nbusy: a pass that puts a QP on the list after
 	 * this load sees untimed and wakes us (xr_qp_mark_busy). */
 	atomic_store(&e->progress.untimed, true);
-	due = __atomic_load_n(&e->nbusy, __ATOMIC_SEQ_CST) || __atomic_load_n(&e->nwait, __ATOMIC_ACQUIRE) ||
+	due = __atomic_load_n(&e->nbusy, __ATOMIC_SEQ_CST) || __atomic_load_n(&e->nwaiting, __ATOMIC_ACQUIRE) ||
 	      e->txq->n;
 	if (due)
 		atomic_store(&e->progress.untimed, false);
@@ -803,7 +826,7 @@ static void *progress_thread(void *arg)
 		 * in flight the reply to what was just delivered comes from the
 		 * program, which needs the core. */
 		if (now - last_work < SPIN_NS &&
-		    (__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) || __atomic_load_n(&e->nwait, __ATOMIC_ACQUIRE)))
+		    (__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) || __atomic_load_n(&e->nwaiting, __ATOMIC_ACQUIRE)))
 			continue;
 		/* A stream (a pass that moved a burst) has its next frames on the
 		 * way: a wakeup per burst would cost both ends more than this. */

@@ -175,7 +175,8 @@ struct xr_qp {
 	uint16_t rq_ci;              /* receive WQEs completed (free-running) */
 	bool in_use;
 	bool busy;                   /* on the engine's busy list */
-	bool parked;                 /* on its wait list (datapath.c) */
+	bool parked;                 /* on the engine's wait list (datapath.c)... */
+	bool waiting;                /* ...and not served since it was put there */
 	uint8_t last_state;          /* state the data path last acted on */
 	struct xr_qp_act *act;       /* NULL while idle */
 	struct xr_qp_ctx ctx;        /* the committed context, PSNs kept current by the engine */
@@ -287,6 +288,7 @@ struct xr_engine {
 	 * list, looked at again when the earliest timer is due. Passes only. */
 	struct xr_qp **wait;
 	uint32_t nwait, wait_cap;
+	uint32_t nwaiting;                     /* of them, still waiting (read by the sleeping thread) */
 	uint64_t wait_due_ns;
 	struct xr_pfc pfc;                     /* PFC and PAUSE (pfc.c) */
 	void (*irq)(void *ctx, uint32_t cqn);  /* completion interrupt (MSI-X) */

@@ -12,8 +12,14 @@
  *  4. a responder without memory drops the request unexecuted, counted,
  *     and the requester's retry gets through;
  *  5. after WRITEs and a READ, every QP is idle again and holds its slot
- *     alone, the READ's responder its resources besides.
+ *     alone, the READ's responder its resources besides;
+ *  6. once its WRITE is acknowledged no QP waits for an ACK: the engines'
+ *     threads sleep without a tick, as they did before QPs could wait off
+ *     the busy list (one woken by its ACK used to keep them ticking until
+ *     its old ACK timer was due).
  */
+#include <dirent.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -341,6 +347,54 @@ static void test_idle_again_after_traffic(void **state)
 	h_close(&p);
 }
 
+/* 6. */
+static long engine_thread_wakeups(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	long sum = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		char path[96], line[128];
+		pid_t t = (pid_t)atoi(de->d_name);
+		FILE *f;
+		if (t <= 0 || t == gettid())
+			continue;   /* the engines' threads: every thread but this one */
+		snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)t);
+		f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f))
+			if (!strncmp(line, "voluntary_ctxt_switches:", 24))
+				sum += atol(line + 24);
+		if (f)
+			fclose(f);
+	}
+	closedir(d);
+	return sum;
+}
+
+static void test_no_tick_after_the_ack(void **state)
+{
+	struct h_opts o = { .mode = XR_PROGRESS_THREAD, .mtu = XR_MTU_1024, .buf_len = 1 << 16, .timeout = 14,
+			    .retry_cnt = 7, .rnr_retry = 7, .sq_depth = 16, .rq_depth = 16, .cq_depth = 64 };
+	struct pair p;
+	long before, after;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &o), 0);   /* ACK timer 67 ms */
+	fill(&p, 0, 512, 9);
+	post_write(&p, 0, 0, 512, 1);
+	expect_done(&p, 1);
+	usleep(5000);   /* both threads settle */
+	before = engine_thread_wakeups();
+	usleep(30000);
+	after = engine_thread_wakeups();
+	if (after - before > 4)
+		fail_msg("the engines' threads woke %ld times in 30 ms with nothing to do", after - before);
+	assert_memory_equal(h_data(&p.b), h_data(&p.a), 512);
+	h_close(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -349,6 +403,7 @@ int main(void)
 		cmocka_unit_test(test_requester_waits_for_memory),
 		cmocka_unit_test(test_responder_drops_without_memory),
 		cmocka_unit_test(test_idle_again_after_traffic),
+		cmocka_unit_test(test_no_tick_after_the_ack),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
