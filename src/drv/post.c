@@ -124,7 +124,9 @@ static int build_wqe(struct xr_qp *qp, const struct xr_send_wr *w, struct xr_hw_
 
 /* With the engine's thread running, the work leaves from the caller's
  * thread (a pass right after the doorbell) instead of waking the thread:
- * on a small machine the wakeup costs more than the pass. */
+ * on a small machine the wakeup costs more than the pass. A caller posting
+ * while earlier WRs are outstanding streams and holds the engine (a
+ * lease); WRs not yet polled count, signaled or not. */
 int xr_post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad)
 {
 	struct xr_engine *e = qp->ctx->progress == XR_PROGRESS_THREAD ? qp->ctx->engine : NULL;
@@ -133,8 +135,11 @@ int xr_post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **ba
 	if (e)
 		xr_engine_post_begin(e);
 	rc = post_send(qp, wr, bad, false);
-	if (e)
+	if (e) {
+		if ((uint16_t)(qp->sq_pi - __atomic_load_n(&qp->sq_ci, __ATOMIC_ACQUIRE)) > 1)
+			xr_engine_post_stream(e);
 		xr_engine_post_end(e);
+	}
 	return rc;
 }
 

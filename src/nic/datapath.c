@@ -28,6 +28,7 @@ static _Thread_local const struct xr_engine *post_defer;
 static _Thread_local bool post_deferred;
 static _Thread_local unsigned post_depth;   /* begin/end pairs nest (a batch of batches) */
 static _Thread_local unsigned post_foreign; /* sections of other engines opened inside ours */
+static _Thread_local bool post_streaming;   /* xr_engine_post_stream: end takes a lease */
 
 static int progress_pass(struct xr_engine *e, bool block, bool *ran);
 static uint64_t mono_ns(void);
@@ -150,6 +151,13 @@ void xr_engine_post_begin(struct xr_engine *e)
 		return;
 	post_defer = e;
 	post_deferred = false;
+	post_streaming = false;
+}
+
+void xr_engine_post_stream(struct xr_engine *e)
+{
+	if (post_depth && post_defer == e)
+		post_streaming = true;
 }
 
 int xr_engine_post_end(struct xr_engine *e)
@@ -167,11 +175,14 @@ int xr_engine_post_end(struct xr_engine *e)
 	if (!post_deferred)
 		return 0;
 	post_deferred = false;
-	/* No lease (xr_engine_assist): a poster may spin on memory next, and
-	 * the thread must stay armed for the frames that answer it. */
 	work = progress_pass(e, false, &ran);
-	/* The pass could not run (another one was under way): the doorbell
-	 * goes to the thread, woken if it sleeps or stands by. */
+	/* A streaming poster drives the engine (a lease, as xr_engine_assist);
+	 * one with a single WR out may spin on memory next, and the thread
+	 * must stay armed for the frames that answer it. A pass that could
+	 * not run (another one was under way) leaves the doorbell to the
+	 * thread, woken if it sleeps or stands by, and takes no lease. */
+	if (ran && post_streaming)
+		lease(e);
 	if (!ran && e->doorbell_efd >= 0 && (atomic_load(&e->progress.sleeping) || atomic_load(&e->progress.standby)))
 		wake_thread(e);
 	return work;
@@ -649,7 +660,7 @@ void xr_dp_quiesce(struct xr_engine *e)
  * calling without ending it (a last empty poll before spinning on memory,
  * a program that polls now and then), and sets how often the standing-by
  * thread looks while a caller streams (a wakeup per lease, no pass). */
-#define ASSIST_LEASE_NS 200000
+#define ASSIST_LEASE_NS 500000
 
 static uint64_t mono_ns(void)
 {

@@ -330,7 +330,7 @@ static void test_assisting_callers_beside_a_realtime_thread(void **state)
 /* A caller polling an empty CQ holds a lease on its engine: the engine's
  * thread stands by (its passes would only fight the caller's next one),
  * so a frame that arrives meanwhile waits for the caller, and the thread
- * takes it once the lease runs out (200 us) without the caller calling
+ * takes it once the lease runs out (500 us) without the caller calling
  * again. Before, the thread woke for every frame while the caller polled:
  * a streaming caller's thread took the ACKs its caller's polls were
  * about to take, and ran beside it for half the stream or more. */
@@ -455,7 +455,7 @@ static int cmp_u64(const void *a, const void *b)
  * on memory (not calling the library) for the peer's WRITE. The completion
  * that empties the send queue ends the caller's lease, so its engine's
  * thread delivers the peer's WRITE at once instead of after the lease
- * (1 ms) has run out. */
+ * (500 us) has run out. */
 static void test_drained_send_queue_hands_the_engine_back(void **state)
 {
 	enum { ROUNDS = 101 };
