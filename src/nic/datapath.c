@@ -4,10 +4,9 @@
  * the link and dispatches them (requests to the responder, responses to
  * the completer), then serves every QP on the busy list (flushes, timers,
  * responses, requests) and sends what that produced as bursts. It runs in
- * the engine's thread or inline in a caller's poll.
+ * the engine's thread (progress.c) or inline in a caller's poll or post.
  */
 #include <errno.h>
-#include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,24 +29,13 @@ static _Thread_local unsigned post_depth;   /* begin/end pairs nest (a batch of 
 static _Thread_local unsigned post_foreign; /* sections of other engines opened inside ours */
 static _Thread_local bool post_streaming;   /* xr_engine_post_stream: end takes a lease */
 
-static int progress_pass(struct xr_engine *e, bool block, bool *ran);
-static uint64_t mono_ns(void);
-
-/* A caller drives the engine from now on (see stand_by). */
-static void lease(struct xr_engine *e)
-{
-	atomic_store_explicit(&e->progress.assist_ns, mono_ns(), memory_order_relaxed);
-}
 
 /* The thread running a progress pass: a quiesce from inside the pass (an
  * interrupt handler deregistering) must not wait for itself, and a QP the
  * pass puts back on the busy list wakes no one (see xr_qp_mark_busy). */
 static _Thread_local const struct xr_engine *pass_owner;
 
-/* Set in the engine's own thread. */
-static _Thread_local const struct xr_engine *thread_of;
-
-static void wake_thread(struct xr_engine *e)
+void xr_dp_wake_thread(struct xr_engine *e)
 {
 	uint64_t one = 1;
 
@@ -58,12 +46,10 @@ static void wake_thread(struct xr_engine *e)
 
 /* The thread sleeps without a timeout and a pass just gave a QP a timer
  * (an ACK to wait for): instead of a wakeup now, the tick's timer wakes it
- * within TICK_NS to take the timers over. Armed once until it fires. */
-#define TICK_NS 1000000
-
+ * within XR_TICK_NS to take the timers over. Armed once until it fires. */
 static void arm_tick(struct xr_engine *e)
 {
-	struct itimerspec its = { .it_value = { 0, TICK_NS } };
+	struct itimerspec its = { .it_value = { 0, XR_TICK_NS } };
 
 	if (e->progress.tick_fd >= 0 && !atomic_exchange(&e->progress.tick_armed, true))
 		timerfd_settime(e->progress.tick_fd, 0, &its, NULL);
@@ -127,7 +113,7 @@ void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp)
 	/* Only a sleeping progress thread needs the syscall; a QP already on
 	 * the list (waiting for an ACK) still needs it woken for new work.
 	 * Inside a pass the QP is one the pass served and keeps busy: a QP
-	 * that can move wakes the thread at the end of the pass (progress_pass);
+	 * that can move wakes the thread at the end of the pass (xr_dp_pass);
 	 * one that waits for an ACK or a timer needs the thread only if it sleeps
 	 * without a timeout, which it does only when no QP was busy. */
 	atomic_thread_fence(memory_order_seq_cst);   /* nbusy before untimed: pairs with sleep_on_fds */
@@ -138,7 +124,7 @@ void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp)
 	}
 	wake = e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping);
 	if (wake)
-		wake_thread(e);
+		xr_dp_wake_thread(e);
 }
 
 void xr_engine_post_begin(struct xr_engine *e)
@@ -175,16 +161,16 @@ int xr_engine_post_end(struct xr_engine *e)
 	if (!post_deferred)
 		return 0;
 	post_deferred = false;
-	work = progress_pass(e, false, &ran);
+	work = xr_dp_pass(e, false, &ran);
 	/* A streaming poster drives the engine (a lease, as xr_engine_assist);
 	 * one with a single WR out may spin on memory next, and the thread
 	 * must stay armed for the frames that answer it. A pass that could
 	 * not run (another one was under way) leaves the doorbell to the
 	 * thread, woken if it sleeps or stands by, and takes no lease. */
 	if (ran && post_streaming)
-		lease(e);
+		xr_progress_lease(e);
 	if (!ran && e->doorbell_efd >= 0 && (atomic_load(&e->progress.sleeping) || atomic_load(&e->progress.standby)))
-		wake_thread(e);
+		xr_dp_wake_thread(e);
 	return work;
 }
 
@@ -591,7 +577,7 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 /* block: wait for a pass another thread is running (the engine's thread:
  * spinning on a busy lock could keep its holder, preempted on this core,
  * from ever finishing). Callers that poll do not wait. */
-static int progress_pass(struct xr_engine *e, bool block, bool *ran)
+int xr_dp_pass(struct xr_engine *e, bool block, bool *ran)
 {
 	bool movable = false;
 	int work = 0;
@@ -613,14 +599,14 @@ static int progress_pass(struct xr_engine *e, bool block, bool *ran)
 	pthread_mutex_unlock(&e->dp_mutex);
 	/* A caller's pass left work that cannot wait for its next call: the
 	 * sleeping thread takes it (the thread's own pass loops by itself). */
-	if (movable && thread_of != e && e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping))
-		wake_thread(e);
+	if (movable && !xr_progress_is_thread(e) && e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping))
+		xr_dp_wake_thread(e);
 	return work;
 }
 
 int xr_engine_progress(struct xr_engine *e)
 {
-	return progress_pass(e, false, NULL);
+	return xr_dp_pass(e, false, NULL);
 }
 
 void xr_dp_quiesce(struct xr_engine *e)
@@ -638,256 +624,6 @@ void xr_dp_quiesce(struct xr_engine *e)
 	 * change: wait for it to end. Passes are bounded (one burst each). */
 	while (atomic_load(&e->dp_epoch) == s)
 		sched_yield();
-}
-
-/* ---- the engine's own thread ---- */
-
-/* After the last pass that did something, the thread keeps polling this
- * long (a reply in flight on a fast path), then sleeps on the link's wait
- * fd and the doorbell: a woken thread gets a core at once, a spinning one
- * waits for its time slice behind the program's own spinning thread. */
-#define SPIN_NS 5000
-
-/* A pass that moved this many frames is part of a stream; after it the
- * thread polls STREAM_SPIN_NS for the next burst. A ping-pong's pass moves
- * a frame or two and the program needs the core for its reply. */
-#define BURST_WORK 4
-#define STREAM_SPIN_NS 50000
-
-/* A caller that assisted holds the engine this long (the lease): the
- * thread stands by (stand_by) until the caller stops assisting for this
- * long or ends the lease itself. It bounds the delay when a caller stops
- * calling without ending it (a last empty poll before spinning on memory,
- * a program that polls now and then), and sets how often the standing-by
- * thread looks while a caller streams (a wakeup per lease, no pass). */
-#define ASSIST_LEASE_NS 500000
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-int xr_engine_assist(struct xr_engine *e)
-{
-	lease(e);
-	return xr_engine_progress(e);
-}
-
-static bool assisted_lately(struct xr_engine *e, uint64_t now)
-{
-	uint64_t last = atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed);
-
-	return last && now - last < ASSIST_LEASE_NS;
-}
-
-void xr_engine_assist_end(struct xr_engine *e)
-{
-	if (!atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed))
-		return;
-	atomic_store(&e->progress.assist_ns, 0);
-	/* Pairs with stand_by: either it sees the lease over, or we see it
-	 * standing by and wake it to take over. */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (e->doorbell_efd >= 0 && atomic_load(&e->progress.standby))
-		wake_thread(e);
-}
-
-/* A caller drives the engine (xr_engine_assist): the thread neither spins
- * beside it nor sleeps with the link armed, where every frame the caller's
- * next pass would take anyway cost a wakeup and a pass fighting the
- * caller's for the pipeline. It waits for the lease to run out (the caller
- * went quiet), to be ended (xr_engine_assist_end: the caller got its last
- * completion or blocks on an event, and may now spin on memory), or for a
- * doorbell another thread could not serve itself (xr_engine_post_end). */
-enum standby_end { LEASE_EXPIRED, LEASE_ENDED, DOORBELL, STOPPING };
-
-static enum standby_end stand_by(struct xr_engine *e)
-{
-	struct pollfd pf = { e->doorbell_efd, POLLIN, 0 };
-	uint64_t v;
-
-	for (;;) {
-		uint64_t now = mono_ns();
-		uint64_t last = atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed);
-		struct timespec ts = { 0, 0 };
-		int ready = 0;
-
-		if (!atomic_load(&e->progress.run))
-			return STOPPING;
-		if (!last)
-			return LEASE_ENDED;
-		if (now - last >= ASSIST_LEASE_NS)
-			return LEASE_EXPIRED;
-		ts.tv_nsec = (long)(ASSIST_LEASE_NS - (now - last));
-		atomic_store(&e->progress.standby, true);
-		atomic_thread_fence(memory_order_seq_cst);   /* pairs with xr_engine_assist_end */
-		if (atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed))
-			ready = ppoll(&pf, 1, &ts, NULL);
-		atomic_store(&e->progress.standby, false);
-		if (ready > 0 && read(e->doorbell_efd, &v, sizeof(v)) == sizeof(v) &&
-		    atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed))
-			return DOORBELL;   /* rung while the lease holds: a pass is owed */
-	}
-}
-
-/* Until a frame, a doorbell or (while timers can be due) the next tick.
- * link_fd was taken (and the link's wakeup armed) before the last pass. */
-static void sleep_on_fds(struct xr_engine *e, int link_fd)
-{
-	struct pollfd pf[3] = { { link_fd, POLLIN, 0 }, { e->doorbell_efd, POLLIN, 0 }, { e->progress.tick_fd, POLLIN, 0 } };
-	uint64_t v;
-	int ready;
-
-	/* Timers run only for QPs on the busy list, and frames the link
-	 * refused wait in txq: with neither, nothing is due until a frame or
-	 * a doorbell, so an idle device sleeps for good. */
-	bool due;
-	struct timespec ts = { 0, TICK_NS }, *tmo;
-	uint64_t cc_due = atomic_load_explicit(&e->cc_due_ns, memory_order_relaxed);
-
-	/* Untimed first, then nbusy: a pass that puts a QP on the list after
-	 * this load sees untimed and wakes us (xr_qp_mark_busy). */
-	atomic_store(&e->progress.untimed, true);
-	due = __atomic_load_n(&e->nbusy, __ATOMIC_SEQ_CST) || __atomic_load_n(&e->nwaiting, __ATOMIC_ACQUIRE) ||
-	      e->txq->n;
-	if (due)
-		atomic_store(&e->progress.untimed, false);
-	tmo = due ? &ts : NULL;
-
-	if (due && cc_due != UINT64_MAX && !e->clock_fn) {
-		/* The pacer's next packet or a DCQCN timer is sooner than the tick. */
-		uint64_t now = xr_now_ns();
-		uint64_t wait = cc_due > now ? cc_due - now : 0;
-		if (wait < 1000000)
-			ts.tv_nsec = (long)wait;
-	}
-	ready = ppoll(pf, e->progress.tick_fd >= 0 ? 3 : 2, tmo, NULL);
-	atomic_store(&e->progress.untimed, false);
-	if (ready > 0 && (pf[2].revents & POLLIN)) {
-		if (read(e->progress.tick_fd, &v, sizeof(v)) < 0) {
-			/* read by an earlier wakeup */
-		}
-		atomic_store(&e->progress.tick_armed, false);
-	}
-	if (ready > 0 && (pf[1].revents & POLLIN)) {
-		if (read(e->doorbell_efd, &v, sizeof(v)) < 0) {
-			/* drained by another wakeup */
-		}
-	}
-}
-
-/* Sleeps until a frame, a doorbell or a timer; false when the last pass
- * before sleeping found work instead (the thread carries on). */
-static bool sleep_armed(struct xr_engine *e)
-{
-	int link_fd;
-
-	atomic_store(&e->progress.sleeping, true);
-	link_fd = e->link->ops->wait_fd(e->link);
-	/* Work queued (or a frame received) between the last pass and the
-	 * flag (the link's arming) is found by this pass. */
-	if (progress_pass(e, true, NULL)) {
-		atomic_store(&e->progress.sleeping, false);
-		return false;
-	}
-	sleep_on_fds(e, link_fd);
-	atomic_store(&e->progress.sleeping, false);
-	return true;
-}
-
-static void *progress_thread(void *arg)
-{
-	struct xr_engine *e = arg;
-	uint64_t last_work = mono_ns();
-	bool streaming = false;
-
-	thread_of = e;
-
-	while (atomic_load(&e->progress.run)) {
-		uint64_t now = mono_ns();
-		int work;
-
-		/* A caller drives: no pass of ours would find what its next
-		 * pass does not, and each would fight it for the pipeline. */
-		if (assisted_lately(e, now)) {
-			enum standby_end why = stand_by(e);
-			streaming = false;
-			if (why == DOORBELL)
-				progress_pass(e, true, NULL);
-			/* Handed back by the caller (xr_engine_assist_end): what
-			 * comes next are the peer's frames, so sleep armed for them
-			 * at once rather than spin beside a caller that may go on
-			 * driving (a stream whose send queue ran empty for a moment). */
-			else if (why == LEASE_ENDED && atomic_load(&e->progress.run) && !sleep_armed(e))
-				last_work = mono_ns();
-			continue;
-		}
-		work = progress_pass(e, false, NULL);
-		if (work) {
-			last_work = mono_ns();
-			streaming = work >= BURST_WORK;
-			continue;
-		}
-		now = mono_ns();
-		/* Spin only while a requester waits for its peer (a reply is due
-		 * soon; the QP waits off the busy list or is on it): with nothing
-		 * in flight the reply to what was just delivered comes from the
-		 * program, which needs the core. */
-		if (now - last_work < SPIN_NS &&
-		    (__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) || __atomic_load_n(&e->nwaiting, __ATOMIC_ACQUIRE)))
-			continue;
-		/* A stream (a pass that moved a burst) has its next frames on the
-		 * way: a wakeup per burst would cost both ends more than this. */
-		if (streaming && now - last_work < STREAM_SPIN_NS)
-			continue;
-		streaming = false;
-		if (!sleep_armed(e))
-			last_work = mono_ns();
-	}
-	return NULL;
-}
-
-int xr_engine_start_thread(struct xr_engine *e)
-{
-	int err;
-
-	if (!e->link)
-		return -ENOTCONN;
-	if (e->progress.started)
-		return -EBUSY;
-	atomic_store(&e->progress.run, true);
-	err = pthread_create(&e->progress.thread, NULL, progress_thread, e);
-	if (err)
-		return -err;
-	e->progress.started = true;
-	return 0;
-}
-
-int xr_engine_thread_realtime(struct xr_engine *e, int prio)
-{
-	struct sched_param sp = { .sched_priority = prio };
-
-	if (!e->progress.started)
-		return -ESRCH;
-	return -pthread_setschedparam(e->progress.thread, SCHED_FIFO, &sp);
-}
-
-void xr_engine_stop_thread(struct xr_engine *e)
-{
-	if (!e->progress.started)
-		return;
-	atomic_store(&e->progress.run, false);
-	if (e->doorbell_efd >= 0) {
-		uint64_t one = 1;   /* an idle thread sleeps without a timeout */
-		if (write(e->doorbell_efd, &one, sizeof(one)) < 0) {
-			/* saturated: it is awake */
-		}
-	}
-	pthread_join(e->progress.thread, NULL);
-	e->progress.started = false;
 }
 
 int xr_engine_attach_link(struct xr_engine *e, struct xr_link *l)

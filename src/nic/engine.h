@@ -540,6 +540,17 @@ struct xr_tx {
 /* A frame for a packet of qp: headers from the QP context; NULL when the
  * burst or the pool is exhausted. The caller fills the payload and calls
  * xr_tx_commit. */
+/* One pass (datapath.c): block waits for a pass another thread runs;
+ * *ran (may be NULL) says whether this one ran at all. */
+int xr_dp_pass(struct xr_engine *e, bool block, bool *ran);
+/* Wakes the engine's thread through its doorbell eventfd. */
+void xr_dp_wake_thread(struct xr_engine *e);
+/* The tick that wakes an untimed sleeper for timers a pass just armed. */
+#define XR_TICK_NS 1000000
+/* progress.c: a caller drives the engine from now on (the lease), and
+ * whether the calling thread is the engine's own. */
+void xr_progress_lease(struct xr_engine *e);
+bool xr_progress_is_thread(const struct xr_engine *e);
 void xr_datapath_init(struct xr_engine *e);
 void xr_datapath_fini(struct xr_engine *e);
 struct xr_frame *xr_tx_begin(struct xr_engine *e, struct xr_tx *tx, struct xr_qp *qp,
