@@ -20,8 +20,19 @@ static double now_ns(void)
  * process preempted says nothing about the table. */
 #define REPEATS 5
 
-double scale_qp_lookup_ns(struct xr_engine *e, const uint32_t *qpn, unsigned n, unsigned rounds,
-			  unsigned *found)
+static bool qp_hit(struct xr_engine *e, uint32_t qpn)
+{
+	return xr_qp_lookup(e, qpn) != NULL;
+}
+
+static bool key_hit(struct xr_engine *e, uint32_t key)
+{
+	return xr_mr_lookup(e, key) != NULL;
+}
+
+/* ns per lookup of the n ids, rounds times over, best of REPEATS runs. */
+static double best_lookup_ns(bool (*hit)(struct xr_engine *, uint32_t), struct xr_engine *e,
+			     const uint32_t *id, unsigned n, unsigned rounds, unsigned *found)
 {
 	double best = 0;
 
@@ -30,7 +41,7 @@ double scale_qp_lookup_ns(struct xr_engine *e, const uint32_t *qpn, unsigned n, 
 		double t0 = now_ns(), ns;
 		for (unsigned r = 0; r < rounds; r++)
 			for (unsigned i = 0; i < n; i++)
-				hits += xr_qp_lookup(e, qpn[i]) != NULL;
+				hits += hit(e, id[i]);
 		ns = (now_ns() - t0) / ((double)n * rounds);
 		best = k && best < ns ? best : ns;
 		*found = hits / (rounds ? rounds : 1);
@@ -38,22 +49,16 @@ double scale_qp_lookup_ns(struct xr_engine *e, const uint32_t *qpn, unsigned n, 
 	return best;
 }
 
+double scale_qp_lookup_ns(struct xr_engine *e, const uint32_t *qpn, unsigned n, unsigned rounds,
+			  unsigned *found)
+{
+	return best_lookup_ns(qp_hit, e, qpn, n, rounds, found);
+}
+
 double scale_key_lookup_ns(struct xr_engine *e, const uint32_t *key, unsigned n, unsigned rounds,
 			   unsigned *found)
 {
-	double best = 0;
-
-	for (int k = 0; k < REPEATS; k++) {
-		unsigned hits = 0;
-		double t0 = now_ns(), ns;
-		for (unsigned r = 0; r < rounds; r++)
-			for (unsigned i = 0; i < n; i++)
-				hits += xr_mr_lookup(e, key[i]) != NULL;
-		ns = (now_ns() - t0) / ((double)n * rounds);
-		best = k && best < ns ? best : ns;
-		*found = hits / (rounds ? rounds : 1);
-	}
-	return best;
+	return best_lookup_ns(key_hit, e, key, n, rounds, found);
 }
 
 /* The reference engine's one region page and its translation. */
