@@ -28,7 +28,7 @@
  * 3.0: 2^20 QPs: the QP doorbells moved to 0x800000 (8 MiB of them), the
  * register space is XR_REG_SPACE; counter qp_mem_alloc_fail added after
  * srq_limit_reached (the parser's drop counters moved). */
-#define XR_REGMAP_VERSION    0x00030000u   /* map version 3.0 */
+#define XR_REGMAP_VERSION    0x00030001u   /* map version 3.1 */
 
 /* Capacities of this engine model (also readable from CAP_* registers). */
 #define XR_MAX_QP        (1u << 20)     /* QPNs 2 .. XR_MAX_QP-1 are usable (24 on the wire) */
@@ -149,6 +149,8 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	X(EVLOG_QPN,       0x29C, XR_RO, 0x00000000, "qpn:0:24", "Selected event: QPN (0 for engine-wide events).") \
 	X(EVLOG_ARG0,      0x2A0, XR_RO, 0x00000000, "", "Selected event: first argument.") \
 	X(EVLOG_ARG1,      0x2A4, XR_RO, 0x00000000, "", "Selected event: second argument.") \
+	X(EVLOG_MASK,      0x2A8, XR_RW, 0x00000100, "", \
+	  "Event types not logged: bit t set drops events of type t (see the event table). Reset: wqe_posted (bit 8), one event per doorbell, which at millions of doorbells a second would overwrite the ring's errors within milliseconds; clear the bit to trace doorbells. The driver's asynchronous events (cq_error, sq_drained, srq_limit, qp_last_wqe) are read from the log: masking them loses them.") \
 	/* QP window, second page: addressing and rings of the same shadow. */ \
 	X(QP_PEER_GID_0,   0x300, XR_RW, 0x00000000, "", "Peer GID bytes 0-3 (IPv4 peers: ::ffff:a.b.c.d).") \
 	X(QP_PEER_GID_1,   0x304, XR_RW, 0x00000000, "", "Peer GID bytes 4-7.") \

@@ -118,7 +118,12 @@ static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained
 	struct xr_context *ctx = cq->ctx;
 	uint32_t mask = (1u << cq->log_size) - 1;
 	int got = 0;
+	uint32_t ci = __atomic_load_n(&cq->ci, __ATOMIC_RELAXED);
 
+	/* An empty poll (most of a spinning program's) takes no lock: the
+	 * next CQE's phase says it is not there yet. */
+	if (__atomic_load_n(&cq->ring[ci & mask].phase, __ATOMIC_ACQUIRE) != (((ci >> cq->log_size) & 1) ^ 1))
+		return 0;
 	pthread_mutex_lock(&cq->lock);
 	while (got < n) {
 		struct xr_hw_cqe *c = &cq->ring[cq->ci & mask];
@@ -145,7 +150,7 @@ static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained
 				*sq_drained = qp->sq_ci == __atomic_load_n(&qp->sq_pi, __ATOMIC_RELAXED);
 			}
 		}
-		cq->ci++;
+		__atomic_store_n(&cq->ci, cq->ci + 1, __ATOMIC_RELAXED);
 		got++;
 	}
 	if (got)

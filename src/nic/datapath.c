@@ -83,7 +83,7 @@ static struct xr_qp *busy_pop(struct xr_engine *e)
 		qp = e->busy[e->busy_head];
 		e->busy_head = (e->busy_head + 1) & (e->busy_cap - 1);
 		__atomic_store_n(&e->nbusy, e->nbusy - 1, __ATOMIC_RELEASE);
-		qp->busy = false;
+		__atomic_store_n(&qp->busy, false, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&e->busy_lock);
 	return qp;
@@ -93,6 +93,12 @@ void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp)
 {
 	bool wake = false;
 
+	/* Already on the list (a QP streaming, or one receiving): no lock.
+	 * A true seen here may be stale only if a pass has just popped qp;
+	 * that pass takes qp's lock (which the caller holds) before serving
+	 * it, so it still sees what the caller did. */
+	if (__atomic_load_n(&qp->busy, __ATOMIC_RELAXED))
+		goto wake;
 	pthread_mutex_lock(&e->busy_lock);
 	if (!qp->busy) {
 		if (e->nbusy == e->busy_cap && !busy_grow(e)) {
@@ -102,9 +108,10 @@ void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp)
 		e->busy[(e->busy_head + e->nbusy) & (e->busy_cap - 1)] = qp;
 		/* Read without the lock by an idle pass (see progress_locked). */
 		__atomic_store_n(&e->nbusy, e->nbusy + 1, __ATOMIC_RELEASE);
-		qp->busy = true;
+		__atomic_store_n(&qp->busy, true, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&e->busy_lock);
+wake:
 	/* A poster that runs the pass itself (xr_engine_post_end) wakes no one. */
 	if (post_defer == e) {
 		post_deferred = true;
@@ -182,6 +189,14 @@ static void tx_flush(struct xr_engine *e, struct xr_tx *tx)
 {
 	struct xr_frame *held[TX_SLOTS];
 	unsigned done = 0, nheld = 0;
+
+	/* The pass's packets in the counters, two atomic adds per flush
+	 * instead of per packet. */
+	if (tx->pkts) {
+		xr_count(e, XR_CNT_TX_PKTS, tx->pkts);
+		xr_count(e, XR_CNT_TX_BYTES, tx->bytes);
+		tx->pkts = tx->bytes = 0;
+	}
 
 	if (e->pfc.paused) {
 		/* Frames of a priority the peer paused stay, in order; the
@@ -270,14 +285,20 @@ void xr_tx_commit(struct xr_engine *e, struct xr_tx *tx, struct xr_frame *f, str
 {
 	xr_pkt_finish(p, f->data);
 	f->len = p->len;
+	(void)e;
 	tx->f[tx->n++] = f;
-	xr_count(e, XR_CNT_TX_PKTS, 1);
-	xr_count(e, XR_CNT_TX_BYTES, f->len);
+	tx->pkts++;
+	tx->bytes += f->len;
 }
 
 /* ---- frames in ---- */
 
-static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx)
+/* Frames a pass took in: RX_PKTS/RX_BYTES are added once per pass. */
+struct rx_tally {
+	uint64_t pkts, bytes;
+};
+
+static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx, struct rx_tally *t)
 {
 	struct xr_pkt p;
 	struct xr_qp *qp;
@@ -298,8 +319,8 @@ static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx)
 		xr_count(e, xr_counter_of_parse_err(err), 1);
 		return;
 	}
-	xr_count(e, XR_CNT_RX_PKTS, 1);
-	xr_count(e, XR_CNT_RX_BYTES, f->len);
+	t->pkts++;
+	t->bytes += f->len;
 	if (f->rx_flags & XR_FRAME_ICRC_ID_RECOVERED)
 		xr_count(e, XR_CNT_ICRC_ID_RECOVERED, 1);
 	if (p.op->flags & XR_OPF_CNP) {
@@ -467,10 +488,20 @@ static void serve_qp(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, ui
 			return;
 		xr_resp_tx(e, qp, tx);
 		if (qp->ctx.state == XR_QPS_RTS || qp->ctx.state == XR_QPS_SQD)
-			xr_req_tx(e, qp, tx);
+			xr_req_tx(e, qp, tx, now);
 		if (qp->ctx.state == XR_QPS_ERR)
 			xr_qp_flush(e, qp);
 	}
+}
+
+/* An idle pass with QPs waiting (for an ACK, say) must read the clock to
+ * see their timers; a caller polling in a loop runs millions of them, and
+ * one clock read in eight serves timers of microseconds and more as well.
+ * The engine's thread (which sleeps until the timer) and a test's own
+ * clock look every time. */
+static bool idle_timer_look(struct xr_engine *e)
+{
+	return e->clock_fn || xr_progress_is_thread(e) || (++e->idle_polls & 7) == 0;
 }
 
 /* *movable: a QP was left with work it can do at once (qp_can_move), or
@@ -487,12 +518,19 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 	 * backlog as it stands before this burst is taken. */
 	xr_pfc_pass(e);
 	got = xr_link_recv(e->link, rx, RX_BURST);
-	for (int i = 0; i < got; i++) {
-		if (xr_reg_get(e, XR_REG_CTRL) & XR_CTRL_ENABLE)
-			rx_one(e, rx[i], tx);
-		else
-			xr_count(e, XR_CNT_DROP_DISABLED, 1);
-		xr_link_frame_free(e->link, rx[i]);
+	if (got > 0) {
+		struct rx_tally t = { 0, 0 };
+		for (int i = 0; i < got; i++) {
+			if (xr_reg_get(e, XR_REG_CTRL) & XR_CTRL_ENABLE)
+				rx_one(e, rx[i], tx, &t);
+			else
+				xr_count(e, XR_CNT_DROP_DISABLED, 1);
+			xr_link_frame_free(e->link, rx[i]);
+		}
+		if (t.pkts) {
+			xr_count(e, XR_CNT_RX_PKTS, t.pkts);
+			xr_count(e, XR_CNT_RX_BYTES, t.bytes);
+		}
 	}
 	work += got > 0 ? got : 0;
 
@@ -510,7 +548,7 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 
 	/* An idle pass stops here without a lock (or, with no QP waiting, a
 	 * clock read): a QP marked busy meanwhile is seen by the next pass. */
-	if (!__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) && e->nwait)
+	if (!__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) && e->nwait && idle_timer_look(e))
 		unpark_due(e, xr_engine_now(e));
 	if (!__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE)) {
 		tx_flush(e, tx);
@@ -588,14 +626,10 @@ int xr_dp_pass(struct xr_engine *e, bool block, bool *ran)
 		return 0;
 	if (ran)
 		*ran = true;
-	pthread_rwlock_rdlock(&e->dp_lock);
-	atomic_fetch_add(&e->dp_epoch, 1);   /* odd: a pass is running */
 	pass_owner = e;
 	if (!(xr_reg_get(e, XR_REG_CTRL) & XR_CTRL_SOFT_RESET))
 		work = progress_locked(e, &movable);
 	pass_owner = NULL;
-	atomic_fetch_add(&e->dp_epoch, 1);
-	pthread_rwlock_unlock(&e->dp_lock);
 	pthread_mutex_unlock(&e->dp_mutex);
 	/* A caller's pass left work that cannot wait for its next call: the
 	 * sleeping thread takes it (the thread's own pass loops by itself). */
@@ -611,19 +645,15 @@ int xr_engine_progress(struct xr_engine *e)
 
 void xr_dp_quiesce(struct xr_engine *e)
 {
-	uint64_t s;
-
-	/* The caller's store (a key made invalid) must be visible before the
-	 * epoch is read, or a pass starting now could still see the key valid
-	 * while we see no pass running (store-buffer reordering). */
-	atomic_thread_fence(memory_order_seq_cst);
-	s = atomic_load(&e->dp_epoch);
-	if (!(s & 1) || pass_owner == e)
+	/* A pass running now may hold a key checked before the caller's
+	 * change (a key made invalid): wait for it to end. The mutex orders
+	 * the caller's store before any later pass. Passes are bounded (one
+	 * burst each); the pass's own thread (an interrupt handler
+	 * deregistering) must not wait for itself. */
+	if (pass_owner == e)
 		return;
-	/* A pass is running and may hold a key checked before the caller's
-	 * change: wait for it to end. Passes are bounded (one burst each). */
-	while (atomic_load(&e->dp_epoch) == s)
-		sched_yield();
+	pthread_mutex_lock(&e->dp_mutex);
+	pthread_mutex_unlock(&e->dp_mutex);
 }
 
 int xr_engine_attach_link(struct xr_engine *e, struct xr_link *l)

@@ -72,7 +72,6 @@ struct xr_engine *xr_engine_create(void)
 	if (!e->mrs || !e->mr_variant || !e->cqs || !e->srqs)
 		goto nomem;
 	pthread_mutex_init(&e->reg_lock, NULL);
-	pthread_rwlock_init(&e->dp_lock, NULL);
 	e->debug.listen_fd = -1;
 	e->t0_ns = xr_now_ns();
 	xr_datapath_init(e);
@@ -108,14 +107,15 @@ void xr_engine_destroy(struct xr_engine *e)
 		pthread_mutex_destroy(&e->srqs[i].lock);
 	free(e->srqs);
 	pthread_mutex_destroy(&e->reg_lock);
-	pthread_rwlock_destroy(&e->dp_lock);
 	free(e);
 }
 
 /* CTRL.soft_reset asserted: tables, counters and the event log start over. */
 void xr_engine_soft_reset(struct xr_engine *e)
 {
-	pthread_rwlock_wrlock(&e->dp_lock);
+	/* No pass runs meanwhile (CTRL.soft_reset, set first, keeps later
+	 * passes from touching the tables until it is released). */
+	pthread_mutex_lock(&e->dp_mutex);
 	xr_tables_reset(e);
 	xr_pfc_reset(e);
 	for (unsigned c = 0; c < XR_CNT_COUNT; c++)
@@ -131,7 +131,7 @@ void xr_engine_soft_reset(struct xr_engine *e)
 		if (d && table_window)
 			xr_reg_set(e, off, d->reset);
 	}
-	pthread_rwlock_unlock(&e->dp_lock);
+	pthread_mutex_unlock(&e->dp_mutex);
 	xr_evlog_add(e, XR_EV_SOFT_RESET, 0, 0, 0);
 }
 
@@ -144,9 +144,14 @@ void xr_engine_set_link_up(struct xr_engine *e, bool up)
 
 void xr_evlog_add(struct xr_engine *e, enum xr_event_type t, uint32_t qpn, uint32_t a0, uint32_t a1)
 {
-	uint64_t seq = atomic_fetch_add_explicit(&e->evlog_seq, 1, memory_order_relaxed);
-	struct xr_evlog_slot *sl = &e->evlog[seq % XR_EVLOG_ENTRIES];
-	uint64_t ts = xr_engine_now(e) - e->t0_ns;
+	uint64_t seq, ts;
+	struct xr_evlog_slot *sl;
+
+	if ((unsigned)t < 32 && (xr_reg_get(e, XR_REG_EVLOG_MASK) >> t & 1))
+		return;   /* filtered (EVLOG_MASK): nor is its interrupt raised */
+	seq = atomic_fetch_add_explicit(&e->evlog_seq, 1, memory_order_relaxed);
+	sl = &e->evlog[seq % XR_EVLOG_ENTRIES];
+	ts = xr_engine_now(e) - e->t0_ns;
 
 	atomic_store_explicit(&sl->tag, 2 * seq + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);   /* the odd tag before the fields */

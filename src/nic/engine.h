@@ -234,8 +234,6 @@ struct xr_evlog_slot {
 struct xr_engine {
 	/* One register access at a time, as a single AXI-Lite master. */
 	pthread_mutex_t reg_lock;
-	/* Held shared by the data path, exclusively by soft reset and destroy. */
-	pthread_rwlock_t dp_lock;
 	uint32_t regs[XR_PLAIN_REG_WORDS];     /* plain registers and shadow windows */
 	uint32_t writable_mask[XR_PLAIN_REG_WORDS];
 	uint32_t latch_hi, latch_index;        /* counter high-word latch */
@@ -276,8 +274,7 @@ struct xr_engine {
 	/* Data path (datapath.c). */
 	struct xr_link *link;
 	struct xr_tx *txq;                     /* frames built, not yet taken by the link */
-	pthread_mutex_t dp_mutex;              /* one progress pass at a time */
-	_Atomic uint64_t dp_epoch;             /* odd while a pass runs (xr_dp_quiesce) */
+	pthread_mutex_t dp_mutex;              /* one progress pass at a time; soft reset and quiesce take it too */
 	pthread_mutex_t busy_lock;
 	struct xr_qp **busy;                   /* QPs with work, timers or flushes: a ring, oldest first */
 	uint32_t busy_head, nbusy, busy_cap;   /* busy_cap: a power of two */
@@ -290,6 +287,7 @@ struct xr_engine {
 	uint32_t nwait, wait_cap;
 	uint32_t nwaiting;                     /* of them, still waiting (read by the sleeping thread) */
 	uint64_t wait_due_ns;
+	uint32_t idle_polls;                   /* idle passes of callers (the clock is read in one of eight) */
 	struct xr_pfc pfc;                     /* PFC and PAUSE (pfc.c) */
 	void (*irq)(void *ctx, uint32_t cqn);  /* completion interrupt (MSI-X) */
 	void *irq_ctx;
@@ -467,7 +465,7 @@ const struct xr_hw_rwqe *xr_rq_slot(const struct xr_qp *qp, uint16_t idx);
 
 /* req.c / resp.c / comp.c */
 struct xr_tx;   /* a burst of frames being built (datapath.c) */
-void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx);
+void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t now);
 void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, struct xr_tx *tx);
 void xr_resp_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx);
 void xr_comp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p);
@@ -536,6 +534,7 @@ struct xr_tx {
 	struct xr_frame *f[32];
 	unsigned n;
 	bool full;                   /* the link refused frames: stop producing */
+	uint64_t pkts, bytes;        /* committed, not yet in TX_PKTS/TX_BYTES (added at each flush) */
 };
 /* A frame for a packet of qp: headers from the QP context; NULL when the
  * burst or the pool is exhausted. The caller fills the payload and calls

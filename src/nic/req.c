@@ -396,10 +396,9 @@ static void complete_unacked(struct xr_engine *e, struct xr_qp *qp)
 	r->una_psn = r->sent_end = r->cur_psn;
 }
 
-void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx)
+void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t now)
 {
 	struct xr_req *r = &qp->req;
-	uint64_t now = xr_engine_now(e);
 
 	if (!qp->ctx.sq_log_size || !qp->ctx.sq_base)
 		return;
