@@ -138,42 +138,20 @@ static struct xr_qp *qp_create(struct side *s, unsigned send_wr)
 	return xr_create_qp(s->pd, &ia);
 }
 
-/* INIT, RTR and RTS, as ibv_rc_pingpong does it. */
+/* INIT, RTR and RTS, as ibv_rc_pingpong does it (no remote atomics). */
 static int qp_connect(struct xr_qp *q, struct xr_qp *peer, struct xr_context *peer_ctx, uint32_t my_psn,
 		      uint32_t peer_psn)
 {
-	struct xr_qp_attr a;
-	int rc;
+	struct xr_connect_attr c;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = XR_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = XR_ACCESS_REMOTE_WRITE | XR_ACCESS_REMOTE_READ;
-	rc = xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS);
-	if (rc)
-		return rc;
-	a.qp_state = XR_QPS_RTR;
-	a.path_mtu = XR_MTU_4096;
-	a.dest_qp_num = xr_qp_num(peer);
-	a.rq_psn = peer_psn;
-	a.max_dest_rd_atomic = 16;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	xr_query_gid(peer_ctx, &a.ah_attr.grh.dgid);
-	rc = xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN | XR_QP_RQ_PSN |
-				  XR_QP_MAX_DEST_RD_ATOMIC | XR_QP_MIN_RNR_TIMER);
-	if (rc)
-		return rc;
-	a.qp_state = XR_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = my_psn;
-	a.max_rd_atomic = 16;
-	return xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_TIMEOUT | XR_QP_RETRY_CNT | XR_QP_RNR_RETRY |
-				  XR_QP_SQ_PSN | XR_QP_MAX_QP_RD_ATOMIC);
+	xr_connect_attr_init(&c);
+	c.dest_qp_num = xr_qp_num(peer);
+	c.rq_psn = peer_psn;
+	c.sq_psn = my_psn;
+	xr_query_gid(peer_ctx, &c.dgid);
+	c.path_mtu = XR_MTU_4096;
+	c.access = XR_ACCESS_REMOTE_WRITE | XR_ACCESS_REMOTE_READ;
+	return xr_qp_connect(q, &c);
 }
 
 /* ---- lookups: the same QPNs (keys) with 1k and with N in the table ----

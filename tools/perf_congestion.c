@@ -187,41 +187,21 @@ static struct xr_qp *qp_new(struct cg_dev *d, unsigned depth)
 static int qp_connect(const struct cg_cfg *c, struct xr_qp *q, struct xr_qp *peer, struct xr_context *peer_ctx,
 		      uint32_t my_psn, uint32_t peer_psn)
 {
-	struct xr_qp_attr a;
-	int rc;
+	struct xr_connect_attr a;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = XR_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = XR_ACCESS_REMOTE_WRITE | XR_ACCESS_REMOTE_READ;
-	rc = xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS);
-	if (rc)
-		return rc;
-	a.qp_state = XR_QPS_RTR;
-	a.path_mtu = (enum xr_mtu)mtu_enum_of((int)c->mtu);
+	xr_connect_attr_init(&a);
 	a.dest_qp_num = xr_qp_num(peer);
 	a.rq_psn = peer_psn;
-	a.max_dest_rd_atomic = 16;
+	a.sq_psn = my_psn;
+	xr_query_gid(peer_ctx, &a.dgid);
+	a.path_mtu = (enum xr_mtu)mtu_enum_of((int)c->mtu);
+	a.access = XR_ACCESS_REMOTE_WRITE | XR_ACCESS_REMOTE_READ;
 	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 64;
 	/* DSCP = prio << 3, the switch's default map back to the priority; the
 	 * engine adds ECT(0) itself (CC_CTRL ecn_enable). */
-	a.ah_attr.grh.traffic_class = (uint8_t)((c->prio << 3) << 2);
-	xr_query_gid(peer_ctx, &a.ah_attr.grh.dgid);
-	rc = xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN | XR_QP_RQ_PSN |
-				  XR_QP_MAX_DEST_RD_ATOMIC | XR_QP_MIN_RNR_TIMER);
-	if (rc)
-		return rc;
-	a.qp_state = XR_QPS_RTS;
+	a.traffic_class = (uint8_t)((c->prio << 3) << 2);
 	a.timeout = (uint8_t)c->qp_timeout;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = my_psn;
-	a.max_rd_atomic = 16;
-	return xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_TIMEOUT | XR_QP_RETRY_CNT | XR_QP_RNR_RETRY | XR_QP_SQ_PSN |
-				   XR_QP_MAX_QP_RD_ATOMIC);
+	return xr_qp_connect(q, &a);
 }
 
 /* Congestion-control registers of one engine, as the options say. */

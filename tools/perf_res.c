@@ -189,34 +189,6 @@ static int connect_ud(struct side *s, unsigned q)
 	return 0;
 }
 
-/* UC (G1): RC's path without READ/atomic resources or timers. */
-static int connect_uc(struct side *s, unsigned q)
-{
-	struct xr_qp_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = XR_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = XR_ACCESS_REMOTE_WRITE;
-	if (xr_modify_qp(s->qp[q], &a, XR_QP_STATE | XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS))
-		return -1;
-	a.qp_state = XR_QPS_RTR;
-	a.path_mtu = (enum xr_mtu)s->mtu;
-	a.dest_qp_num = s->rem[q].qpn;
-	a.rq_psn = s->rem[q].psn;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 0xFF;
-	a.ah_attr.grh.dgid = s->rem[q].gid;
-	if (xr_modify_qp(s->qp[q], &a, XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN | XR_QP_RQ_PSN)) {
-		fprintf(stderr, "%s: cannot move QP to RTR (peer unreachable?)\n", prog);
-		return -1;
-	}
-	a.qp_state = XR_QPS_RTS;
-	a.sq_psn = s->my[q].psn;
-	return xr_modify_qp(s->qp[q], &a, XR_QP_STATE | XR_QP_SQ_PSN);
-}
-
 int post_recv_buf(struct side *s, unsigned q, uint8_t *buf, uint32_t len, uint64_t id)
 {
 	struct xr_sge sg = { (uintptr_t)buf, len + s->grh, s->mr->lkey };
@@ -251,41 +223,31 @@ uint64_t ud_size(struct side *s, uint64_t size)
 int connect_qp(struct side *s, unsigned q)
 {
 	const struct cfg *c = s->c;
-	struct xr_qp_attr a;
+	struct xr_connect_attr a;
 
 	if (c->conn == XR_QPT_UD)
 		return connect_ud(s, q);
-	if (c->conn == XR_QPT_UC)
-		return connect_uc(s, q);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = XR_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = XR_ACCESS_REMOTE_WRITE | XR_ACCESS_REMOTE_READ | XR_ACCESS_REMOTE_ATOMIC;
-	if (xr_modify_qp(s->qp[q], &a, XR_QP_STATE | XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS))
-		return -1;
-	a.qp_state = XR_QPS_RTR;
-	a.path_mtu = (enum xr_mtu)s->mtu;
+	xr_connect_attr_init(&a);
 	a.dest_qp_num = s->rem[q].qpn;
 	a.rq_psn = s->rem[q].psn;
-	a.max_dest_rd_atomic = (uint8_t)(s->my[q].out_reads > XR_MAX_RD_ATOMIC ? XR_MAX_RD_ATOMIC : s->my[q].out_reads);
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 0xFF;
-	a.ah_attr.grh.dgid = s->rem[q].gid;
-	if (xr_modify_qp(s->qp[q], &a, XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN | XR_QP_RQ_PSN |
-					 XR_QP_MAX_DEST_RD_ATOMIC | XR_QP_MIN_RNR_TIMER)) {
+	a.sq_psn = s->my[q].psn;
+	a.dgid = s->rem[q].gid;
+	a.path_mtu = (enum xr_mtu)s->mtu;
+	a.hop_limit = 0xFF;
+	if (c->conn == XR_QPT_UC) {
+		/* UC (G1): RC's path without READ/atomic resources or timers. */
+		a.access = XR_ACCESS_REMOTE_WRITE;
+	} else {
+		a.max_dest_rd_atomic = (uint8_t)(s->my[q].out_reads > XR_MAX_RD_ATOMIC ? XR_MAX_RD_ATOMIC : s->my[q].out_reads);
+		a.max_rd_atomic = (uint8_t)(s->rem[q].out_reads > XR_MAX_RD_ATOMIC ? XR_MAX_RD_ATOMIC : s->rem[q].out_reads);
+		a.timeout = (uint8_t)c->qp_timeout;
+	}
+	/* INIT and RTS cannot fail with these values: a failure is RTR's. */
+	if (xr_qp_connect(s->qp[q], &a)) {
 		fprintf(stderr, "%s: cannot move QP to RTR (peer unreachable?)\n", prog);
 		return -1;
 	}
-	a.qp_state = XR_QPS_RTS;
-	a.timeout = (uint8_t)c->qp_timeout;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = s->my[q].psn;
-	a.max_rd_atomic = (uint8_t)(s->rem[q].out_reads > XR_MAX_RD_ATOMIC ? XR_MAX_RD_ATOMIC : s->rem[q].out_reads);
-	return xr_modify_qp(s->qp[q], &a, XR_QP_STATE | XR_QP_TIMEOUT | XR_QP_RETRY_CNT | XR_QP_RNR_RETRY |
-					 XR_QP_SQ_PSN | XR_QP_MAX_QP_RD_ATOMIC);
+	return 0;
 }
 
 int check_wc(struct side *s, const struct xr_wc *wc)

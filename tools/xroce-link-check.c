@@ -155,7 +155,7 @@ int main(int argc, char **argv)
 		struct xr_device_opts d = { .addr = spec.addr, .progress = XR_PROGRESS_INLINE };
 		struct xr_qp_init_attr ia = { 0 };
 		struct perf_dest my = { 0 }, rem = { 0 };
-		struct xr_qp_attr a;
+		struct xr_connect_attr a;
 		double until;
 		struct xr_wc wc;
 		int got = 0;
@@ -186,38 +186,26 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		result(true, "perftest exchange", "versions, MTU and keys exchanged", NULL);
-		memset(&a, 0, sizeof(a));
-		a.qp_state = XR_QPS_INIT;
-		a.port_num = 1;
-		a.qp_access_flags = 0xE;
-		xr_modify_qp(qp, &a, XR_QP_STATE | XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS);
-		a.qp_state = XR_QPS_RTR;
-		a.path_mtu = (enum xr_mtu)mtu;
+		xr_connect_attr_init(&a);
 		a.dest_qp_num = rem.qpn;
 		a.rq_psn = rem.psn;
-		a.max_dest_rd_atomic = 16;
-		a.min_rnr_timer = 12;
-		a.ah_attr.is_global = 1;
-		a.ah_attr.port_num = 1;
-		a.ah_attr.grh.hop_limit = 64;
-		a.ah_attr.grh.dgid = rem.gid;
+		a.sq_psn = my.psn;
+		a.dgid = rem.gid;
+		a.path_mtu = (enum xr_mtu)mtu;
+		a.access = 0xE;
+		a.retry_cnt = 3;
+		a.rnr_retry = 3;
+		a.max_rd_atomic = 1;
 		{
-			int rc = xr_modify_qp(qp, &a, XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN | XR_QP_RQ_PSN |
-						  XR_QP_MAX_DEST_RD_ATOMIC | XR_QP_MIN_RNR_TIMER);
+			/* With these values only RTR can fail: the peer's address (or
+			 * an MTU the peer sent out of range), as before. */
+			int rc = xr_qp_connect(qp, &a);
 			char g[64];
 			snprintf(detail, sizeof(detail), rc ? "cannot resolve %s" : "%s resolved", xr_gid_format(&rem.gid, g, sizeof(g)));
 			result(!rc, "peer's RoCE address resolved", detail, "ARP/ND got no answer: is the peer on this L2 segment, VLAN right?");
 			if (rc)
 				goto out;
 		}
-		a.qp_state = XR_QPS_RTS;
-		a.timeout = 14;
-		a.retry_cnt = 3;
-		a.rnr_retry = 3;
-		a.sq_psn = my.psn;
-		a.max_rd_atomic = 1;
-		xr_modify_qp(qp, &a, XR_QP_STATE | XR_QP_TIMEOUT | XR_QP_RETRY_CNT | XR_QP_RNR_RETRY | XR_QP_SQ_PSN |
-				     XR_QP_MAX_QP_RD_ATOMIC);
 		oob_handshake(&oob, &my, &rem);
 		oob_handshake(&oob, &my, &rem);
 		/* 3. the probe: a WRITE with AckReq must draw an ACK (or a NAK) */

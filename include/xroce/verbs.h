@@ -272,6 +272,44 @@ int xr_query_qp(struct xr_qp *qp, struct xr_qp_attr *attr, int mask, struct xr_q
 int xr_destroy_qp(struct xr_qp *qp);
 uint32_t xr_qp_num(const struct xr_qp *qp);
 
+/* What xr_qp_connect needs: the peer's half (its QPN, first PSN and GID,
+ * exchanged out of band) and the path's. Fill it with
+ * xr_connect_attr_init, then set the peer's half and what differs. Zero is
+ * a real value in several fields (timeout 0 waits forever, retry_cnt 0
+ * never retries), so the defaults come from the init call, not from a
+ * zeroed struct; a zeroed one is refused (path_mtu 0). */
+struct xr_connect_attr {
+	uint32_t dest_qp_num;         /* the peer's QPN */
+	uint32_t rq_psn;              /* the first PSN the peer sends (its sq_psn), mod 2^24 */
+	uint32_t sq_psn;              /* the first PSN this QP sends, mod 2^24 */
+	xr_gid dgid;                  /* the peer's GID; its MAC is resolved at RTR */
+	enum xr_mtu path_mtu;         /* XR_MTU_256 ... XR_MTU_4096; default 1024 */
+	unsigned int access;          /* XR_ACCESS_REMOTE_*; default WRITE | READ | ATOMIC */
+	uint8_t hop_limit;            /* default 64 */
+	uint8_t traffic_class;        /* the GRH's (DSCP << 2; the engine sets ECN); default 0 */
+	/* RC only (UC has no READ/atomic resources, ACKs or timers): */
+	uint8_t max_rd_atomic;        /* READs/atomics this QP has in flight; default 16 */
+	uint8_t max_dest_rd_atomic;   /* ... the peer may have at this QP; default 16 */
+	uint8_t min_rnr_timer;        /* the RNR NAK's code (12: 0.64 ms); default 12 */
+	uint8_t timeout;              /* ACK timeout 4.096 us << n, 0: none; default 14 (67 ms) */
+	uint8_t retry_cnt, rnr_retry; /* 0..7 (rnr_retry 7: forever); default 7 each */
+};
+
+/* The defaults above, the peer's half zero. */
+void xr_connect_attr_init(struct xr_connect_attr *attr);
+
+/* Brings a connected QP (RC or UC) from RESET through INIT and RTR to RTS
+ * toward the peer attr describes, with the attributes and masks each of
+ * those transitions takes for the QP's type (port 1, P_Key index 0, a
+ * GRH). 0, or -errno (negative, unlike xr_modify_qp's): -EINVAL for a NULL
+ * argument, a QP not in RESET or of type UD, or a value out of range
+ * (path_mtu outside 256..4096, a QPN above 24 bits, access bits beyond
+ * the four, timeout or min_rnr_timer above 31, retries above 7, more than
+ * XR_MAX_RD_ATOMIC READs), all checked before the QP changes;
+ * -EHOSTUNREACH when the peer's GID does not resolve (the QP is then in
+ * INIT; modify it to RESET to start over). */
+int xr_qp_connect(struct xr_qp *qp, const struct xr_connect_attr *attr);
+
 struct xr_send_wr {
 	uint64_t wr_id;
 	struct xr_send_wr *next;

@@ -7,7 +7,8 @@
  * machine and masks, WR shapes), keeps the rings, and translates CQEs into
  * work completions. Its files, by role: device.c (open/close/query, PD),
  * mr.c (MR, memory windows), cq.c (CQ, events fd, poll), qp.c
- * (create/modify/query/destroy), post.c (post_send/post_recv, binding
+ * (create/modify/query/destroy), connect.c (RESET to RTS toward a peer
+ * in one call, on top of modify), post.c (post_send/post_recv, binding
  * type-1 windows), async.c (asynchronous events).
  */
 #ifndef XROCE_DRV_H

@@ -115,37 +115,20 @@ static int tcp_exchange(bool server, const char *host, int port, const struct in
 static int connect_qp(struct xr_qp *qp, struct xr_context *ctx, const struct info *mine, const struct info *peer,
 		      enum xr_mtu mtu)
 {
-	struct xr_qp_attr a;
+	struct xr_connect_attr c;
 	(void)ctx;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = XR_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = XR_ACCESS_REMOTE_WRITE | XR_ACCESS_REMOTE_READ | XR_ACCESS_REMOTE_ATOMIC;
-	if (xr_modify_qp(qp, &a, XR_QP_STATE | XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS))
-		return -1;
-	a.qp_state = XR_QPS_RTR;
-	a.path_mtu = mtu;
-	a.dest_qp_num = peer->qpn;
-	a.rq_psn = peer->psn;
-	a.max_dest_rd_atomic = 16;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
-	if (xr_modify_qp(qp, &a, XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN | XR_QP_RQ_PSN |
-				 XR_QP_MAX_DEST_RD_ATOMIC | XR_QP_MIN_RNR_TIMER)) {
+	xr_connect_attr_init(&c);
+	c.dest_qp_num = peer->qpn;
+	c.rq_psn = peer->psn;
+	c.sq_psn = mine->psn;
+	memcpy(c.dgid.raw, peer->gid, 16);
+	c.path_mtu = mtu;
+	c.timeout = 10;    /* 4 ms: netem delays stay below it */
+	if (xr_qp_connect(qp, &c)) {
 		fprintf(stderr, "%s: RTR failed (neighbour not resolved?)\n", prog);
 		return -1;
 	}
-	a.qp_state = XR_QPS_RTS;
-	a.timeout = 10;    /* 4 ms: netem delays stay below it */
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = mine->psn;
-	a.max_rd_atomic = 16;
-	return xr_modify_qp(qp, &a, XR_QP_STATE | XR_QP_TIMEOUT | XR_QP_RETRY_CNT | XR_QP_RNR_RETRY |
-				    XR_QP_SQ_PSN | XR_QP_MAX_QP_RD_ATOMIC);
+	return 0;
 }
 
 static int wait_wc(struct xr_cq *cq, struct xr_wc *wc, const char *what)

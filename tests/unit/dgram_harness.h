@@ -64,34 +64,14 @@ static inline struct xr_qp *d_uc_qp(struct end *e, struct xr_srq *srq, unsigned 
 	return xr_create_qp(e->pd, &ia);
 }
 
-/* UC: INIT -> RTR -> RTS with UC's masks (G1). */
+/* UC: INIT -> RTR -> RTS (xr_qp_connect takes UC's masks, G1, by the
+ * QP's type and leaves out RC's timers), remote WRITE only. */
 static inline int d_uc_connect(struct xr_qp *q, struct xr_qp *peer, struct xr_context *peer_ctx,
 			       enum xr_mtu mtu, uint32_t my_psn, uint32_t peer_psn)
 {
-	struct xr_qp_attr a;
-	int rc;
+	const struct h_opts o = { .mtu = mtu, .access = XR_ACCESS_REMOTE_WRITE };
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = XR_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = XR_ACCESS_REMOTE_WRITE;
-	rc = xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS);
-	if (rc)
-		return rc;
-	a.qp_state = XR_QPS_RTR;
-	a.path_mtu = mtu;
-	a.dest_qp_num = xr_qp_num(peer);
-	a.rq_psn = peer_psn;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	xr_query_gid(peer_ctx, &a.ah_attr.grh.dgid);
-	rc = xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN | XR_QP_RQ_PSN);
-	if (rc)
-		return rc;
-	a.qp_state = XR_QPS_RTS;
-	a.sq_psn = my_psn;
-	return xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_SQ_PSN);
+	return h_connect(q, peer, peer_ctx, &o, my_psn, peer_psn);
 }
 
 /* An AH on from's device towards to's GID. */

@@ -58,43 +58,26 @@ struct h_opts {
 	bool retry7_forever;                /* retry_cnt 7 = infinite, as rxe */
 };
 
+/* RESET to RTS toward peer (on peer_ctx) with o's path and timers. */
 static inline int h_connect(struct xr_qp *q, struct xr_qp *peer, struct xr_context *peer_ctx,
 			    const struct h_opts *o, uint32_t my_psn, uint32_t peer_psn)
 {
-	struct xr_qp_attr a;
+	struct xr_connect_attr c;
 	int access = o->access ? o->access : 0xF;
-	int rc;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = XR_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = (unsigned)access & 0xE;
-	rc = xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS);
-	if (rc)
-		return rc;
-	a.qp_state = XR_QPS_RTR;
-	a.path_mtu = o->mtu;
-	a.dest_qp_num = xr_qp_num(peer);
-	a.rq_psn = peer_psn;
-	a.max_dest_rd_atomic = 16;
-	a.min_rnr_timer = o->min_rnr_timer;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.grh.traffic_class = o->traffic_class;
-	xr_query_gid(peer_ctx, &a.ah_attr.grh.dgid);
-	rc = xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN | XR_QP_RQ_PSN |
-				  XR_QP_MAX_DEST_RD_ATOMIC | XR_QP_MIN_RNR_TIMER);
-	if (rc)
-		return rc;
-	a.qp_state = XR_QPS_RTS;
-	a.timeout = o->timeout;
-	a.retry_cnt = o->retry_cnt;
-	a.rnr_retry = o->rnr_retry;
-	a.sq_psn = my_psn;
-	a.max_rd_atomic = 16;
-	return xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_TIMEOUT | XR_QP_RETRY_CNT | XR_QP_RNR_RETRY |
-				  XR_QP_SQ_PSN | XR_QP_MAX_QP_RD_ATOMIC);
+	xr_connect_attr_init(&c);
+	c.dest_qp_num = xr_qp_num(peer);
+	c.rq_psn = peer_psn;
+	c.sq_psn = my_psn;
+	xr_query_gid(peer_ctx, &c.dgid);
+	c.path_mtu = o->mtu;
+	c.access = (unsigned)access & 0xE;
+	c.traffic_class = o->traffic_class;
+	c.min_rnr_timer = o->min_rnr_timer;
+	c.timeout = o->timeout;
+	c.retry_cnt = o->retry_cnt;
+	c.rnr_retry = o->rnr_retry;
+	return xr_qp_connect(q, &c);
 }
 
 static inline int h_end_open(struct end *e, struct xr_link *l, const char *addr, const struct h_opts *o)

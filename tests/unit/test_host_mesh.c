@@ -72,35 +72,19 @@ static bool barrier(_Atomic int *count, uint64_t until)
 
 static int qp_connect(struct xr_qp *qp, const struct qp_info *mine, const struct qp_info *peer)
 {
-	struct xr_qp_attr a;
+	struct xr_connect_attr c;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = XR_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = XR_ACCESS_REMOTE_WRITE;
-	if (xr_modify_qp(qp, &a, XR_QP_STATE | XR_QP_PKEY_INDEX | XR_QP_PORT | XR_QP_ACCESS_FLAGS))
-		return -1;
-	a.qp_state = XR_QPS_RTR;
-	a.path_mtu = XR_MTU_4096;
-	a.dest_qp_num = peer->qpn;
-	a.rq_psn = peer->psn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
-	if (xr_modify_qp(qp, &a, XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN | XR_QP_RQ_PSN |
-				 XR_QP_MAX_DEST_RD_ATOMIC | XR_QP_MIN_RNR_TIMER))
-		return -1;
-	a.qp_state = XR_QPS_RTS;
-	a.timeout = 14;   /* 67 ms: 16 processes share two cores */
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = mine->psn;
-	a.max_rd_atomic = 1;
-	return xr_modify_qp(qp, &a, XR_QP_STATE | XR_QP_TIMEOUT | XR_QP_RETRY_CNT | XR_QP_RNR_RETRY | XR_QP_SQ_PSN |
-				    XR_QP_MAX_QP_RD_ATOMIC);
+	xr_connect_attr_init(&c);
+	c.dest_qp_num = peer->qpn;
+	c.rq_psn = peer->psn;
+	c.sq_psn = mine->psn;
+	memcpy(c.dgid.raw, peer->gid, 16);
+	c.path_mtu = XR_MTU_4096;
+	c.access = XR_ACCESS_REMOTE_WRITE;
+	c.max_rd_atomic = c.max_dest_rd_atomic = 1;
+	c.min_rnr_timer = 1;
+	c.timeout = 14;   /* 67 ms: 16 processes share two cores */
+	return xr_qp_connect(qp, &c);
 }
 
 /* Posts what member `me` writes to `to`: WRITES pieces of its region. */
