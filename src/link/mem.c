@@ -29,14 +29,24 @@ struct ring {
 	struct xr_frame **slot;
 };
 
+/* Lines one end writes and the other reads cross the cores with every
+ * frame; a line holding both ends' fields would cross back and forth on
+ * top (a write here, a read there), so each group has a line of its own:
+ * the rings' indexes, this end's free stack, the wakeup flag the other
+ * end reads on every send, each end's link (its stats are written per
+ * burst). */
 struct end {
 	pthread_mutex_t lock;        /* one user of this end at a time */
 	struct ring in;              /* frames sent to this end */
 	struct ring returned;        /* this end's frames, freed by the other */
-	struct xr_frame **free_stack;
+	_Alignas(64) struct xr_frame **free_stack;   /* this end's alone */
 	uint32_t nfree;
+	_Alignas(64) _Atomic bool armed;   /* read by the other end per send */
 	int efd;                     /* written when armed and a frame comes */
-	_Atomic bool armed;
+};
+
+struct padded_link {
+	_Alignas(64) struct xr_link l;
 };
 
 struct mem_pair {
@@ -45,13 +55,13 @@ struct mem_pair {
 	uint32_t per_end;            /* frames each end owns */
 	unsigned depth;              /* frames a direction may hold */
 	_Atomic int refs;
-	struct xr_link links[2];
+	struct padded_link links[2];
 };
 
 static struct mem_pair *pair_of(struct xr_link *l, int *me)
 {
 	struct mem_pair *p = l->priv;
-	*me = (l == &p->links[0]) ? 0 : 1;
+	*me = (l == &p->links[0].l) ? 0 : 1;
 	return p;
 }
 
@@ -245,7 +255,7 @@ static int mem_resolve(struct xr_link *l, const xr_gid *gid, uint8_t mac[6])
 	struct mem_pair *p = pair_of(l, &me);
 
 	(void)gid;
-	memcpy(mac, p->links[!me].mac, 6);
+	memcpy(mac, p->links[!me].l.mac, 6);
 	return 0;
 }
 
@@ -266,11 +276,13 @@ static const struct xr_link_ops mem_ops = {
 
 int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth)
 {
-	struct mem_pair *p = calloc(1, sizeof(*p));
+	/* Aligned as its lines are laid out (calloc gives 16 bytes). */
+	struct mem_pair *p = aligned_alloc(_Alignof(struct mem_pair), sizeof(struct mem_pair));
 	int err = 0;
 
 	if (!p)
 		return -ENOMEM;
+	memset(p, 0, sizeof(*p));
 	p->depth = depth ? depth : 1024;
 	/* Each end can fill the other's queue and still build a burst. */
 	p->per_end = p->depth + 128;
@@ -288,7 +300,7 @@ int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth)
 		return -ENOMEM;
 	}
 	for (int i = 0; i < 2; i++) {
-		struct xr_link *l = &p->links[i];
+		struct xr_link *l = &p->links[i].l;
 		for (uint32_t k = 0; k < p->per_end; k++)
 			p->end[i].free_stack[p->end[i].nfree++] = &p->frames[(uint32_t)i * p->per_end + k];
 		l->ops = &mem_ops;
@@ -299,7 +311,7 @@ int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth)
 		l->mac[5] = (uint8_t)(i + 1);
 	}
 	atomic_init(&p->refs, 2);
-	*a = &p->links[0];
-	*b = &p->links[1];
+	*a = &p->links[0].l;
+	*b = &p->links[1].l;
 	return 0;
 }
