@@ -103,9 +103,8 @@ static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
 					break;
 			}
 		}
-		pump(s);
 		{
-			int n = xr_poll_cq(s->cq, 64, wc);
+			int n = xr_poll_cq(s->cq, 64, wc);   /* runs the engine in inline mode */
 			for (int i = 0; i < n; i++) {
 				unsigned q = (unsigned)(wc[i].wr_id >> 48);
 				uint64_t seq = wc[i].wr_id & ((1ull << 48) - 1);
@@ -230,9 +229,8 @@ static int run_bw_receiver(struct side *s, struct rx_slots *slots, uint64_t size
 	for (;;) {
 		while (post_one(s, slots, size, &posted, got))
 			;
-		pump(s);
 		{
-			int n = xr_poll_cq(s->cq, 64, wc);
+			int n = xr_poll_cq(s->cq, 64, wc);   /* runs the engine in inline mode */
 			for (int i = 0; i < n; i++) {
 				if (check_wc(s, &wc[i]))
 					return -1;
