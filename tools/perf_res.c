@@ -29,7 +29,7 @@ uint8_t pattern(uint64_t seq, size_t i)
 void pump(struct side *s)
 {
 	if (s->c->progress == XR_PROGRESS_INLINE)
-		xr_engine_progress(xr_context_engine(s->ctx));
+		xr_engine_poll(xr_context_engine(s->ctx));   /* called in tight loops */
 }
 
 static void pump_hook(void *arg)

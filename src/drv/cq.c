@@ -102,7 +102,7 @@ int xr_poll_cq(struct xr_cq *cq, int n, struct xr_wc *wc)
 	if (n < 0)
 		return -EINVAL;
 	if (ctx->progress == XR_PROGRESS_INLINE) {
-		xr_engine_progress(ctx->engine);
+		xr_engine_poll(ctx->engine);
 		return take_cqes(cq, n, wc, &drained);
 	}
 	got = take_cqes(cq, n, wc, &drained);

@@ -34,6 +34,8 @@ static _Thread_local bool post_streaming;   /* xr_engine_post_stream: end takes 
  * interrupt handler deregistering) must not wait for itself, and a QP the
  * pass puts back on the busy list wakes no one (see xr_qp_mark_busy). */
 static _Thread_local const struct xr_engine *pass_owner;
+/* The pass runs for xr_engine_poll: its caller comes back at once. */
+static _Thread_local bool pass_polling;
 
 void xr_dp_wake_thread(struct xr_engine *e)
 {
@@ -495,13 +497,14 @@ static void serve_qp(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, ui
 }
 
 /* An idle pass with QPs waiting (for an ACK, say) must read the clock to
- * see their timers; a caller polling in a loop runs millions of them, and
- * one clock read in eight serves timers of microseconds and more as well.
- * The engine's thread (which sleeps until the timer) and a test's own
- * clock look every time. */
+ * see their timers; a caller polling in a tight loop (xr_engine_poll)
+ * runs millions of them, and one clock read in eight serves timers of
+ * microseconds and more as well. Every other pass looks: the engine's
+ * thread (which sleeps until the timer), a blocking wait's pass per slice
+ * (which would see a timer eight slices late), a test's own clock. */
 static bool idle_timer_look(struct xr_engine *e)
 {
-	return e->clock_fn || xr_progress_is_thread(e) || (++e->idle_polls & 7) == 0;
+	return !pass_polling || e->clock_fn || (++e->idle_polls & 7) == 0;
 }
 
 /* *movable: a QP was left with work it can do at once (qp_can_move), or
@@ -641,6 +644,16 @@ int xr_dp_pass(struct xr_engine *e, bool block, bool *ran)
 int xr_engine_progress(struct xr_engine *e)
 {
 	return xr_dp_pass(e, false, NULL);
+}
+
+int xr_engine_poll(struct xr_engine *e)
+{
+	int work;
+
+	pass_polling = true;
+	work = xr_dp_pass(e, false, NULL);
+	pass_polling = false;
+	return work;
 }
 
 void xr_dp_quiesce(struct xr_engine *e)

@@ -232,7 +232,8 @@ struct xr_evlog_slot {
 };
 
 struct xr_engine {
-	/* One register access at a time, as a single AXI-Lite master. */
+	/* One register access at a time, as a single AXI-Lite master
+	 * (doorbells excepted: they take only their queue's lock). */
 	pthread_mutex_t reg_lock;
 	uint32_t regs[XR_PLAIN_REG_WORDS];     /* plain registers and shadow windows */
 	uint32_t writable_mask[XR_PLAIN_REG_WORDS];

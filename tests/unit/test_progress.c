@@ -512,6 +512,63 @@ static void test_drained_send_queue_hands_the_engine_back(void **state)
 	h_close(&p);
 }
 
+/* A WRITE toward a peer that never answers (b's engine never runs): the
+ * ACK timeout (8: 1.05 ms) fires 8 times, then RETRY_EXC_ERR, due after
+ * about 8.4 ms. A program waiting for it with completion events runs one
+ * pass per 1 ms slice of xr_get_cq_event, and one that polls the CQ runs
+ * passes back to back: both must see every timeout within about a slice.
+ * Idle passes that looked at the timers one time in eight made the
+ * event-driven waiter's error come after 70-80 ms. Best of three rounds,
+ * against a bound of 30 ms (a loaded machine delays single rounds). */
+static double retry_exhausted_after_ms(bool events)
+{
+	struct h_opts o = { .mode = XR_PROGRESS_INLINE, .mtu = XR_MTU_1024, .buf_len = 4096, .timeout = 8,
+			    .retry_cnt = 7, .rnr_retry = 7 };
+	struct pair p;
+	struct xr_wc wc;
+	struct xr_sge sg;
+	uint64_t t0;
+	int got = 0;
+
+	assert_int_equal(h_open(&p, &o), 0);
+	sg = (struct xr_sge){ (uintptr_t)h_data(&p.a), 64, p.a.mr->lkey };
+	struct xr_send_wr w = { .wr_id = 1, .sg_list = &sg, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+				.send_flags = XR_SEND_SIGNALED };
+	w.wr.rdma.remote_addr = (uintptr_t)h_data(&p.b);
+	w.wr.rdma.rkey = p.b.mr->rkey;
+	t0 = h_now_ns();
+	assert_int_equal(xr_post_send(p.a.qp[0], &w, NULL), 0);
+	while (!got && h_now_ns() - t0 < 2000000000ull) {
+		if (events) {
+			assert_int_equal(xr_req_notify_cq(p.a.cq, 0), 0);
+			if ((got = xr_poll_cq(p.a.cq, 1, &wc)))
+				break;
+			(void)xr_get_cq_event(p.a.cq, 100);
+		}
+		got = xr_poll_cq(p.a.cq, 1, &wc);
+	}
+	assert_int_equal(got, 1);
+	assert_int_equal(wc.status, XR_WC_RETRY_EXC_ERR);
+	h_close(&p);
+	return (double)(h_now_ns() - t0) / 1e6;
+}
+
+static void test_waiters_see_ack_timeouts_in_time(void **state)
+{
+	(void)state;
+	for (int events = 0; events < 2; events++) {
+		double best = 1e9;
+		for (int round = 0; round < 3; round++) {
+			double ms = retry_exhausted_after_ms(events);
+			best = ms < best ? ms : best;
+		}
+		print_message("%s: RETRY_EXC_ERR after %.1f ms (8 timeouts of 1.05 ms)\n",
+			      events ? "waiting for events" : "polling", best);
+		assert_true(best >= 8.0);
+		assert_true(best < 30.0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -525,6 +582,7 @@ int main(void)
 		cmocka_unit_test(test_stop_right_after_the_hand_back),
 		cmocka_unit_test(test_nested_post_sections_of_two_engines),
 		cmocka_unit_test(test_drained_send_queue_hands_the_engine_back),
+		cmocka_unit_test(test_waiters_see_ack_timeouts_in_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
