@@ -21,12 +21,16 @@
 
 #include "xroce/link.h"
 
-/* A single-producer single-consumer ring of frame pointers. */
+/* A single-producer single-consumer ring of frame pointers. A slot is
+ * NULL until the producer fills it and again once the consumer took it,
+ * so the consumer finds a frame by reading its slot alone: the tail, one
+ * more line from the other core before every frame, is read only to
+ * count what waits (backlog, sleeping). */
 struct ring {
 	_Alignas(64) _Atomic uint32_t tail;   /* written by the producer */
 	_Alignas(64) _Atomic uint32_t head;   /* written by the consumer */
 	_Alignas(64) uint32_t mask;
-	struct xr_frame **slot;
+	_Atomic(struct xr_frame *) *slot;
 };
 
 /* Lines one end writes and the other reads cross the cores with every
@@ -90,21 +94,35 @@ static unsigned ring_put(struct ring *r, struct xr_frame **f, unsigned n, uint32
 	uint32_t used = tail - atomic_load_explicit(&r->head, memory_order_acquire);
 	unsigned k = 0;
 
+	/* The frame before its pointer; a slot is free again (NULL) once
+	 * the head, read above, has passed it. */
 	for (; k < n && used + k < limit; k++)
-		r->slot[(tail + k) & r->mask] = f[k];
+		atomic_store_explicit(&r->slot[(tail + k) & r->mask], f[k], memory_order_release);
 	atomic_store_explicit(&r->tail, tail + k, memory_order_release);
 	return k;
 }
 
-/* Consumer side: takes up to n frames. */
+/* Consumer side: is a frame waiting (its slot filled)? */
+static bool ring_ready(struct ring *r)
+{
+	uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+
+	return atomic_load_explicit(&r->slot[head & r->mask], memory_order_relaxed) != NULL;
+}
+
+/* Consumer side: takes up to n frames, slot by slot. */
 static unsigned ring_get(struct ring *r, struct xr_frame **f, unsigned n)
 {
 	uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	uint32_t avail = atomic_load_explicit(&r->tail, memory_order_acquire) - head;
 	unsigned k = 0;
 
-	for (; k < n && k < avail; k++)
-		f[k] = r->slot[(head + k) & r->mask];
+	for (; k < n; k++) {
+		_Atomic(struct xr_frame *) *sl = &r->slot[(head + k) & r->mask];
+		if (!(f[k] = atomic_load_explicit(sl, memory_order_acquire)))
+			break;
+		atomic_store_explicit(sl, NULL, memory_order_relaxed);
+	}
+	/* The emptied slots before the head that lets the producer refill them. */
 	atomic_store_explicit(&r->head, head + k, memory_order_release);
 	return k;
 }
@@ -190,11 +208,19 @@ static int mem_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
 
 	/* An empty poll (most of a busy-polling engine's) takes no lock: only
 	 * the other end moves the tail, and only we move the head. */
-	if (!ring_count(&p->end[me].in))
+	if (!ring_ready(&p->end[me].in))
 		return 0;
 	pthread_mutex_lock(&p->end[me].lock);
 	got = ring_get(&p->end[me].in, f, n);
 	pthread_mutex_unlock(&p->end[me].lock);
+	/* The frames' first lines are in the sender's cache: ask for them
+	 * all at once, not one miss after another as the engine reads each
+	 * frame's length, then its headers. */
+	for (unsigned i = 0; i < got; i++) {
+		__builtin_prefetch(&f[i]->len);
+		__builtin_prefetch(f[i]->data);
+		__builtin_prefetch(f[i]->data + 64);
+	}
 	l->stats.rx_frames += got;
 	return (int)got;
 }
