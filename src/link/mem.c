@@ -144,6 +144,14 @@ static struct xr_frame *mem_alloc(struct xr_link *l)
 		e->nfree = ring_get(&e->returned, e->free_stack, p->per_end);
 	if (e->nfree)
 		f = e->free_stack[--e->nfree];
+	/* The next frame's first lines were last read on the other core:
+	 * take them for writing now, while this frame is being built. */
+	if (e->nfree) {
+		struct xr_frame *next = e->free_stack[e->nfree - 1];
+		__builtin_prefetch(&next->len, 1);
+		__builtin_prefetch(next->data, 1);
+		__builtin_prefetch(next->data + 64, 1);
+	}
 	pthread_mutex_unlock(&e->lock);
 	if (f) {
 		f->next = NULL;
