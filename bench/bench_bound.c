@@ -4,7 +4,8 @@
  * measures, for bench/perf.sh to set beside xroce-perf's figures.
  *
  * usage: bench-bound [--quick] [--size BYTES] [--mtu BYTES]
- * prints copy_crc_GBps, cacheline_half_rtt_us, spsc_64B_Mpps and wakeup_us (key=value),
+ * prints copy_crc_GBps, cacheline_half_rtt_us, memlink_half_rtt_us, spsc_64B_Mpps and wakeup_us
+ * (key=value),
  * each with a comment line above it.
  */
 #include <stdbool.h>
@@ -36,10 +37,11 @@ int main(int argc, char **argv)
 	}
 	double rate = bound_copy_crc_rate(size, mtu, quick ? 0.2 : 2.0);
 	double half = bound_cacheline_half_rtt_us(quick ? 2000 : 200000);
+	double link = bound_memlink_half_rtt_us(quick ? 20000 : 100000);
 	double spsc = bound_spsc_msg_rate(quick ? 0.05 : 1.0);
 	bool rt = false;
 	double wake = bound_wakeup_us(quick ? 50 : 1000, &rt);
-	if (rate <= 0 || half <= 0 || spsc <= 0 || wake <= 0) {
+	if (rate <= 0 || half <= 0 || link <= 0 || spsc <= 0 || wake <= 0) {
 		fprintf(stderr, "bench-bound: out of memory or threads\n");
 		return 1;
 	}
@@ -48,6 +50,8 @@ int main(int argc, char **argv)
 	printf("copy_crc_GBps=%.3f\n", rate / 1e9);
 	printf("# two threads on two cores bouncing one cache line: median half round trip\n");
 	printf("cacheline_half_rtt_us=%.3f\n", half);
+	printf("# the in-memory link alone: an 8-byte WRITE's frame (82 bytes) back and forth between the cores: median half round trip\n");
+	printf("memlink_half_rtt_us=%.3f\n", link);
 	printf("# one core to the other through an SPSC ring of 64-byte messages (copied in and out)\n");
 	printf("spsc_64B_Mpps=%.2f\n", spsc / 1e6);
 	printf("# a thread asleep on an eventfd woken from the other core, where a program spins: median (%s)\n",

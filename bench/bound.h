@@ -12,7 +12,10 @@
  *                        the cores;
  *   bound_wakeup_us      waking a thread asleep on an eventfd on the
  *                        other core, where a program spins (what an engine
- *                        thread costs a program that spins on memory).
+ *                        thread costs a program that spins on memory);
+ *   bound_memlink_half_rtt_us  the in-memory link alone: an 8-byte
+ *                        WRITE's frame sent back and forth between the
+ *                        cores (what an engine's latency pays for the link).
  */
 #ifndef XR_BENCH_BOUND_H
 #define XR_BENCH_BOUND_H
@@ -32,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "xroce/link.h"
 
 static inline double now_s(void)
 {
@@ -140,6 +145,73 @@ static inline double bound_cacheline_half_rtt_us(unsigned iters)
 	pthread_join(t, NULL);
 	qsort(lat, iters, sizeof(double), cmp_double);
 	med = lat[iters / 2];
+	free(lat);
+	return med;
+}
+
+/* One end of the bare link's frame ping-pong: receive the frame, read
+ * its bytes, free it, send one of the same size back. */
+#define MEMLINK_FRAME 82   /* Ethernet, IPv4, UDP, BTH, RETH, 8 bytes, ICRC */
+struct memlink_pp {
+	struct xr_link *l;
+	unsigned iters;
+	int cpu;
+	bool first;                  /* sends before its first receive */
+	double *lat;                 /* the first end's half round trips */
+};
+
+static inline void *memlink_end(void *arg)
+{
+	struct memlink_pp *e = arg;
+	struct xr_frame *f;
+
+	pin(e->cpu);
+	for (unsigned i = 0; i < e->iters; i++) {
+		double t0 = now_s();
+		volatile uint8_t sink;
+		if (!e->first || i) {
+			while (xr_link_recv(e->l, &f, 1) != 1)
+				;
+			sink = (uint8_t)(f->data[0] + f->data[MEMLINK_FRAME - 1] + f->len);
+			(void)sink;
+			xr_link_frame_free(e->l, f);
+		}
+		if (e->lat && i)
+			e->lat[i - 1] = (now_s() - t0) * 1e6 / 2;
+		while (!(f = xr_link_frame_alloc(e->l)))
+			;
+		memset(f->data, (int)i, MEMLINK_FRAME);
+		f->len = MEMLINK_FRAME;
+		while (xr_link_send(e->l, &f, 1) != 1)
+			;
+	}
+	return NULL;
+}
+
+/* The time from one end's send to its receive of the answer, halved:
+ * median over iters (the first end times the gap between its sends). */
+static inline double bound_memlink_half_rtt_us(unsigned iters)
+{
+	struct xr_link *a, *b;
+	double *lat = malloc(iters * sizeof(double)), med = -1;
+	struct memlink_pp pa = { .iters = iters, .cpu = 0, .first = true, .lat = lat };
+	struct memlink_pp pb = { .iters = iters, .cpu = 1 };
+	pthread_t t;
+
+	if (!lat || iters < 2 || xr_link_mem_pair(&a, &b, 0)) {
+		free(lat);
+		return -1;
+	}
+	pa.l = a;
+	pb.l = b;
+	if (!pthread_create(&t, NULL, memlink_end, &pb)) {
+		memlink_end(&pa);
+		pthread_join(t, NULL);
+		qsort(lat, iters - 1, sizeof(double), cmp_double);
+		med = lat[(iters - 1) / 2];
+	}
+	xr_link_close(a);
+	xr_link_close(b);
 	free(lat);
 	return med;
 }

@@ -4,7 +4,8 @@
 #   bandwidth    64 KiB RDMA WRITE goodput / one core's copy+CRC rate for
 #                the same bytes                              (>= 1.2x)
 #   latency      8-byte WRITE half round trip, busy polling, next to a
-#                cache-line ping-pong between the two cores  (<= 0.6 us)
+#                cache-line ping-pong between the two cores and the bare
+#                mem link's frame ping-pong                  (<= 0.6 us)
 #   message rate 64-byte WRITE (1 QP, 8 QPs) and SEND, next to an SPSC
 #                ring passing 64-byte messages between the cores (>= 8 Mpps)
 #   progress     --progress thread against inline: bandwidth (>= 0.9) and
@@ -22,6 +23,7 @@ bound=$("$bin/bench-bound" ${quick:+--quick} --size 65536 --mtu 4096)
 echo "$bound"
 crc=$(sed -n 's/^copy_crc_GBps=//p' <<<"$bound")
 line=$(sed -n 's/^cacheline_half_rtt_us=//p' <<<"$bound")
+link=$(sed -n 's/^memlink_half_rtt_us=//p' <<<"$bound")
 spsc=$(sed -n 's/^spsc_64B_Mpps=//p' <<<"$bound")
 wake=$(sed -n 's/^wakeup_us=//p' <<<"$bound")
 
@@ -38,9 +40,9 @@ run mr_write1 write_bw -s 64 -n "$msg_iters"
 run mr_write8 write_bw -s 64 -n "$msg_iters" -q 8
 run mr_send1 send_bw -s 64 -n "$msg_iters"
 
-python3 - "$tmp" "$crc" "$line" "$spsc" "$wake" <<'PY'
+python3 - "$tmp" "$crc" "$line" "$spsc" "$wake" "$link" <<'PY'
 import json, sys
-tmp, crc, line, spsc, wake = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+tmp, crc, line, spsc, wake, link = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6])
 def res(name):
     return json.load(open(f"{tmp}/{name}.json"))["results"][-1]
 def gbps(r):
@@ -54,6 +56,8 @@ print(f"write_bw 64 KiB, mem link: {bw:.2f} GB/s = {bw / crc:.2f}x one core's co
       f"   [target >= 1.2x: {verdict(bw / crc >= 1.2)}]")
 print(f"write_lat 8 B, mem link:   {lat:.3f} us half round trip; a cache-line ping-pong {line:.3f} us"
       f"   [target <= 0.6 us: {verdict(lat <= 0.6)}]")
+# What the link alone costs a frame each way; the rest is the engines'.
+print(f"                 the bare mem link's frame ping-pong {link:.3f} us; the engines' share {lat - link:.3f} us")
 for name, what in (("mr_write1", "64 B WRITE, 1 QP "), ("mr_write8", "64 B WRITE, 8 QPs"), ("mr_send1", "64 B SEND, 1 QP  ")):
     m = res(name)["MsgRate"]
     print(f"message rate {what}: {m:.2f} Mpps = {m / spsc:.2f} of an SPSC ring's {spsc:.2f} Mpps"
