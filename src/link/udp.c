@@ -57,7 +57,7 @@ struct rx_ring {
 	struct mmsghdr msg[BURST];
 	struct iovec iov[BURST];
 	struct sockaddr_in6 src[BURST];   /* holds a sockaddr_in too */
-	char ctl[BURST][64];              /* PKTINFO and TOS/TCLASS: 56 bytes at most */
+	char ctl[BURST][128];             /* PKTINFO and TOS/TCLASS: 64 bytes at most (IPv6) */
 	unsigned armed;                   /* slots 0..armed-1 hold a frame */
 	unsigned skip, backoff;           /* empty reads: passes left to skip, the next skip */
 };
