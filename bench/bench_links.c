@@ -8,6 +8,10 @@
  * end's sockets are made inside its own network namespace (setns), so
  * traffic crosses the veth pair between them.
  *
+ * XROCE_BENCH_GSO=1 adds, for the UDP row, the kernel's best plain path
+ * for reference (UDP GSO + GRO, which xroce does not use; see
+ * udp_gso_blaster): the ratio stays against the like-for-like blaster.
+ *
  *   bench-links udp NS_A ADDR_A NS_B ADDR_B
  *   bench-links raw NS_A IF_A ADDR_A NS_B IF_B ADDR_B
  *   bench-links xdp NS_A IF_A ADDR_A NS_B IF_B ADDR_B
@@ -18,6 +22,8 @@
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
 #include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -267,6 +273,114 @@ static double udp_blaster(const char *nsa, const char *aa, const char *nsb, cons
 	}
 }
 
+/* For reference (XROCE_BENCH_GSO=1): the kernel's best plain UDP path for
+ * the same datagrams, which xroce does not use: UDP GSO on send (one
+ * sendmsg carries GSO_SEGS datagrams of DGRAM bytes; Linux refuses GSO with
+ * checksums off, so the UDP checksum is on) and UDP GRO on the sink (a
+ * read returns up to 64 KiB of them, counted by the segment size). Over a
+ * veth the segments are never split on the way. */
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+#define GSO_SEGS 15   /* 15 x 4112 bytes: the most under 64 KiB of IP payload */
+
+struct gso_sink {
+	int fd;
+	volatile int stop;
+	uint64_t dgrams;
+};
+
+static void *gso_sink_thread(void *arg)
+{
+	struct gso_sink *s = arg;
+	static uint8_t bufs[BATCH][GSO_SEGS * DGRAM + 64];
+	static char ctl[BATCH][64];
+	struct mmsghdr m[BATCH];
+	struct iovec iov[BATCH];
+
+	for (int i = 0; i < BATCH; i++) {
+		iov[i].iov_base = bufs[i];
+		iov[i].iov_len = sizeof(bufs[i]);
+	}
+	while (!s->stop) {
+		int n;
+		for (int i = 0; i < BATCH; i++) {
+			memset(&m[i], 0, sizeof(m[i]));
+			m[i].msg_hdr.msg_iov = &iov[i];
+			m[i].msg_hdr.msg_iovlen = 1;
+			m[i].msg_hdr.msg_control = ctl[i];
+			m[i].msg_hdr.msg_controllen = sizeof(ctl[i]);
+		}
+		n = recvmmsg(s->fd, m, BATCH, MSG_DONTWAIT, NULL);
+		for (int i = 0; i < n; i++)
+			s->dgrams += m[i].msg_len / DGRAM;
+	}
+	return NULL;
+}
+
+static double udp_gso_blaster(const char *nsa, const char *aa, const char *nsb, const char *ab)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(4792) }, b = a;
+	static uint8_t pkt[GSO_SEGS * DGRAM];
+	union { char buf[CMSG_SPACE(sizeof(uint16_t))]; struct cmsghdr align; } ctl[2];
+	struct mmsghdr m[2];
+	struct iovec iov[2];
+	struct gso_sink s = { 0 };
+	pthread_t t;
+	double t0, t1 = 0;
+	int out;
+
+	inet_pton(AF_INET, aa, &a.sin_addr);
+	inet_pton(AF_INET, ab, &b.sin_addr);
+	enter_ns(nsb);
+	s.fd = socket(AF_INET, SOCK_DGRAM, 0);
+	setsockopt(s.fd, SOL_SOCKET, SO_RCVBUF, &(int){ 4 << 20 }, sizeof(int));
+	if (setsockopt(s.fd, IPPROTO_UDP, UDP_GRO, &(int){ 1 }, sizeof(int)) || bind(s.fd, (struct sockaddr *)&b, sizeof(b)))
+		return -1;
+	enter_ns(nsa);
+	out = socket(AF_INET, SOCK_DGRAM, 0);
+	setsockopt(out, SOL_SOCKET, SO_SNDBUF, &(int){ 4 << 20 }, sizeof(int));
+	if (bind(out, (struct sockaddr *)&a, sizeof(a)))
+		return -1;
+	memset(pkt, 0x5A, sizeof(pkt));
+	/* Two messages of GSO_SEGS datagrams a call: 30, about BATCH, as the others. */
+	for (int i = 0; i < 2; i++) {
+		struct cmsghdr *c;
+		iov[i].iov_base = pkt;
+		iov[i].iov_len = sizeof(pkt);
+		memset(&m[i], 0, sizeof(m[i]));
+		m[i].msg_hdr.msg_name = &b;
+		m[i].msg_hdr.msg_namelen = sizeof(b);
+		m[i].msg_hdr.msg_iov = &iov[i];
+		m[i].msg_hdr.msg_iovlen = 1;
+		m[i].msg_hdr.msg_control = ctl[i].buf;
+		m[i].msg_hdr.msg_controllen = sizeof(ctl[i].buf);
+		c = CMSG_FIRSTHDR(&m[i].msg_hdr);
+		c->cmsg_level = IPPROTO_UDP;   /* SOL_UDP */
+		c->cmsg_type = UDP_SEGMENT;
+		c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+		*(uint16_t *)CMSG_DATA(c) = DGRAM;
+	}
+	pthread_create(&t, NULL, gso_sink_thread, &s);
+	t0 = now_s();
+	do {
+		if (sendmmsg(out, m, 2, 0) < 0 && errno != ENOBUFS && errno != EAGAIN) {
+			fprintf(stderr, "bench-links: GSO blaster: %s\n", strerror(errno));
+			break;
+		}
+		t1 = now_s();
+	} while (t1 - t0 < SECONDS);
+	usleep(50000);
+	s.stop = 1;
+	pthread_join(t, NULL);
+	close(out);
+	close(s.fd);
+	return (double)s.dgrams * PAYLOAD / (t1 - t0);
+}
+
 static int packet_socket(const char *ifname, struct sockaddr_ll *sll, uint8_t mac[6])
 {
 	struct ifreq ifr;
@@ -385,11 +499,14 @@ static double median3(double v[ROUNDS])
 int main(int argc, char **argv)
 {
 	struct xr_link *la, *lb;
-	double x[ROUNDS], x1[ROUNDS], plain[ROUNDS], plain1[ROUNDS], mx, mx1, mp;
+	double x[ROUNDS], x1[ROUNDS], plain[ROUNDS], plain1[ROUNDS], gso[ROUNDS], mx, mx1, mp;
+	bool want_gso;
 	bool udp = argc == 6 && !strcmp(argv[1], "udp"), raw = argc == 8 && !strcmp(argv[1], "raw");
 	bool xdp = argc == 8 && !strcmp(argv[1], "xdp");
 	const char *mode = "";
 	const char *aa = udp ? argv[3] : argv[4], *ab = udp ? argv[5] : argv[7];
+
+	want_gso = udp && getenv("XROCE_BENCH_GSO") && atoi(getenv("XROCE_BENCH_GSO"));
 
 	if (!udp && !raw && !xdp) {
 		fprintf(stderr, "usage: bench-links udp NS_A ADDR_A NS_B ADDR_B\n"
@@ -445,7 +562,8 @@ int main(int argc, char **argv)
 		 * one-thread figure (on a loaded 2-core machine two spinning
 		 * threads rarely both get a core). */
 		plain1[r] = xdp ? xdp_blast(argv, aa, ab, true) : 1;
-		if (x[r] < 0 || x1[r] < 0 || plain[r] <= 0 || plain1[r] <= 0)
+		gso[r] = want_gso ? udp_gso_blaster(argv[2], aa, argv[4], ab) : 1;
+		if (x[r] < 0 || x1[r] < 0 || plain[r] <= 0 || plain1[r] <= 0 || gso[r] <= 0)
 			return 1;
 	}
 	mx = median3(x);
@@ -461,6 +579,12 @@ int main(int argc, char **argv)
 	       udp ? "UDP" : xdp ? "XDP" : "raw", mode, ROUNDS, udp ? "UDP" : xdp ? "AF_XDP" : "AF_PACKET",
 	       udp ? DGRAM : FRAME, udp ? "datagrams" : "frames", BATCH, mp / 1e9, mx / 1e9, mx / mp,
 	       xdp ? 0.90 : 0.80, mx1 / 1e9, mx1 / mp);
+	if (want_gso) {
+		double mg = median3(gso);
+		printf("  for reference, the kernel's best plain path, not xroce's (UDP GSO of %d x %d bytes + GRO, UDP "
+		       "checksum on): %.2f GB/s, %.2fx the blaster; xroce a thread per end: %.2f of it\n",
+		       GSO_SEGS, DGRAM, mg / 1e9, mg / mp, mx / mg);
+	}
 	if (xdp) {
 		double mp1 = median3(plain1);
 		printf("  plain AF_XDP blaster, one thread for both ends: %.2f GB/s; xroce one thread: ratio %.2f "

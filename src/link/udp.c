@@ -4,7 +4,10 @@
  * xr_link_udp in link.h for the contract, the source-port rule and the
  * IPv4 ID trade-off). Frames cross as UDP payloads, in batches
  * (sendmmsg/recvmmsg); received datagrams are placed in frames behind
- * rebuilt Ethernet/IP/UDP headers, so no payload byte is copied.
+ * rebuilt Ethernet/IP/UDP headers, so no payload byte is copied. The
+ * receive batch stays armed between calls (struct rx_ring) and empty reads
+ * back off for a few calls, so an engine polling for ACKs does not pay a
+ * system call and 32 frames' bookkeeping on every pass.
  *
  * No UDP GSO or GRO: RoCE v2 datagrams carry UDP checksum 0, and Linux
  * offers neither to them. A GSO send on a socket with checksums off fails
@@ -44,6 +47,21 @@
 #define RXE_SPORT_BASE 0xC000u
 #define RXE_SPORTS 0x4000u
 
+/* The receive side's armed batch: BURST pool frames with their message
+ * headers, made once and re-armed only where a datagram landed, so a
+ * recvmmsg that finds nothing costs the system call alone (no frames taken
+ * from the pool and put back, no headers rebuilt). Used by one engine pass
+ * at a time, as the link's recv is. */
+struct rx_ring {
+	struct xr_frame *f[BURST];
+	struct mmsghdr msg[BURST];
+	struct iovec iov[BURST];
+	struct sockaddr_in6 src[BURST];   /* holds a sockaddr_in too */
+	char ctl[BURST][128];             /* PKTINFO and TOS/TCLASS: 64 bytes at most (IPv6) */
+	unsigned armed;                   /* slots 0..armed-1 hold a frame */
+	unsigned skip, backoff;           /* empty reads: passes left to skip, the next skip */
+};
+
 struct udp_link {
 	struct xr_link link;
 	int fd, family;
@@ -58,6 +76,7 @@ struct udp_link {
 	struct host_ep *host;         /* local xroce peers: through shared memory; NULL: off */
 	int wait_ep;                  /* with host: an epoll set of the socket and the host eventfd */
 	uint64_t tx_net, rx_net;
+	struct rx_ring rx;
 };
 
 static int set_opt(int fd, int level, int name, int v)
@@ -144,12 +163,40 @@ static void patch_sport(struct xr_frame *f, size_t l4, uint16_t sport)
 	put_le32(f->data + f->len - XR_ICRC_LEN, xr_icrc(f->data + l3, f->len - l3 - XR_ICRC_LEN));
 }
 
+/* The destination of frame fr as a socket address: prev (the burst's
+ * previous frame's) when it is the same, as it is for a stream to one
+ * peer; else written to slot. */
+static void *dst_of(const struct udp_link *u, const struct xr_frame *fr, size_t l3, size_t l4,
+		    struct sockaddr_in6 *slot, void *prev)
+{
+	uint16_t port = htons(get_be16(fr->data + l4 + UDP_OFF_DPORT));
+
+	if (u->family == AF_INET) {
+		struct sockaddr_in *p = prev, *d = (struct sockaddr_in *)slot;
+		if (p && p->sin_port == port && !memcmp(&p->sin_addr, fr->data + l3 + IP4_OFF_DST, 4))
+			return p;
+		memset(d, 0, sizeof(*d));
+		d->sin_family = AF_INET;
+		memcpy(&d->sin_addr, fr->data + l3 + IP4_OFF_DST, 4);
+		d->sin_port = port;
+	} else {
+		struct sockaddr_in6 *p = prev;
+		if (p && p->sin6_port == port && !memcmp(&p->sin6_addr, fr->data + l3 + IP6_OFF_DST, 16))
+			return p;
+		memset(slot, 0, sizeof(*slot));
+		slot->sin6_family = AF_INET6;
+		memcpy(&slot->sin6_addr, fr->data + l3 + IP6_OFF_DST, 16);
+		slot->sin6_port = port;
+	}
+	return slot;
+}
+
 static int udp_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 {
 	struct udp_link *u = l->priv;
 	struct mmsghdr msg[BURST];
 	struct iovec iov[BURST];
-	struct sockaddr_storage dst[BURST];
+	struct sockaddr_in6 dst[BURST];   /* holds a sockaddr_in too */
 	unsigned done = 0;
 
 	pthread_mutex_lock(&u->lock);
@@ -179,22 +226,10 @@ static int udp_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 			fd = sfd;
 			if (sfd == u->fd && sport != XR_ROCE_UDP_PORT)
 				patch_sport(fr, l4, XR_ROCE_UDP_PORT);
-			memset(&dst[k], 0, sizeof(dst[k]));
-			if (u->family == AF_INET) {
-				struct sockaddr_in *d = (struct sockaddr_in *)&dst[k];
-				d->sin_family = AF_INET;
-				memcpy(&d->sin_addr, fr->data + l3 + IP4_OFF_DST, 4);
-				d->sin_port = htons(get_be16(fr->data + l4 + UDP_OFF_DPORT));
-			} else {
-				struct sockaddr_in6 *d = (struct sockaddr_in6 *)&dst[k];
-				d->sin6_family = AF_INET6;
-				memcpy(&d->sin6_addr, fr->data + l3 + IP6_OFF_DST, 16);
-				d->sin6_port = htons(get_be16(fr->data + l4 + UDP_OFF_DPORT));
-			}
 			iov[k].iov_base = fr->data + l4 + XR_UDP_HLEN;
 			iov[k].iov_len = fr->len - l4 - XR_UDP_HLEN;
 			memset(&msg[k], 0, sizeof(msg[k]));
-			msg[k].msg_hdr.msg_name = &dst[k];
+			msg[k].msg_hdr.msg_name = dst_of(u, fr, l3, l4, &dst[k], k ? msg[k - 1].msg_hdr.msg_name : NULL);
 			msg[k].msg_hdr.msg_namelen = u->family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
 			msg[k].msg_hdr.msg_iov = &iov[k];
 			msg[k].msg_hdr.msg_iovlen = 1;
@@ -221,7 +256,7 @@ static int udp_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 /* Ethernet/IP/UDP in front of a received datagram, as it was on the wire
  * (the IPv4 ID is taken to be 0 until recover_ip_id: see link.h). */
 static void rebuild_headers(struct udp_link *u, struct xr_frame *f, size_t payload,
-			    const struct sockaddr_storage *src, const uint8_t *dst_addr, uint8_t tos)
+			    const void *src, const uint8_t *dst_addr, uint8_t tos)
 {
 	uint8_t *ip = f->data + XR_ETH_HLEN, *udp;
 
@@ -299,84 +334,120 @@ static void recover_ip_id(struct udp_link *u, struct xr_frame *f)
 	f->rx_flags |= XR_FRAME_ICRC_ID_RECOVERED | XR_FRAME_ICRC_VERIFIED;
 }
 
-/* raw_ip_id: datagrams read from the raw socket arrive with their real IPv4
- * header (ID included), so only the Ethernet header is made up and the
- * engine checks all 32 ICRC bits. The UDP checksum (outside the ICRC) is
- * cleared as the socket path does: a raw socket gets it unchecked, and
- * locally sent datagrams (loopback, veth) carry it unfinished. */
-static int raw_recv(struct udp_link *u, struct xr_frame **f, unsigned have)
+/* Slot i of the ring takes frame fr: for the socket, the datagram lands
+ * behind room for the headers rebuild_headers writes, with its source and
+ * control data beside; for the raw socket (raw_ip_id), behind the Ethernet
+ * header, the IPv4 header and all. */
+static void rx_arm(struct udp_link *u, unsigned i, struct xr_frame *fr)
 {
-	struct mmsghdr msg[BURST];
-	struct iovec iov[BURST];
-	int got;
+	struct rx_ring *r = &u->rx;
+	size_t off = u->raw_fd >= 0 ? XR_ETH_HLEN : u->hdr;
 
-	for (unsigned i = 0; i < have; i++) {
-		iov[i].iov_base = f[i]->data + XR_ETH_HLEN;
-		iov[i].iov_len = sizeof(f[i]->data) - XR_ETH_HLEN;
-		memset(&msg[i], 0, sizeof(msg[i]));
-		msg[i].msg_hdr.msg_iov = &iov[i];
-		msg[i].msg_hdr.msg_iovlen = 1;
+	r->f[i] = fr;
+	r->iov[i].iov_base = fr->data + off;
+	r->iov[i].iov_len = sizeof(fr->data) - off;
+	memset(&r->msg[i], 0, sizeof(r->msg[i]));
+	r->msg[i].msg_hdr.msg_iov = &r->iov[i];
+	r->msg[i].msg_hdr.msg_iovlen = 1;
+	if (u->raw_fd < 0) {
+		r->msg[i].msg_hdr.msg_name = &r->src[i];
+		r->msg[i].msg_hdr.msg_namelen = sizeof(r->src[i]);
+		r->msg[i].msg_hdr.msg_control = r->ctl[i];
+		r->msg[i].msg_hdr.msg_controllen = sizeof(r->ctl[i]);
 	}
-	got = have ? recvmmsg(u->raw_fd, msg, have, MSG_DONTWAIT, NULL) : 0;
-	if (got < 0)
-		return 0;
-	for (int i = 0; i < got; i++) {
-		memcpy(f[i]->data + ETH_OFF_DMAC, u->link.mac, 6);
-		memset(f[i]->data + ETH_OFF_SMAC, 0, 6);
-		put_be16(f[i]->data + ETH_OFF_TYPE, XR_ETHERTYPE_IPV4);
-		f[i]->len = (uint16_t)(XR_ETH_HLEN + msg[i].msg_len);
-		if (msg[i].msg_len >= XR_IPV4_HLEN + XR_UDP_HLEN && f[i]->data[XR_ETH_HLEN + IP4_OFF_VER_IHL] == 0x45)
-			put_be16(f[i]->data + XR_ETH_HLEN + XR_IPV4_HLEN + UDP_OFF_CSUM, 0);
-	}
-	return got;
 }
+
+/* After got slots were handed out: fresh frames for them, or, when the
+ * pool runs short, the armed frames that are left moved down. */
+static void rx_refill(struct udp_link *u, unsigned got)
+{
+	struct rx_ring *r = &u->rx;
+	struct xr_frame *fresh[BURST];
+	unsigned keep = r->armed - got, k = pool_get_n(&u->pool, fresh, got + (BURST - r->armed));
+
+	if (k < got) {
+		for (unsigned j = 0; j < keep; j++)
+			rx_arm(u, k + j, r->f[got + j]);
+	}
+	for (unsigned j = 0; j < k && j < got; j++)
+		rx_arm(u, j, fresh[j]);
+	for (unsigned j = got; j < k; j++)   /* the ring was short: filled up again */
+		rx_arm(u, keep + j, fresh[j]);
+	r->armed = keep + k;
+}
+
+/* Ethernet header for a datagram read from the raw socket (raw_ip_id): it
+ * arrives with its real IPv4 header (ID included), so the engine checks
+ * all 32 ICRC bits. The UDP checksum (outside the ICRC) is cleared as the
+ * socket path does: a raw socket gets it unchecked, and locally sent
+ * datagrams (loopback, veth) carry it unfinished. */
+static void raw_frame(struct udp_link *u, struct xr_frame *f, unsigned len)
+{
+	memcpy(f->data + ETH_OFF_DMAC, u->link.mac, 6);
+	memset(f->data + ETH_OFF_SMAC, 0, 6);
+	put_be16(f->data + ETH_OFF_TYPE, XR_ETHERTYPE_IPV4);
+	f->len = (uint16_t)(XR_ETH_HLEN + len);
+	if (len >= XR_IPV4_HLEN + XR_UDP_HLEN && f->data[XR_ETH_HLEN + IP4_OFF_VER_IHL] == 0x45)
+		put_be16(f->data + XR_ETH_HLEN + XR_IPV4_HLEN + UDP_OFF_CSUM, 0);
+}
+
+/* A socket datagram's headers, from its source address and control data. */
+static void socket_frame(struct udp_link *u, struct xr_frame *f, struct msghdr *m, unsigned len)
+{
+	uint8_t dst[16] = { 0 }, tos = 0;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO)
+			memcpy(dst, &((struct in_pktinfo *)CMSG_DATA(c))->ipi_addr, 4);
+		else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS)
+			tos = *(uint8_t *)CMSG_DATA(c);
+		else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO)
+			memcpy(dst, &((struct in6_pktinfo *)CMSG_DATA(c))->ipi6_addr, 16);
+		else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS)
+			tos = (uint8_t)*(int *)CMSG_DATA(c);
+	}
+	rebuild_headers(u, f, len, m->msg_name, dst, tos);
+	recover_ip_id(u, f);
+}
+
+/* Empty reads back off: after one, the next RX_SKIP_MAX passes at most
+ * (doubling from 1 while the socket stays empty) do not ask the kernel.
+ * A pass that skips costs nothing; one that asks an empty socket costs a
+ * system call, which an engine spinning for ACKs would otherwise make on
+ * every pass. Data resets it, and so does the engine going to sleep on the
+ * link's descriptor (udp_wait_fd): the pass after a wakeup always reads. */
+#define RX_SKIP_MAX 4
 
 static int socket_recv(struct udp_link *u, struct xr_frame **f, unsigned n)
 {
-	struct mmsghdr msg[BURST];
-	struct iovec iov[BURST];
-	struct sockaddr_storage src[BURST];
-	char ctl[BURST][128];
-	unsigned want = n < BURST ? n : BURST, have;
+	struct rx_ring *r = &u->rx;
+	unsigned want;
 	int got;
 
-	have = pool_get_n(&u->pool, f, want);
-	if (u->raw_fd >= 0) {
-		got = raw_recv(u, f, have);
-		goto done;
+	if (r->skip) {
+		r->skip--;
+		return 0;
 	}
-	for (unsigned i = 0; i < have; i++) {
-		iov[i].iov_base = f[i]->data + u->hdr;
-		iov[i].iov_len = sizeof(f[i]->data) - u->hdr;
-		memset(&msg[i], 0, sizeof(msg[i]));
-		msg[i].msg_hdr.msg_name = &src[i];
-		msg[i].msg_hdr.msg_namelen = sizeof(src[i]);
-		msg[i].msg_hdr.msg_iov = &iov[i];
-		msg[i].msg_hdr.msg_iovlen = 1;
-		msg[i].msg_hdr.msg_control = ctl[i];
-		msg[i].msg_hdr.msg_controllen = sizeof(ctl[i]);
+	if (r->armed < BURST)
+		rx_refill(u, 0);
+	want = n < r->armed ? n : r->armed;
+	got = want ? recvmmsg(u->raw_fd >= 0 ? u->raw_fd : u->fd, r->msg, want, MSG_DONTWAIT, NULL) : 0;
+	if (got <= 0) {
+		r->skip = r->backoff;
+		r->backoff = r->backoff ? (r->backoff * 2 > RX_SKIP_MAX ? RX_SKIP_MAX : r->backoff * 2) : 1;
+		return 0;
 	}
-	got = have ? recvmmsg(u->fd, msg, have, MSG_DONTWAIT, NULL) : 0;
-	if (got < 0)
-		got = 0;
+	r->backoff = 0;
 	for (int i = 0; i < got; i++) {
-		uint8_t dst[16] = { 0 }, tos = 0;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg[i].msg_hdr); c; c = CMSG_NXTHDR(&msg[i].msg_hdr, c)) {
-			if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO)
-				memcpy(dst, &((struct in_pktinfo *)CMSG_DATA(c))->ipi_addr, 4);
-			else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS)
-				tos = *(uint8_t *)CMSG_DATA(c);
-			else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO)
-				memcpy(dst, &((struct in6_pktinfo *)CMSG_DATA(c))->ipi6_addr, 16);
-			else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS)
-				tos = (uint8_t)*(int *)CMSG_DATA(c);
-		}
-		rebuild_headers(u, f[i], msg[i].msg_len, &src[i], dst, tos);
-		recover_ip_id(u, f[i]);
+		f[i] = r->f[i];
+		f[i]->next = NULL;
+		f[i]->rx_flags = 0;
+		if (u->raw_fd >= 0)
+			raw_frame(u, f[i], r->msg[i].msg_len);
+		else
+			socket_frame(u, f[i], &r->msg[i].msg_hdr, r->msg[i].msg_len);
 	}
-done:
-	if ((unsigned)got < have)
-		pool_put_n(&u->pool, f + got, have - (unsigned)got);
+	rx_refill(u, (unsigned)got);
 	return got;
 }
 
@@ -399,6 +470,8 @@ static int udp_wait_fd(struct xr_link *l)
 {
 	struct udp_link *u = l->priv;
 
+	u->rx.skip = 0;   /* the pass after a wakeup reads the socket */
+	u->rx.backoff = 0;
 	if (u->host) {
 		host_ep_wait_fd(u->host);   /* arms the host path's wakeup */
 		return u->wait_ep;
