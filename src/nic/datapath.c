@@ -125,6 +125,12 @@ wake:
 	 * that can move wakes the thread at the end of the pass (xr_dp_pass);
 	 * one that waits for an ACK or a timer needs the thread only if it sleeps
 	 * without a timeout, which it does only when no QP was busy. */
+	/* No thread (inline mode), or the thread itself, awake: nobody to
+	 * wake, and the fence below (a tenth of a streaming receiver's time,
+	 * once per packet) is not needed. A thread started after this load
+	 * begins with a pass. */
+	if (!atomic_load_explicit(&e->progress.run, memory_order_relaxed) || xr_progress_is_thread(e))
+		return;
 	atomic_thread_fence(memory_order_seq_cst);   /* nbusy before untimed: pairs with sleep_on_fds */
 	if (pass_owner == e) {
 		if (e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping) && atomic_load(&e->progress.untimed))
