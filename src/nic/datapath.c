@@ -119,18 +119,18 @@ wake:
 		post_deferred = true;
 		return;
 	}
-	/* Only a sleeping progress thread needs the syscall; a QP already on
-	 * the list (waiting for an ACK) still needs it woken for new work.
-	 * Inside a pass the QP is one the pass served and keeps busy: a QP
-	 * that can move wakes the thread at the end of the pass (xr_dp_pass);
-	 * one that waits for an ACK or a timer needs the thread only if it sleeps
-	 * without a timeout, which it does only when no QP was busy. */
 	/* No thread (inline mode), or the thread itself, awake: nobody to
 	 * wake, and the fence below (a tenth of a streaming receiver's time,
 	 * once per packet) is not needed. A thread started after this load
 	 * begins with a pass. */
 	if (!atomic_load_explicit(&e->progress.run, memory_order_relaxed) || xr_progress_is_thread(e))
 		return;
+	/* Only a sleeping progress thread needs the syscall; a QP already on
+	 * the list (waiting for an ACK) still needs it woken for new work.
+	 * Inside a pass the QP is one the pass served and keeps busy: a QP
+	 * that can move wakes the thread at the end of the pass (xr_dp_pass);
+	 * one that waits for an ACK or a timer needs the thread only if it sleeps
+	 * without a timeout, which it does only when no QP was busy. */
 	atomic_thread_fence(memory_order_seq_cst);   /* nbusy before untimed: pairs with sleep_on_fds */
 	if (pass_owner == e) {
 		if (e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping) && atomic_load(&e->progress.untimed))
@@ -293,7 +293,7 @@ void xr_tx_commit(struct xr_engine *e, struct xr_tx *tx, struct xr_frame *f, str
 {
 	xr_pkt_finish(p, f->data);
 	f->len = p->len;
-	(void)e;
+	(void)e;   /* counted at the flush (tx_flush) */
 	tx->f[tx->n++] = f;
 	tx->pkts++;
 	tx->bytes += f->len;
