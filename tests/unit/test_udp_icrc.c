@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "udp_datagram.h"
 #include "wire/hdr.h"
 #include "xroce/link.h"
 #include "xroce/wire.h"
@@ -29,32 +30,11 @@
 #define PAYLOAD 64
 #define IPLEN (XR_IPV4_HLEN + XR_UDP_HLEN + XR_BTH_LEN + PAYLOAD)   /* up to the ICRC */
 
-/* An RC SEND_ONLY as an IPv4 packet from src:sport to dst with the given
+/* An RC SEND_ONLY as an IPv4 packet from SRC:sport to dst with the given
  * ID, its ICRC after it (ip holds IPLEN + 4 bytes). */
 static void make_pkt(uint8_t *ip, const char *dst, uint16_t sport, uint16_t id)
 {
-	uint8_t *udp = ip + XR_IPV4_HLEN, *bth = udp + XR_UDP_HLEN;
-
-	memset(ip, 0, IPLEN + XR_ICRC_LEN);
-	ip[IP4_OFF_VER_IHL] = 0x45;
-	put_be16(ip + IP4_OFF_TOTLEN, IPLEN + XR_ICRC_LEN);
-	put_be16(ip + IP4_OFF_ID, id);
-	put_be16(ip + IP4_OFF_FRAG, IP4_FLAG_DF);
-	ip[IP4_OFF_TTL] = 64;
-	ip[IP4_OFF_PROTO] = IP_PROTO_UDP;
-	inet_pton(AF_INET, SRC, ip + IP4_OFF_SRC);
-	inet_pton(AF_INET, dst, ip + IP4_OFF_DST);
-	put_be16(ip + IP4_OFF_CSUM, xr_ipv4_csum(ip));
-	put_be16(udp + UDP_OFF_SPORT, sport);
-	put_be16(udp + UDP_OFF_DPORT, XR_ROCE_UDP_PORT);
-	put_be16(udp + UDP_OFF_LEN, XR_UDP_HLEN + XR_BTH_LEN + PAYLOAD + XR_ICRC_LEN);
-	bth[BTH_OFF_OPCODE] = 0x04;            /* RC SEND_ONLY */
-	put_be16(bth + BTH_OFF_PKEY, 0xFFFF);
-	bth[BTH_OFF_DQPN + 2] = 0x11;
-	bth[BTH_OFF_PSN + 2] = 0x01;
-	for (int i = 0; i < PAYLOAD; i++)
-		bth[XR_BTH_LEN + i] = (uint8_t)(0xA0 + i);
-	put_le32(ip + IPLEN, xr_icrc(ip, IPLEN));
+	udp_make_send_only(ip, PAYLOAD, SRC, dst, sport, id, 1, 0xA0);
 }
 
 /* A bit-flip pattern over 4 payload bytes whose CRC change equals that of
@@ -105,30 +85,14 @@ static void forge(uint8_t *ip, uint16_t from, uint16_t to)
 			ip[w + k / 8] ^= (uint8_t)(1u << (k % 8));
 }
 
-/* A plain UDP socket on SRC; its port in *sport. */
 static int sender(uint16_t *sport)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-
-	assert_true(fd >= 0);
-	inet_pton(AF_INET, SRC, &a.sin_addr);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	*sport = ntohs(a.sin_port);
-	return fd;
+	return udp_sender(SRC, sport);
 }
 
-/* Sends the UDP payload of ip (BTH .. ICRC) to dst:4791. */
 static void send_udp(int fd, const uint8_t *ip, const char *dst)
 {
-	struct sockaddr_in d = { .sin_family = AF_INET, .sin_port = htons(XR_ROCE_UDP_PORT) };
-	size_t off = XR_IPV4_HLEN + XR_UDP_HLEN;
-
-	inet_pton(AF_INET, dst, &d.sin_addr);
-	assert_int_equal(sendto(fd, ip + off, IPLEN + XR_ICRC_LEN - off, 0, (struct sockaddr *)&d, sizeof(d)),
-			 (ssize_t)(IPLEN + XR_ICRC_LEN - off));
+	udp_send_payload(fd, ip, IPLEN + XR_ICRC_LEN, dst);
 }
 
 /* The next frame from l (fails after a second). */

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "udp_datagram.h"
 #include "wire/hdr.h"
 #include "xroce/link.h"
 #include "xroce/wire.h"
@@ -31,49 +32,14 @@
 #define DGRAM (XR_BTH_LEN + PAYLOAD + XR_ICRC_LEN)
 #define SKIP_MAX 4   /* RX_SKIP_MAX in src/link/udp.c */
 
-static int sender(uint16_t *sport)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-
-	assert_true(fd >= 0);
-	inet_pton(AF_INET, SRC, &a.sin_addr);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	*sport = ntohs(a.sin_port);
-	return fd;
-}
-
 /* An RC SEND_ONLY with PSN psn (its payload made from it) to dst:4791,
  * ICRC over the headers as the link rebuilds them (ID 0). */
 static void send_psn(int fd, uint16_t sport, const char *dst, uint32_t psn)
 {
-	uint8_t ip[XR_IPV4_HLEN + XR_UDP_HLEN + DGRAM], *udp = ip + XR_IPV4_HLEN, *bth = udp + XR_UDP_HLEN;
-	struct sockaddr_in d = { .sin_family = AF_INET, .sin_port = htons(XR_ROCE_UDP_PORT) };
-	size_t iplen = sizeof(ip) - XR_ICRC_LEN;
+	uint8_t ip[XR_IPV4_HLEN + XR_UDP_HLEN + DGRAM];
 
-	memset(ip, 0, sizeof(ip));
-	ip[IP4_OFF_VER_IHL] = 0x45;
-	put_be16(ip + IP4_OFF_TOTLEN, sizeof(ip));
-	put_be16(ip + IP4_OFF_FRAG, IP4_FLAG_DF);
-	ip[IP4_OFF_TTL] = 64;
-	ip[IP4_OFF_PROTO] = IP_PROTO_UDP;
-	inet_pton(AF_INET, SRC, ip + IP4_OFF_SRC);
-	inet_pton(AF_INET, dst, ip + IP4_OFF_DST);
-	put_be16(ip + IP4_OFF_CSUM, xr_ipv4_csum(ip));
-	put_be16(udp + UDP_OFF_SPORT, sport);
-	put_be16(udp + UDP_OFF_DPORT, XR_ROCE_UDP_PORT);
-	put_be16(udp + UDP_OFF_LEN, XR_UDP_HLEN + DGRAM);
-	bth[BTH_OFF_OPCODE] = 0x04;   /* RC SEND_ONLY */
-	put_be16(bth + BTH_OFF_PKEY, 0xFFFF);
-	bth[BTH_OFF_DQPN + 2] = 0x11;
-	put_be24(bth + BTH_OFF_PSN, psn & 0xFFFFFF);
-	for (int i = 0; i < PAYLOAD; i++)
-		bth[XR_BTH_LEN + i] = (uint8_t)(psn * 7 + (uint32_t)i);
-	put_le32(ip + iplen, xr_icrc(ip, iplen));
-	inet_pton(AF_INET, dst, &d.sin_addr);
-	assert_int_equal(sendto(fd, bth, DGRAM, 0, (struct sockaddr *)&d, sizeof(d)), DGRAM);
+	udp_make_send_only(ip, PAYLOAD, SRC, dst, sport, 0, psn, (uint8_t)(psn * 7));
+	udp_send_payload(fd, ip, sizeof(ip), dst);
 }
 
 /* f is the datagram with PSN psn from SRC:sport, rebuilt and verified. */
@@ -125,7 +91,7 @@ static void test_bursts_in_order(void **state)
 	struct xr_link *l = open_link("127.0.0.12");
 	struct xr_frame *f[7];
 	uint16_t sport;
-	int fd = sender(&sport);
+	int fd = udp_sender(SRC, &sport);
 	uint32_t next = 0;
 
 	(void)state;
@@ -154,7 +120,7 @@ static void test_pool_dry(void **state)
 	struct xr_frame *f[32], **held = calloc(HOLD, sizeof(*held));
 	unsigned nheld = 0;
 	uint16_t sport;
-	int fd = sender(&sport), got;
+	int fd = udp_sender(SRC, &sport), got;
 	uint32_t next = 0;
 
 	(void)state;
@@ -211,7 +177,7 @@ static void test_backoff_bounded(void **state)
 	struct xr_link *l = open_link("127.0.0.14");
 	struct xr_frame *f[4];
 	uint16_t sport;
-	int fd = sender(&sport), calls, got = 0;
+	int fd = udp_sender(SRC, &sport), calls, got = 0;
 
 	(void)state;
 	for (int round = 0; round < 3; round++) {
