@@ -7,7 +7,6 @@
  * almost nothing. Each figure is the best of several rounds (shared,
  * noisy machines).
  */
-#include <isa-l/crc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +27,7 @@ static volatile uint32_t sink;
 
 typedef uint32_t (*crc_fn)(const uint8_t *, size_t);
 
-static uint32_t raw_isal(const uint8_t *p, size_t n) { return crc32_gzip_refl(0, p, n); }
+static uint32_t raw_isal(const uint8_t *p, size_t n) { return xr_crc32(0, p, n); }
 
 /* Best-of-ROUNDS bytes per second of fn over one packet of n bytes. */
 static double crc_rate(crc_fn fn, const uint8_t *p, size_t n, size_t bytes_per_round)

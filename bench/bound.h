@@ -23,7 +23,6 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <isa-l/crc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -37,6 +36,7 @@
 #include <time.h>
 
 #include "xroce/link.h"
+#include "xroce/wire.h"
 
 static inline double now_s(void)
 {
@@ -78,9 +78,9 @@ static inline double bound_copy_crc_rate(size_t size, size_t mtu, double seconds
 				off = 0;
 			for (size_t p = 0; p < size; p += mtu) {
 				size_t n = size - p < mtu ? size - p : mtu;
-				sink ^= crc32_gzip_refl(0, src + off + p, n);
+				sink ^= xr_crc32(0, src + off + p, n);
 				memcpy(dst + off + p, src + off + p, n);
-				sink ^= crc32_gzip_refl(0, dst + off + p, n);
+				sink ^= xr_crc32(0, dst + off + p, n);
 			}
 			off += size;
 			bytes += size;

@@ -245,6 +245,8 @@ enum xr_parse_err xr_pkt_parse_ip(const uint8_t *ip, size_t len, uint32_t mtu,
  * portable table-driven reference; they must always agree.
  */
 uint32_t xr_icrc(const uint8_t *ip, size_t len);
+/* CRC-32 as zlib (ISA-L), leaving no vector state behind for the caller. */
+uint32_t xr_crc32(uint32_t seed, const uint8_t *p, size_t n);
 uint32_t xr_icrc_ref(const uint8_t *ip, size_t len);
 
 /*
