@@ -22,6 +22,8 @@ trap 'rm -rf "$tmp"' EXIT
 bound=$("$bin/bench-bound" ${quick:+--quick} --size 65536 --mtu 4096)
 echo "$bound"
 crc=$(sed -n 's/^copy_crc_GBps=//p' <<<"$bound")
+stream=$(sed -n 's/^memlink_stream_GBps=//p' <<<"$bound")
+gather=$(sed -n 's/^memlink_gather_GBps=//p' <<<"$bound")
 line=$(sed -n 's/^cacheline_half_rtt_us=//p' <<<"$bound")
 link=$(sed -n 's/^memlink_half_rtt_us=//p' <<<"$bound")
 spsc=$(sed -n 's/^spsc_64B_Mpps=//p' <<<"$bound")
@@ -40,9 +42,10 @@ run mr_write1 write_bw -s 64 -n "$msg_iters"
 run mr_write8 write_bw -s 64 -n "$msg_iters" -q 8
 run mr_send1 send_bw -s 64 -n "$msg_iters"
 
-python3 - "$tmp" "$crc" "$line" "$spsc" "$wake" "$link" <<'PY'
+python3 - "$tmp" "$crc" "$line" "$spsc" "$wake" "$link" "$stream" "$gather" <<'PY'
 import json, sys
 tmp, crc, line, spsc, wake, link = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6])
+stream, gather = float(sys.argv[7]), float(sys.argv[8])
 def res(name):
     return json.load(open(f"{tmp}/{name}.json"))["results"][-1]
 def gbps(r):
@@ -54,6 +57,10 @@ bwt, latt = gbps(res("bw_thread")), res("lat_thread")["t_typical"]
 print()
 print(f"write_bw 64 KiB, mem link: {bw:.2f} GB/s = {bw / crc:.2f}x one core's copy+CRC ({crc:.2f} GB/s)"
       f"   [target >= 1.2x: {verdict(bw / crc >= 1.2)}]")
+# What two cores can stream through the same link with the same per-byte
+# work and no engine; and with no copy into the frame (a gather send).
+print(f"                 the bare mem link streaming the same bytes: {stream:.2f} GB/s = {stream / crc:.2f}x"
+      f" (the engine reaches {bw / stream:.2f} of it); with a gather send {gather:.2f} GB/s = {gather / crc:.2f}x")
 print(f"write_lat 8 B, mem link:   {lat:.3f} us half round trip; a cache-line ping-pong {line:.3f} us"
       f"   [target <= 0.6 us: {verdict(lat <= 0.6)}]")
 # What the link alone costs a frame each way; the rest is the engines'.
