@@ -24,6 +24,7 @@
 
 #include "../wire/hdr.h"
 #include "host.h"
+#include "prefetch.h"
 
 static uint64_t now_ns(void)
 {
@@ -180,6 +181,15 @@ static int32_t slot_take(struct host_ep *h, struct host_conn *c)
 	i = c->tx_free[--c->ntx_free];
 	c->tx_state[i] = TX_ENGINE;
 	c->tx_engine++;
+	/* The next slot was last read by the peer's core: take its first
+	 * lines for writing while this one is built (as the mem link). */
+	if (c->ntx_free) {
+		struct xr_frame *next = &c->tx_slot[c->tx_free[c->ntx_free - 1]];
+		xr_prefetch_for_write(&next->len);
+		xr_prefetch_for_write(next->data);
+		xr_prefetch_for_write(next->data + 64);
+		xr_prefetch_for_write(next->data + 128);
+	}
 	return (int32_t)i;
 }
 

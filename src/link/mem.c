@@ -19,6 +19,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "prefetch.h"
 #include "xroce/link.h"
 
 /* A single-producer single-consumer ring of frame pointers. A slot is
@@ -145,12 +146,15 @@ static struct xr_frame *mem_alloc(struct xr_link *l)
 	if (e->nfree)
 		f = e->free_stack[--e->nfree];
 	/* The next frame's first lines were last read on the other core:
-	 * take them for writing now, while this frame is being built. */
+	 * take them for writing now, while this frame is being built. Three
+	 * lines of data hold any packet's headers and a small payload (a
+	 * 64-byte WRITE is 138 bytes); a longer copy streams on its own. */
 	if (e->nfree) {
 		struct xr_frame *next = e->free_stack[e->nfree - 1];
-		__builtin_prefetch(&next->len, 1);
-		__builtin_prefetch(next->data, 1);
-		__builtin_prefetch(next->data + 64, 1);
+		xr_prefetch_for_write(&next->len);
+		xr_prefetch_for_write(next->data);
+		xr_prefetch_for_write(next->data + 64);
+		xr_prefetch_for_write(next->data + 128);
 	}
 	pthread_mutex_unlock(&e->lock);
 	if (f) {

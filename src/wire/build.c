@@ -69,6 +69,21 @@ static int check_fields(const struct xr_pkt *p, const struct xr_opcode_info *op)
 	return 0;
 }
 
+/* The IPv4 header checksum from the fields' values, not read back from
+ * the frame: the frame's lines may still be on their way from the core
+ * that read them last, and a read of bytes just stored there waits for
+ * them. */
+static uint16_t ipv4_csum_of(const struct xr_pkt *p, uint16_t totlen, uint32_t src, uint32_t dst)
+{
+	uint32_t sum = (0x45u << 8 | p->traffic_class) + totlen + p->ip_id + (p->df ? IP4_FLAG_DF : 0u) +
+		       ((uint32_t)p->hop_limit << 8 | IP_PROTO_UDP) + (src >> 16) + (src & 0xFFFF) + (dst >> 16) +
+		       (dst & 0xFFFF);
+
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
 ssize_t xr_pkt_build_hdrs(struct xr_pkt *p, uint8_t *buf, size_t cap)
 {
 	const struct xr_opcode_info *op = xr_opcode_info(p->opcode);
@@ -100,6 +115,8 @@ ssize_t xr_pkt_build_hdrs(struct xr_pkt *p, uint8_t *buf, size_t cap)
 	/* IP */
 	ip = buf + l3_off;
 	if (p->ip_version == 4) {
+		uint32_t src = xr_gid_to_ipv4(&p->sgid), dst = xr_gid_to_ipv4(&p->dgid);
+
 		ip[IP4_OFF_VER_IHL] = 0x45;
 		ip[IP4_OFF_TOS] = p->traffic_class;
 		put_be16(ip + IP4_OFF_TOTLEN, (uint16_t)(total - l3_off));
@@ -107,10 +124,9 @@ ssize_t xr_pkt_build_hdrs(struct xr_pkt *p, uint8_t *buf, size_t cap)
 		put_be16(ip + IP4_OFF_FRAG, p->df ? IP4_FLAG_DF : 0);
 		ip[IP4_OFF_TTL] = p->hop_limit;
 		ip[IP4_OFF_PROTO] = IP_PROTO_UDP;
-		put_be16(ip + IP4_OFF_CSUM, 0);
-		put_be32(ip + IP4_OFF_SRC, xr_gid_to_ipv4(&p->sgid));
-		put_be32(ip + IP4_OFF_DST, xr_gid_to_ipv4(&p->dgid));
-		put_be16(ip + IP4_OFF_CSUM, xr_ipv4_csum(ip));
+		put_be32(ip + IP4_OFF_SRC, src);
+		put_be32(ip + IP4_OFF_DST, dst);
+		put_be16(ip + IP4_OFF_CSUM, ipv4_csum_of(p, (uint16_t)(total - l3_off), src, dst));
 	} else {
 		ip6_set_vtf(ip, p->traffic_class, p->flow_label);
 		put_be16(ip + IP6_OFF_PAYLEN, (uint16_t)(total - l4_off));
