@@ -25,7 +25,8 @@ static uint32_t packets_of(const struct xr_hw_wqe *w, uint32_t mtu)
 {
 	if (w->opcode == XR_WR_ATOMIC_CMP_AND_SWP || w->opcode == XR_WR_ATOMIC_FETCH_AND_ADD)
 		return 1;
-	return w->length ? (w->length + mtu - 1) / mtu : 1;
+	/* mtu is a power of two: a shift, not a division, per WQE. */
+	return w->length ? (uint32_t)(((uint64_t)w->length + mtu - 1) >> __builtin_ctz(mtu)) : 1;
 }
 
 static uint64_t ack_timeout_ns(uint8_t timeout)
