@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "prefetch.h"
@@ -312,6 +313,21 @@ static const struct xr_link_ops mem_ops = {
 	mem_send, mem_recv, mem_wait_fd, mem_alloc, mem_free, mem_is_up, mem_close, mem_resolve, mem_rx_backlog,
 };
 
+/* The pool on huge pages where the kernel gives them (a hint): its
+ * 20 MiB cycle through every frame before one comes back, and with 4 KiB
+ * pages nearly every frame taken was a TLB miss, a costly one in a VM.
+ * 64 KiB write_bw +9 %, 64-byte WRITEs +4 % (medians of alternating runs). */
+#define POOL_ALIGN (2u << 20)
+static struct xr_frame *frames_alloc(size_t n)
+{
+	size_t bytes = (n * sizeof(struct xr_frame) + POOL_ALIGN - 1) & ~(size_t)(POOL_ALIGN - 1);
+	struct xr_frame *f = aligned_alloc(POOL_ALIGN, bytes);
+
+	if (f)
+		madvise(f, bytes, MADV_HUGEPAGE);   /* refused: 4 KiB pages, as before */
+	return f;
+}
+
 int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth)
 {
 	/* Aligned as its lines are laid out (calloc gives 16 bytes). */
@@ -324,7 +340,7 @@ int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth)
 	p->depth = depth ? depth : 1024;
 	/* Each end can fill the other's queue and still build a burst. */
 	p->per_end = p->depth + 128;
-	p->frames = aligned_alloc(64, (size_t)2 * p->per_end * sizeof(struct xr_frame));
+	p->frames = frames_alloc((size_t)2 * p->per_end);
 	for (int i = 0; i < 2; i++) {
 		struct end *e = &p->end[i];
 		pthread_mutex_init(&e->lock, NULL);
