@@ -176,9 +176,11 @@ static inline void *memlink_stream_rx(void *arg)
 	pin(1);
 	for (;;) {
 		struct xr_frame *f[32];
+		/* Read before the ring: done seen, an empty ring is the end. */
+		bool done = atomic_load_explicit(&m->done, memory_order_acquire);
 		int n = xr_link_recv(m->l, f, 32);
 		if (n <= 0) {
-			if (atomic_load_explicit(&m->done, memory_order_acquire) && xr_link_recv(m->l, f, 1) == 0)
+			if (done)
 				break;
 			continue;
 		}
@@ -205,7 +207,9 @@ static inline void *memlink_stream_rx(void *arg)
 /* Bytes per second that reached the receiver; -1 on failure. */
 static inline double bound_memlink_stream_rate(size_t size, size_t mtu, double seconds, bool gather)
 {
-	struct memlink_stream m = { .size = size, .mtu = mtu < 8000 ? mtu : 8000, .gather = gather };
+	/* A packet's payload goes 64 bytes into a frame: no more than fits. */
+	const size_t most = sizeof(((struct xr_frame *)0)->data) - 64;
+	struct memlink_stream m = { .size = size, .mtu = mtu < most ? mtu : most, .gather = gather };
 	uint8_t *src = malloc(size), *dst = malloc(size);
 	struct xr_link *a, *b;
 	double t0, rate = -1;

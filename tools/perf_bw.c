@@ -222,12 +222,12 @@ static int run_bw_receiver(struct side *s, struct rx_slots *slots, uint64_t size
 	uint64_t got = 0;
 	struct xr_wc wc[64];
 	uint8_t *rx = s->buf;
-	double t_first = 0, t_last = 0;
+	double t_first = 0, t_last = 0, t_empty = now_us();
+	uint64_t got_first = 0;   /* messages in the first batch, at t_first */
 	double drain_until = 0, drain_cap = 0;   /* set once the peer said it is done */
 	uint64_t got_at_drain = 0;
 
 	unsigned idle = 0;   /* polls in a row that found nothing */
-	uint64_t got_first = 0;   /* messages in by t_first */
 
 	for (;;) {
 		uint64_t got_before = got;
@@ -272,6 +272,8 @@ static int run_bw_receiver(struct side *s, struct rx_slots *slots, uint64_t size
 				t_first = t_last;
 				got_first = got;
 			}
+		} else if (!got) {
+			t_empty = now_us();   /* the last look before anything came */
 		}
 		idle = n ? 0 : idle + 1;
 		if (drain_until) {
@@ -300,6 +302,12 @@ static int run_bw_receiver(struct side *s, struct rx_slots *slots, uint64_t size
 		}
 	}
 	rep->iters = got;
+	/* The messages after the first batch, over the time since it; when
+	 * all came in one batch, all of them since the last empty poll. */
+	if (got && got == got_first) {
+		got_first = 0;
+		t_first = t_empty;
+	}
 	if (got > got_first && t_last > t_first) {
 		double us = t_last - t_first;
 		rep->bw_avg = rep->bw_peak = bw_unit(s->c, (double)(got - got_first) * (double)size / us);

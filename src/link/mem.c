@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,7 @@ struct padded_link {
 struct mem_pair {
 	struct end end[2];
 	struct xr_frame *frames;     /* the pool: first half end 0's, second half end 1's */
+	size_t frames_bytes;         /* its mapping's length */
 	uint32_t per_end;            /* frames each end owns */
 	unsigned depth;              /* frames a direction may hold */
 	_Atomic int refs;
@@ -152,10 +154,8 @@ static struct xr_frame *mem_alloc(struct xr_link *l)
 	 * 64-byte WRITE is 138 bytes); a longer copy streams on its own. */
 	if (e->nfree) {
 		struct xr_frame *next = e->free_stack[e->nfree - 1];
-		xr_prefetch_for_write(&next->len);
-		xr_prefetch_for_write(next->data);
-		xr_prefetch_for_write(next->data + 64);
-		xr_prefetch_for_write(next->data + 128);
+		xr_prefetch_for_write(next, 4);   /* the length's line, 3 of data */
+		_Static_assert(offsetof(struct xr_frame, data) == 64, "the data follows the length's line");
 	}
 	pthread_mutex_unlock(&e->lock);
 	if (f) {
@@ -274,7 +274,8 @@ static void pair_free(struct mem_pair *p)
 		free(e->free_stack);
 		pthread_mutex_destroy(&e->lock);
 	}
-	free(p->frames);
+	if (p->frames)
+		munmap(p->frames, p->frames_bytes);
 	free(p);
 }
 
@@ -313,19 +314,36 @@ static const struct xr_link_ops mem_ops = {
 	mem_send, mem_recv, mem_wait_fd, mem_alloc, mem_free, mem_is_up, mem_close, mem_resolve, mem_rx_backlog,
 };
 
-/* The pool on huge pages where the kernel gives them (a hint): its
- * 20 MiB cycle through every frame before one comes back, and with 4 KiB
- * pages nearly every frame taken was a TLB miss, a costly one in a VM.
- * 64 KiB write_bw +9 %, 64-byte WRITEs +4 % (medians of alternating runs). */
-#define POOL_ALIGN (2u << 20)
-static struct xr_frame *frames_alloc(size_t n)
+/* The pool is mapped, on huge pages where the kernel gives them (a
+ * hint): its frames (4.7 MiB an end at the default depth) cycle through
+ * before one comes back, and with 4 KiB pages nearly every frame taken
+ * was a TLB miss, a costly one in a VM (64 KiB write_bw +9 %, 64-byte
+ * WRITEs +4 %, medians of alternating runs). A pool smaller than two huge
+ * pages stays on small ones; nothing is rounded up for it. */
+#define HUGE_PAGE ((size_t)2 << 20)
+static struct xr_frame *frames_map(size_t n, size_t *bytes)
 {
-	size_t bytes = (n * sizeof(struct xr_frame) + POOL_ALIGN - 1) & ~(size_t)(POOL_ALIGN - 1);
-	struct xr_frame *f = aligned_alloc(POOL_ALIGN, bytes);
+	size_t len = (n * sizeof(struct xr_frame) + 4095) & ~(size_t)4095;
+	uint8_t *m, *start;
 
-	if (f)
-		madvise(f, bytes, MADV_HUGEPAGE);   /* refused: 4 KiB pages, as before */
-	return f;
+	if (len < 2 * HUGE_PAGE) {
+		m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		*bytes = len;
+		return m == MAP_FAILED ? NULL : (struct xr_frame *)m;
+	}
+	len = (len + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+	m = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	/* Keep the huge-page-aligned part, give back the rest. */
+	start = (uint8_t *)(((uintptr_t)m + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+	if (start > m)
+		munmap(m, (size_t)(start - m));
+	if (start + len < m + len + HUGE_PAGE)
+		munmap(start + len, (size_t)(m + len + HUGE_PAGE - (start + len)));
+	madvise(start, len, MADV_HUGEPAGE);   /* refused: small pages, as before */
+	*bytes = len;
+	return (struct xr_frame *)start;
 }
 
 int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth)
@@ -340,7 +358,7 @@ int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth)
 	p->depth = depth ? depth : 1024;
 	/* Each end can fill the other's queue and still build a burst. */
 	p->per_end = p->depth + 128;
-	p->frames = frames_alloc((size_t)2 * p->per_end);
+	p->frames = frames_map((size_t)2 * p->per_end, &p->frames_bytes);
 	for (int i = 0; i < 2; i++) {
 		struct end *e = &p->end[i];
 		pthread_mutex_init(&e->lock, NULL);

@@ -34,15 +34,20 @@ static inline bool xr_cpu_has_prefetchw(void)
 #endif
 }
 
-static inline void xr_prefetch_for_write(const void *p)
+/* The n cache lines from p on. */
+static inline void xr_prefetch_for_write(const void *p, unsigned n)
 {
+	const char *c = p;
+
 #if defined(__x86_64__)
 	if (xr_cpu_has_prefetchw()) {
-		__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+		for (unsigned i = 0; i < n; i++)
+			__asm__ volatile("prefetchw %0" : : "m"(c[64 * i]));
 		return;
 	}
 #endif
-	__builtin_prefetch(p, 1);
+	for (unsigned i = 0; i < n; i++)
+		__builtin_prefetch(c + 64 * i, 1);
 }
 
 #endif

@@ -67,13 +67,16 @@ static void fill_seed_tables(uint32_t (*t)[256], const uint8_t *pos, size_t npos
 		}
 }
 
+#if defined(__x86_64__)
 static bool cpu_has_avx;
+#endif
 
 /* Built once at load time, so the per-packet path has no init check. */
 __attribute__((constructor))
 static void tables_init(void)
 {
 #if defined(__x86_64__)
+	__builtin_cpu_init();   /* whatever order the constructors run in */
 	cpu_has_avx = __builtin_cpu_supports("avx");
 #endif
 	for (uint32_t i = 0; i < 256; i++) {

@@ -111,6 +111,7 @@ static void random_pkt(struct xr_pkt *p, uint8_t *payload, uint32_t mtu, uint64_
 		xr_gid_from_ipv4(&p->sgid, (uint32_t)test_rand(s));
 		xr_gid_from_ipv4(&p->dgid, (uint32_t)test_rand(s));
 		p->ip_id = (uint16_t)test_rand(s);
+		p->df = test_rand(s) & 1;   /* RoCE sets it; the checksum must hold either way */
 	}
 	p->traffic_class = (uint8_t)test_rand(s);
 	p->hop_limit = (uint8_t)test_rand(s);
