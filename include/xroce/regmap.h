@@ -142,7 +142,7 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	X(EVLOG_COUNT,     0x280, XR_RO, 0x00000000, "", "Events logged since reset (low 32 bits of the sequence).") \
 	X(EVLOG_WRAP,      0x284, XR_RO, 0x00000000, "", "Times the ring wrapped (events lost to overwrite = EVLOG_COUNT - EVLOG_CAP when wrapped).") \
 	X(EVLOG_CAP,       0x288, XR_RO, XR_EVLOG_ENTRIES, "", "Ring capacity in entries.") \
-	X(EVLOG_SEL,       0x28C, XR_RW, 0x00000000, "", "Sequence number of the event to read into EVLOG_TS_LO..EVLOG_ARG1.") \
+	X(EVLOG_SEL,       0x28C, XR_RW, 0x00000000, "", "Sequence number of the event to read into EVLOG_TS_LO..EVLOG_ARG1: writing it latches that event, so its fields read one by one belong together.") \
 	X(EVLOG_TS_LO,     0x290, XR_RO, 0x00000000, "", "Selected event: timestamp in ns since engine creation, bits 31:0.") \
 	X(EVLOG_TS_HI,     0x294, XR_RO, 0x00000000, "", "Selected event: timestamp bits 63:32.") \
 	X(EVLOG_TYPE,      0x298, XR_RO, 0x00000000, "type:0:8 valid:31", "Selected event: type (see the event table); valid clear when the sequence number is not (or no longer) in the ring.") \

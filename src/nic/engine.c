@@ -121,6 +121,8 @@ void xr_engine_soft_reset(struct xr_engine *e)
 	for (unsigned c = 0; c < XR_CNT_COUNT; c++)
 		atomic_store_explicit(&e->counters[c], 0, memory_order_relaxed);
 	e->latch_valid = false;
+	memset(&e->evlog_latched, 0, sizeof(e->evlog_latched));
+	e->evlog_latched_valid = false;
 	for (unsigned i = 0; i < XR_EVLOG_ENTRIES; i++)
 		atomic_store_explicit(&e->evlog[i].tag, 0, memory_order_relaxed);
 	atomic_store(&e->evlog_seq, 0);

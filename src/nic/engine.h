@@ -239,6 +239,10 @@ struct xr_engine {
 	uint32_t writable_mask[XR_PLAIN_REG_WORDS];
 	uint32_t latch_hi, latch_index;        /* counter high-word latch */
 	bool latch_valid;
+	/* The event EVLOG_SEL selected, as it was when selected: its fields
+	 * read one by one come from one snapshot (reg_lock). */
+	struct xr_evlog_entry evlog_latched;
+	bool evlog_latched_valid;
 	atomic_bool link_up;
 
 	_Atomic uint64_t counters[XR_CNT_COUNT];

@@ -46,12 +46,20 @@ static uint32_t status_value(const struct xr_engine *e)
 	return v;
 }
 
+/* Writing EVLOG_SEL latches the event, as an FPGA loads its read
+ * registers on the select: read field by field, it cannot tear across an
+ * overwrite. TYPE's valid bit says whether it was in the ring then. */
+static void evlog_select(struct xr_engine *e, uint32_t seq)
+{
+	xr_reg_set(e, XR_REG_EVLOG_SEL, seq);
+	xr_evlog_read(e, seq, &e->evlog_latched, &e->evlog_latched_valid);
+}
+
 static uint32_t evlog_field(struct xr_engine *e, uint32_t off)
 {
-	struct xr_evlog_entry ent;
-	bool valid;
+	const struct xr_evlog_entry ent = e->evlog_latched;
+	bool valid = e->evlog_latched_valid;
 
-	xr_evlog_read(e, xr_reg_get(e, XR_REG_EVLOG_SEL), &ent, &valid);
 	switch (off) {
 	case XR_REG_EVLOG_TS_LO: return (uint32_t)ent.ts_ns;
 	case XR_REG_EVLOG_TS_HI: return (uint32_t)(ent.ts_ns >> 32);
@@ -182,6 +190,9 @@ static enum xr_axi_resp reg_write(struct xr_engine *e, uint32_t off, uint32_t va
 		return table_cmd(e, off, val);
 	case XR_REG_SRQ_DB:
 		return xr_srq_doorbell(e, val);
+	case XR_REG_EVLOG_SEL:
+		evlog_select(e, val);
+		return XR_AXI_OKAY;
 	case XR_REG_CNT_CTRL:
 		if (val & 1) {
 			for (unsigned c = 0; c < XR_CNT_COUNT; c++)

@@ -11,6 +11,7 @@
 
 #include "nic/engine.h"
 #include "xroce/engine.h"
+#include "xroce/regmap.h"
 
 enum { WRITERS = 3, PER_WRITER = 200000 };
 
@@ -82,10 +83,47 @@ static void test_concurrent_writers_and_a_reader(void **state)
 	xr_engine_destroy(r.e);
 }
 
+static uint32_t reg(struct xr_engine *e, uint32_t off)
+{
+	uint32_t v = 0;
+
+	assert_int_equal(xr_engine_reg_read(e, off, &v), XR_AXI_OKAY);
+	return v;
+}
+
+/* Through the registers, an event is read field by field: selecting it
+ * latches it, so the ring wrapping over it between two field reads does
+ * not mix it with zeros or with the event that took its slot. */
+static void test_selected_event_reads_whole_across_overwrite(void **state)
+{
+	struct xr_engine *e = xr_engine_create();
+	uint32_t seq;
+
+	(void)state;
+	assert_non_null(e);
+	xr_evlog_add(e, XR_EV_NAK_SENT, 0x1234, 0xAAAA0001, 0xBBBB0002);
+	seq = reg(e, XR_REG_EVLOG_COUNT) - 1;
+	assert_int_equal(xr_engine_reg_write(e, XR_REG_EVLOG_SEL, seq), XR_AXI_OKAY);
+	assert_int_equal(reg(e, XR_REG_EVLOG_TYPE), (1u << 31) | XR_EV_NAK_SENT);
+	/* The ring wraps over it before the rest is read. */
+	for (uint32_t i = 0; i < XR_EVLOG_ENTRIES + 1; i++)
+		xr_evlog_add(e, XR_EV_RETRANSMIT, 7, i, i);
+	assert_int_equal(reg(e, XR_REG_EVLOG_QPN), 0x1234);
+	assert_int_equal(reg(e, XR_REG_EVLOG_ARG0), 0xAAAA0001);
+	assert_int_equal(reg(e, XR_REG_EVLOG_ARG1), 0xBBBB0002);
+	assert_int_equal(reg(e, XR_REG_EVLOG_TYPE), (1u << 31) | XR_EV_NAK_SENT);
+	/* Selected again, it is gone. */
+	assert_int_equal(xr_engine_reg_write(e, XR_REG_EVLOG_SEL, seq), XR_AXI_OKAY);
+	assert_int_equal(reg(e, XR_REG_EVLOG_TYPE) >> 31, 0);
+	assert_int_equal(reg(e, XR_REG_EVLOG_ARG0), 0);
+	xr_engine_destroy(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_concurrent_writers_and_a_reader),
+		cmocka_unit_test(test_selected_event_reads_whole_across_overwrite),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
