@@ -317,8 +317,8 @@ static const struct xr_link_ops mem_ops = {
 /* The pool is mapped on its own, page-aligned and given back whole. Not
  * on huge pages: MADV_HUGEPAGE measured +4 % (64-byte WRITEs) to +9 %
  * (64 KiB), but a huge page's first touch may stall for compaction in
- * the middle of traffic, and two clean-clone CI runs with it each had a
- * test whose ACK came later than its 17 ms timeout. */
+ * the middle of traffic, and two of the three clean-clone CI runs with it
+ * had a test whose ACK came later than its 17 ms timeout. */
 static struct xr_frame *frames_map(size_t n, size_t *bytes)
 {
 	size_t len = (n * sizeof(struct xr_frame) + 4095) & ~(size_t)4095;
