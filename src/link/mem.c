@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "prefetch.h"
@@ -59,7 +58,6 @@ struct padded_link {
 struct mem_pair {
 	struct end end[2];
 	struct xr_frame *frames;     /* the pool: first half end 0's, second half end 1's */
-	size_t frames_bytes;         /* its mapping's length */
 	uint32_t per_end;            /* frames each end owns */
 	unsigned depth;              /* frames a direction may hold */
 	_Atomic int refs;
@@ -274,8 +272,7 @@ static void pair_free(struct mem_pair *p)
 		free(e->free_stack);
 		pthread_mutex_destroy(&e->lock);
 	}
-	if (p->frames)
-		munmap(p->frames, p->frames_bytes);
+	free(p->frames);
 	free(p);
 }
 
@@ -314,20 +311,6 @@ static const struct xr_link_ops mem_ops = {
 	mem_send, mem_recv, mem_wait_fd, mem_alloc, mem_free, mem_is_up, mem_close, mem_resolve, mem_rx_backlog,
 };
 
-/* The pool is mapped on its own, page-aligned and given back whole. Not
- * on huge pages: MADV_HUGEPAGE measured +4 % (64-byte WRITEs) to +9 %
- * (64 KiB), but a huge page's first touch may stall for compaction in
- * the middle of traffic, and two of the three clean-clone CI runs with it
- * had a test whose ACK came later than its 17 ms timeout. */
-static struct xr_frame *frames_map(size_t n, size_t *bytes)
-{
-	size_t len = (n * sizeof(struct xr_frame) + 4095) & ~(size_t)4095;
-	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	*bytes = len;
-	return m == MAP_FAILED ? NULL : m;
-}
-
 int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth)
 {
 	/* Aligned as its lines are laid out (calloc gives 16 bytes). */
@@ -340,7 +323,10 @@ int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth)
 	p->depth = depth ? depth : 1024;
 	/* Each end can fill the other's queue and still build a burst. */
 	p->per_end = p->depth + 128;
-	p->frames = frames_map((size_t)2 * p->per_end, &p->frames_bytes);
+	/* Not on huge pages: MADV_HUGEPAGE measured +4 to +9 %, but a huge
+	 * page's first touch may stall for compaction mid-traffic (two CI
+	 * runs with it had an ACK later than its timeout; performance.md). */
+	p->frames = aligned_alloc(64, (size_t)2 * p->per_end * sizeof(struct xr_frame));
 	for (int i = 0; i < 2; i++) {
 		struct end *e = &p->end[i];
 		pthread_mutex_init(&e->lock, NULL);
