@@ -9,10 +9,21 @@
 
 static const uint8_t v4_mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF };
 
+/* Two 8-byte stores: a GID is compared 8 bytes at a time (memcmp), and a
+ * load that spans two smaller stores cannot take its value from the store
+ * buffer: it waits for every older store to reach the cache, a frame's
+ * whole payload copy behind a sender's route lookup. */
 void xr_gid_from_ipv4(xr_gid *gid, uint32_t ipv4)
 {
-	memcpy(gid->raw, v4_mapped_prefix, sizeof(v4_mapped_prefix));
-	put_be32(gid->raw + 12, ipv4);
+	uint64_t hi = 0, lo;
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	lo = 0xffff0000u | (uint64_t)__builtin_bswap32(ipv4) << 32;
+#else
+	lo = 0xffff00000000ull | ipv4;
+#endif
+	memcpy(gid->raw, &hi, 8);
+	memcpy(gid->raw + 8, &lo, 8);
 }
 
 bool xr_gid_is_ipv4(const xr_gid *gid)
