@@ -20,6 +20,14 @@
 
 #define RX_BURST 32
 
+/* While the receive ring is being drained (each burst came back full),
+ * ACK and RNR timers wait: an engine kept off its core finds the answers
+ * it waited for in its ring, behind other frames, and must read them
+ * before judging a timer, or it retransmits for nothing (and, late again
+ * and again, spends a healthy QP's retry count). Bounded: a ring that
+ * never empties defers them by this many frames at most. */
+#define XR_RX_DRAIN_MAX 4096
+
 /* ---- the busy list ---- */
 
 /* Doorbells of this thread between xr_engine_post_begin and _end. */
@@ -471,7 +479,7 @@ static void unpark_due(struct xr_engine *e, uint64_t now)
 	__atomic_store_n(&e->nwaiting, 0, __ATOMIC_RELEASE);
 }
 
-static void serve_qp(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t now)
+static void serve_qp(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t now, bool timers)
 {
 	bool held;
 
@@ -489,7 +497,7 @@ static void serve_qp(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, ui
 		/* Paused (PFC): nothing of the QP leaves and its ACK timer
 		 * stands still; a CNP leaves at its own priority. */
 		held = xr_pfc_qp_hold(e, qp, now);
-		if (!held)
+		if (!held && timers)
 			xr_comp_timers(e, qp, now);
 		xr_cc_timers(e, qp, now);
 		if (!xr_cc_tx(e, qp, tx, now) || held)
@@ -522,11 +530,16 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 	uint32_t n, j;
 	int work = 0, got;
 	uint64_t now, due = UINT64_MAX;
+	bool timers;
 
 	/* PFC first: pauses that ran out, the watchdog, XOFF/XON from the
 	 * backlog as it stands before this burst is taken. */
 	xr_pfc_pass(e);
 	got = xr_link_recv(e->link, rx, RX_BURST);
+	e->rx_undrained = got == RX_BURST ? e->rx_undrained + RX_BURST : 0;
+	timers = !e->rx_undrained || e->rx_undrained > XR_RX_DRAIN_MAX;
+	if (e->rx_undrained > XR_RX_DRAIN_MAX)
+		e->rx_undrained = 0;   /* timers had their turn: the next drain may defer them again */
 	if (got > 0) {
 		struct rx_tally t = { 0, 0 };
 		for (int i = 0; i < got; i++) {
@@ -557,7 +570,7 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 
 	/* An idle pass stops here without a lock (or, with no QP waiting, a
 	 * clock read): a QP marked busy meanwhile is seen by the next pass. */
-	if (!__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) && e->nwait && idle_timer_look(e))
+	if (!__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) && e->nwait && timers && idle_timer_look(e))
 		unpark_due(e, xr_engine_now(e));
 	if (!__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE)) {
 		tx_flush(e, tx);
@@ -569,7 +582,8 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 		return work;
 	}
 	now = xr_engine_now(e);
-	unpark_due(e, now);
+	if (timers)
+		unpark_due(e, now);
 	/* The QPs busy now, oldest first; those it puts back (and any a
 	 * doorbell adds) wait for the next pass. When the link fills, the
 	 * pass stops: the QPs it did not reach stay first in line, so every
@@ -584,7 +598,7 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 		unwait(e, qp);
 		if (qp->in_use) {
 			unsigned before = tx->n;
-			serve_qp(e, qp, tx, now);
+			serve_qp(e, qp, tx, now, timers);
 			work += (int)(tx->n - before);
 			if (!qp_has_work(qp)) {
 				xr_qp_act_put(e, qp);   /* idle: its in-flight state goes */
