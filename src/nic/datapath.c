@@ -21,11 +21,12 @@
 #define RX_BURST 32
 
 /* While the receive ring is being drained (each burst came back full),
- * ACK and RNR timers wait: an engine kept off its core finds the answers
- * it waited for in its ring, behind other frames, and must read them
- * before judging a timer, or it retransmits for nothing (and, late again
- * and again, spends a healthy QP's retry count). Bounded: a ring that
- * never empties defers them by this many frames at most. */
+ * ACK timers wait (and the RNR waits of QPs parked off the busy list): an
+ * engine kept off its core finds the answers it waited for in its ring,
+ * behind other frames, and must read them before judging a timer, or it
+ * retransmits for nothing (and, late again and again, spends a healthy
+ * QP's retry count). Bounded: a ring that never empties defers them by
+ * this many frames at most, then they run in every pass until it does. */
 #define XR_RX_DRAIN_MAX 4096
 
 /* ---- the busy list ---- */
@@ -536,10 +537,14 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 	 * backlog as it stands before this burst is taken. */
 	xr_pfc_pass(e);
 	got = xr_link_recv(e->link, rx, RX_BURST);
-	e->rx_undrained = got == RX_BURST ? e->rx_undrained + RX_BURST : 0;
+	/* Past the cap, timers stay on until a burst comes back short: one
+	 * pass of them would not do, as QPs it put back behind a full link
+	 * would be served by the passes after it, timers off again. */
+	if (got < RX_BURST)
+		e->rx_undrained = 0;
+	else if (e->rx_undrained <= XR_RX_DRAIN_MAX)
+		e->rx_undrained += RX_BURST;
 	timers = !e->rx_undrained || e->rx_undrained > XR_RX_DRAIN_MAX;
-	if (e->rx_undrained > XR_RX_DRAIN_MAX)
-		e->rx_undrained = 0;   /* timers had their turn: the next drain may defer them again */
 	if (got > 0) {
 		struct rx_tally t = { 0, 0 };
 		for (int i = 0; i < got; i++) {

@@ -130,11 +130,67 @@ static void test_full_ring_still_lets_the_timer_fire(void **state)
 	h_close(&P);
 }
 
+/* As above, with 31 QPs streaming beside the one that waits, a link that
+ * holds 128 frames (each pass fills it: the QPs a pass does not reach are
+ * served by the next ones) and the waiter's WRITE lost: its timer fires
+ * within the bound all the same. (A single pass of timers after the cap
+ * put the waiter behind the streams, and the passes that served it had
+ * timers off again: it never fired.) */
+static void test_busy_link_still_lets_the_timer_fire(void **state)
+{
+	const struct h_opts o = { .mode = XR_PROGRESS_INLINE, .mtu = XR_MTU_1024, .buf_len = 1 << 16, .nqp = 32,
+				  .sq_depth = 512, .timeout = 10, .retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 1 };
+	struct xr_frame *lost[8];
+	int passes = 0, got;
+	(void)state;
+
+	fake_now = 1000000;
+	memset(&P, 0, sizeof(P));
+	P.mode = o.mode;
+	assert_int_equal(xr_link_mem_pair(&P.la, &P.lb, 128), 0);
+	assert_int_equal(h_end_open(&P.a, P.la, "10.0.0.1", &o), 0);
+	assert_int_equal(h_end_open(&P.b, P.lb, "10.0.0.2", &o), 0);
+	for (unsigned i = 0; i < o.nqp; i++) {
+		assert_int_equal(h_connect(P.a.qp[i], P.b.qp[i], P.b.ctx, &o, 100 + i, 5000 + i), 0);
+		assert_int_equal(h_connect(P.b.qp[i], P.a.qp[i], P.a.ctx, &o, 5000 + i, 100 + i), 0);
+	}
+	xr_engine_set_clock(engine_a(), fake_clock, NULL);
+	xr_engine_set_clock(xr_context_engine(P.b.ctx), fake_clock, NULL);
+	post_write(1);
+	xr_engine_progress(engine_a());
+	got = xr_link_recv(P.lb, lost, 8);   /* the waiter's WRITE, lost */
+	assert_int_equal(got, 1);
+	xr_link_frame_free(P.lb, lost[0]);
+	fake_now += 1000000000;
+	for (unsigned q = 1; q < o.nqp; q++)
+		for (int k = 0; k < 400; k++) {
+			struct xr_sge s = { (uintptr_t)h_data(&P.a), 65536, P.a.mr->lkey };
+			struct xr_send_wr wr = { .wr_id = 100 + (uint64_t)k, .sg_list = &s, .num_sge = 1,
+						 .opcode = XR_WR_RDMA_WRITE };
+			wr.wr.rdma.remote_addr = (uintptr_t)h_data(&P.b);
+			wr.wr.rdma.rkey = P.b.mr->rkey;
+			assert_int_equal(xr_post_send(P.a.qp[q], &wr, NULL), 0);
+		}
+	while (!h_counter(&P.a, XR_CNT_ACK_TIMEOUTS) && passes < 20000) {
+		uint32_t queued = 0, cap = 0;
+		assert_int_equal(xr_link_rx_backlog(P.la, &queued, &cap), 0);
+		if (queued < 40)
+			traffic_to_a(40 - queued);   /* every burst A takes is full */
+		xr_engine_progress(engine_a());
+		xr_engine_progress(xr_context_engine(P.b.ctx));
+		passes++;
+	}
+	assert_true(h_counter(&P.a, XR_CNT_ACK_TIMEOUTS) >= 1);
+	assert_true(passes <= 4096 / 32 + 64);
+	h_close(&P);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ack_in_the_ring_beats_the_timer),
 		cmocka_unit_test(test_full_ring_still_lets_the_timer_fire),
+		cmocka_unit_test(test_busy_link_still_lets_the_timer_fire),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
