@@ -53,13 +53,14 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The standing-by thread sleeps until the lease timer (stand_by). */
-static void set_lease_timer(struct xr_engine *e, uint64_t until)
+/* The standing-by thread sleeps until the lease timer (stand_by); false:
+ * the timer could not be set. */
+static bool set_lease_timer(struct xr_engine *e, uint64_t until)
 {
 	struct itimerspec its = { .it_value = { (time_t)(until / 1000000000u), (long)(until % 1000000000u) } };
 
 	atomic_store_explicit(&e->progress.lease_until, until, memory_order_relaxed);
-	timerfd_settime(e->progress.lease_fd, TFD_TIMER_ABSTIME, &its, NULL);
+	return timerfd_settime(e->progress.lease_fd, TFD_TIMER_ABSTIME, &its, NULL) == 0;
 }
 
 void xr_progress_lease(struct xr_engine *e)
@@ -121,6 +122,7 @@ static enum standby_end stand_by(struct xr_engine *e)
 		uint64_t now = mono_ns();
 		uint64_t last = atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed);
 		struct timespec ts = { 0, 0 };
+		bool timed;
 		int ready = 0;
 
 		if (!atomic_load(&e->progress.run))
@@ -132,14 +134,13 @@ static enum standby_end stand_by(struct xr_engine *e)
 		ts.tv_nsec = (long)(ASSIST_LEASE_NS - (now - last));
 		/* Until the lease runs out, as callers renewing it push the
 		 * timer on (xr_progress_lease); without the timer, a timeout. */
-		if (e->progress.lease_fd >= 0)
-			set_lease_timer(e, last + ASSIST_LEASE_NS);
+		timed = e->progress.lease_fd >= 0 && set_lease_timer(e, last + ASSIST_LEASE_NS);
 		atomic_store(&e->progress.standby, true);
 		atomic_thread_fence(memory_order_seq_cst);   /* pairs with xr_engine_assist_end */
 		if (atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed))
-			ready = e->progress.lease_fd >= 0 ? ppoll(pf, 2, NULL, NULL) : ppoll(pf, 1, &ts, NULL);
+			ready = timed ? ppoll(pf, 2, NULL, NULL) : ppoll(pf, 1, &ts, NULL);
 		atomic_store(&e->progress.standby, false);
-		if (ready > 0 && (pf[1].revents & POLLIN) && read(e->progress.lease_fd, &v, sizeof(v)) < 0) {
+		if (ready > 0 && timed && (pf[1].revents & POLLIN) && read(e->progress.lease_fd, &v, sizeof(v)) < 0) {
 			/* read by an earlier wakeup */
 		}
 		if (ready > 0 && (pf[0].revents & POLLIN) && read(e->doorbell_efd, &v, sizeof(v)) == sizeof(v) &&

@@ -229,6 +229,24 @@ static void test_posted_receives_let_the_thread_sleep(void **state)
 	h_close(&p);
 }
 
+/* Polls b's CQ (empty) for ms; returns the longest gap between two polls
+ * in ns (a caller kept off its core longer than a lease lets it lapse). */
+static uint64_t poll_empty(struct pair *p, unsigned ms)
+{
+	struct xr_wc wc;
+	uint64_t t = h_now_ns(), until = t + ms * 1000000ull, gap = 0;
+
+	while (t < until) {
+		uint64_t now;
+		assert_int_equal(xr_poll_cq(p->b.cq, 1, &wc), 0);
+		now = h_now_ns();
+		if (now - t > gap)
+			gap = now - t;
+		t = now;
+	}
+	return gap;
+}
+
 /* A caller that keeps polling (a lease it keeps renewing) costs the
  * standing-by thread no wakeups: it sleeps until the lease has really run
  * out. Before, it woke every lease (500 us) to look and, at real-time
@@ -236,39 +254,45 @@ static void test_posted_receives_let_the_thread_sleep(void **state)
 static void test_a_renewed_lease_costs_no_wakeups(void **state)
 {
 	struct pair p;
-	struct xr_wc wc;
 	pid_t t[8];
-	long before[8], woke = 0;
-	uint64_t until;
-	int n;
+	int n, conclusive = 0;
 
 	(void)state;
 	open_pair(&p);
 	if (geteuid() == 0)
 		assert_int_equal(xr_engine_thread_realtime(eng(&p.b), 1), 0);
 	n = other_threads(t, 8);
-	/* An unsignaled WRITE: its ACK wakes b's thread, which finds the
-	 * lease held and stands by (no completion hands the engine back). */
-	{
+	for (int r = 0; r < 20 && conclusive < 2; r++) {
 		struct xr_sge sg = { (uintptr_t)h_data(&p.b), MSG, p.b.mr->lkey };
-		struct xr_send_wr w = { .wr_id = 1, .sg_list = &sg, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE };
+		struct xr_send_wr w = { .wr_id = (uint64_t)r, .sg_list = &sg, .num_sge = 1,
+					.opcode = XR_WR_RDMA_WRITE };
+		uint64_t until = h_now_ms() + 5000, gap1, gap2;
+		struct xr_wc wc;
+		long before[8], woke = 0;
+
+		/* An unsignaled WRITE: its ACK wakes b's thread, which finds
+		 * the lease held and stands by (no completion hands back). */
 		w.wr.rdma.remote_addr = (uintptr_t)h_data(&p.a);
 		w.wr.rdma.rkey = p.a.mr->rkey;
 		assert_int_equal(xr_post_send(p.b.qp[0], &w, NULL), 0);
+		while (h_counter(&p.b, XR_CNT_RX_ACK) < (uint64_t)r + 1 && h_now_ms() < until)
+			assert_int_equal(xr_poll_cq(p.b.cq, 1, &wc), 0);
+		assert_int_equal(h_counter(&p.b, XR_CNT_RX_ACK), r + 1);
+		gap1 = poll_empty(&p, 10);
+		for (int i = 0; i < n; i++)
+			before[i] = wakeups(t[i]);
+		gap2 = poll_empty(&p, 50);
+		for (int i = 0; i < n; i++)
+			woke += wakeups(t[i]) - before[i];
+		/* Kept off its core for much of a lease, the caller may have let
+		 * it lapse (the thread then sleeps for good): proves nothing. */
+		if (gap1 > 300000 || gap2 > 300000)
+			continue;
+		printf("round %d: engine threads woke %ld times in 50 ms of polling\n", r, woke);
+		conclusive++;
+		assert_true(woke < 10);   /* a look per lease: 100 */
 	}
-	until = h_now_ms() + 20;
-	while (h_now_ms() < until)
-		assert_int_equal(xr_poll_cq(p.b.cq, 1, &wc), 0);
-	assert_int_equal(h_counter(&p.b, XR_CNT_RX_ACK), 1);
-	for (int i = 0; i < n; i++)
-		before[i] = wakeups(t[i]);
-	until = h_now_ms() + 200;
-	while (h_now_ms() < until)
-		assert_int_equal(xr_poll_cq(p.b.cq, 1, &wc), 0);
-	for (int i = 0; i < n; i++)
-		woke += wakeups(t[i]) - before[i];
-	printf("engine threads woke %ld times in 200 ms of polling\n", woke);
-	assert_true(woke < 40);   /* a look per lease: 400 */
+	assert_true(conclusive >= 1);
 	h_close(&p);
 }
 
