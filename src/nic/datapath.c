@@ -726,7 +726,6 @@ void xr_datapath_init(struct xr_engine *e)
 	pthread_mutex_init(&e->busy_lock, NULL);
 	e->doorbell_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	e->progress.tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	e->progress.lease_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	atomic_store(&e->cc_due_ns, UINT64_MAX);
 	e->wait_due_ns = UINT64_MAX;
 }
@@ -743,8 +742,6 @@ void xr_datapath_fini(struct xr_engine *e)
 		close(e->doorbell_efd);
 	if (e->progress.tick_fd >= 0)
 		close(e->progress.tick_fd);
-	if (e->progress.lease_fd >= 0)
-		close(e->progress.lease_fd);
 	pthread_mutex_destroy(&e->dp_mutex);
 	pthread_mutex_destroy(&e->busy_lock);
 }

@@ -309,8 +309,6 @@ struct xr_engine {
 		bool started;
 		_Atomic uint64_t assist_ns;    /* last pass a polling caller ran (xr_engine_assist); 0: no lease */
 		atomic_bool standby;           /* standing by while a caller drives (stand_by) */
-		int lease_fd;                  /* timerfd: when the lease the thread stands by for runs out */
-		_Atomic uint64_t lease_until;  /* what lease_fd is set to (CLOCK_MONOTONIC ns) */
 	} progress;
 };
 

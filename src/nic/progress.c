@@ -40,9 +40,8 @@ bool xr_progress_is_thread(const struct xr_engine *e)
  * thread stands by (stand_by) until the caller stops assisting for this
  * long or ends the lease itself. It bounds the delay when a caller stops
  * calling without ending it (a last empty poll before spinning on memory,
- * a program that polls now and then). The standing-by thread sleeps on a
- * timer that callers renewing the lease keep ahead of them, so it wakes
- * when the lease runs out, not to look while a caller streams. */
+ * a program that polls now and then), and sets how often the standing-by
+ * thread looks while a caller streams (a wakeup per lease, no pass). */
 #define ASSIST_LEASE_NS 500000
 
 static uint64_t mono_ns(void)
@@ -53,30 +52,9 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The standing-by thread sleeps until the lease timer (stand_by); false:
- * the timer could not be set. */
-static bool set_lease_timer(struct xr_engine *e, uint64_t until)
-{
-	struct itimerspec its = { .it_value = { (time_t)(until / 1000000000u), (long)(until % 1000000000u) } };
-
-	atomic_store_explicit(&e->progress.lease_until, until, memory_order_relaxed);
-	return timerfd_settime(e->progress.lease_fd, TFD_TIMER_ABSTIME, &its, NULL) == 0;
-}
-
 void xr_progress_lease(struct xr_engine *e)
 {
-	uint64_t now = mono_ns();
-
-	atomic_store_explicit(&e->progress.assist_ns, now, memory_order_relaxed);
-	/* Keep the standing-by thread's timer ahead of a lease the caller
-	 * keeps renewing (one system call per half lease at most), so that
-	 * the thread wakes only once the lease has really run out. Waking
-	 * every lease to look cost a streaming program its core 2,000 times
-	 * a second (a real-time thread preempts it): ib_write_bw gave 0.8
-	 * of xroce-perf's bandwidth. */
-	if (e->progress.lease_fd >= 0 && atomic_load_explicit(&e->progress.standby, memory_order_relaxed) &&
-	    atomic_load_explicit(&e->progress.lease_until, memory_order_relaxed) < now + ASSIST_LEASE_NS / 2)
-		set_lease_timer(e, now + ASSIST_LEASE_NS);
+	atomic_store_explicit(&e->progress.assist_ns, mono_ns(), memory_order_relaxed);
 }
 
 int xr_engine_assist(struct xr_engine *e)
@@ -115,14 +93,13 @@ enum standby_end { LEASE_EXPIRED, LEASE_ENDED, DOORBELL, STOPPING };
 
 static enum standby_end stand_by(struct xr_engine *e)
 {
-	struct pollfd pf[2] = { { e->doorbell_efd, POLLIN, 0 }, { e->progress.lease_fd, POLLIN, 0 } };
+	struct pollfd pf = { e->doorbell_efd, POLLIN, 0 };
 	uint64_t v;
 
 	for (;;) {
 		uint64_t now = mono_ns();
 		uint64_t last = atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed);
 		struct timespec ts = { 0, 0 };
-		bool timed;
 		int ready = 0;
 
 		if (!atomic_load(&e->progress.run))
@@ -132,18 +109,12 @@ static enum standby_end stand_by(struct xr_engine *e)
 		if (now - last >= ASSIST_LEASE_NS)
 			return LEASE_EXPIRED;
 		ts.tv_nsec = (long)(ASSIST_LEASE_NS - (now - last));
-		/* Until the lease runs out, as callers renewing it push the
-		 * timer on (xr_progress_lease); without the timer, a timeout. */
-		timed = e->progress.lease_fd >= 0 && set_lease_timer(e, last + ASSIST_LEASE_NS);
 		atomic_store(&e->progress.standby, true);
 		atomic_thread_fence(memory_order_seq_cst);   /* pairs with xr_engine_assist_end */
 		if (atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed))
-			ready = timed ? ppoll(pf, 2, NULL, NULL) : ppoll(pf, 1, &ts, NULL);
+			ready = ppoll(&pf, 1, &ts, NULL);
 		atomic_store(&e->progress.standby, false);
-		if (ready > 0 && timed && (pf[1].revents & POLLIN) && read(e->progress.lease_fd, &v, sizeof(v)) < 0) {
-			/* read by an earlier wakeup */
-		}
-		if (ready > 0 && (pf[0].revents & POLLIN) && read(e->doorbell_efd, &v, sizeof(v)) == sizeof(v) &&
+		if (ready > 0 && read(e->doorbell_efd, &v, sizeof(v)) == sizeof(v) &&
 		    atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed))
 			return DOORBELL;   /* rung while the lease holds: a pass is owed */
 	}
