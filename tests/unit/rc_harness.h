@@ -56,6 +56,7 @@ struct h_opts {
 	int access;                         /* MR and QP access; 0 = all */
 	bool ipv6;
 	bool retry7_forever;                /* retry_cnt 7 = infinite, as rxe */
+	unsigned link_depth;                /* frames a mem link direction holds; 0: its default */
 };
 
 /* RESET to RTS toward peer (on peer_ctx) with o's path and timers. */
@@ -121,7 +122,7 @@ static inline int h_open(struct pair *p, const struct h_opts *o)
 {
 	memset(p, 0, sizeof(*p));
 	p->mode = o->mode;
-	if (xr_link_mem_pair(&p->la, &p->lb, 0))
+	if (xr_link_mem_pair(&p->la, &p->lb, o->link_depth))
 		return -1;
 	if (o->fault) {
 		struct xr_fault_cfg fa = *o->fault, fb = *o->fault;

@@ -26,11 +26,13 @@ static uint64_t fake_clock(void *ctx)
 
 static struct pair P;
 
-/* timeout 10: 4.096 us * 2^10, about 4.2 ms. */
-static void open_pair(void)
+/* timeout 10: 4.096 us * 2^10, about 4.2 ms. link_depth 0: the mem
+ * link's default. */
+static void open_pair(unsigned nqp, unsigned link_depth)
 {
 	const struct h_opts o = { .mode = XR_PROGRESS_INLINE, .mtu = XR_MTU_1024, .buf_len = 1 << 16,
-				  .timeout = 10, .retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 1 };
+				  .nqp = nqp, .sq_depth = 512, .timeout = 10, .retry_cnt = 7, .rnr_retry = 7,
+				  .min_rnr_timer = 1, .link_depth = link_depth };
 
 	fake_now = 1000000;
 	assert_int_equal(h_open(&P, &o), 0);
@@ -63,15 +65,16 @@ static void traffic_to_a(unsigned n)
 	}
 }
 
-static void post_write(uint64_t wr_id)
+/* A WRITE of len bytes on A's QP q, signaled or not. */
+static void post_write(unsigned q, uint64_t wr_id, uint32_t len, unsigned flags)
 {
-	struct xr_sge s = { (uintptr_t)h_data(&P.a), 64, P.a.mr->lkey };
+	struct xr_sge s = { (uintptr_t)h_data(&P.a), len, P.a.mr->lkey };
 	struct xr_send_wr wr = { .wr_id = wr_id, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
-				 .send_flags = XR_SEND_SIGNALED };
+				 .send_flags = flags };
 
 	wr.wr.rdma.remote_addr = (uintptr_t)h_data(&P.b);
 	wr.wr.rdma.rkey = P.b.mr->rkey;
-	assert_int_equal(xr_post_send(P.a.qp[0], &wr, NULL), 0);
+	assert_int_equal(xr_post_send(P.a.qp[q], &wr, NULL), 0);
 }
 
 static struct xr_engine *engine_a(void)
@@ -86,8 +89,8 @@ static void test_ack_in_the_ring_beats_the_timer(void **state)
 	struct xr_wc wc;
 	(void)state;
 
-	open_pair();
-	post_write(1);
+	open_pair(1, 0);
+	post_write(0, 1, 64, XR_SEND_SIGNALED);
 	xr_engine_progress(engine_a());                  /* the WRITE leaves */
 	traffic_to_a(96);
 	xr_engine_progress(xr_context_engine(P.b.ctx));  /* B takes it and ACKs: behind the 96 */
@@ -113,8 +116,8 @@ static void test_full_ring_still_lets_the_timer_fire(void **state)
 	int passes = 0;
 	(void)state;
 
-	open_pair();
-	post_write(2);
+	open_pair(1, 0);
+	post_write(0, 2, 64, XR_SEND_SIGNALED);
 	xr_engine_progress(engine_a());
 	fake_now += 1000000000;   /* B never answers */
 	traffic_to_a(64);
@@ -138,39 +141,21 @@ static void test_full_ring_still_lets_the_timer_fire(void **state)
  * timers off again: it never fired.) */
 static void test_busy_link_still_lets_the_timer_fire(void **state)
 {
-	const struct h_opts o = { .mode = XR_PROGRESS_INLINE, .mtu = XR_MTU_1024, .buf_len = 1 << 16, .nqp = 32,
-				  .sq_depth = 512, .timeout = 10, .retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 1 };
+	enum { NQP = 32 };
 	struct xr_frame *lost[8];
 	int passes = 0, got;
 	(void)state;
 
-	fake_now = 1000000;
-	memset(&P, 0, sizeof(P));
-	P.mode = o.mode;
-	assert_int_equal(xr_link_mem_pair(&P.la, &P.lb, 128), 0);
-	assert_int_equal(h_end_open(&P.a, P.la, "10.0.0.1", &o), 0);
-	assert_int_equal(h_end_open(&P.b, P.lb, "10.0.0.2", &o), 0);
-	for (unsigned i = 0; i < o.nqp; i++) {
-		assert_int_equal(h_connect(P.a.qp[i], P.b.qp[i], P.b.ctx, &o, 100 + i, 5000 + i), 0);
-		assert_int_equal(h_connect(P.b.qp[i], P.a.qp[i], P.a.ctx, &o, 5000 + i, 100 + i), 0);
-	}
-	xr_engine_set_clock(engine_a(), fake_clock, NULL);
-	xr_engine_set_clock(xr_context_engine(P.b.ctx), fake_clock, NULL);
-	post_write(1);
+	open_pair(NQP, 128);
+	post_write(0, 1, 64, XR_SEND_SIGNALED);
 	xr_engine_progress(engine_a());
 	got = xr_link_recv(P.lb, lost, 8);   /* the waiter's WRITE, lost */
 	assert_int_equal(got, 1);
 	xr_link_frame_free(P.lb, lost[0]);
 	fake_now += 1000000000;
-	for (unsigned q = 1; q < o.nqp; q++)
-		for (int k = 0; k < 400; k++) {
-			struct xr_sge s = { (uintptr_t)h_data(&P.a), 65536, P.a.mr->lkey };
-			struct xr_send_wr wr = { .wr_id = 100 + (uint64_t)k, .sg_list = &s, .num_sge = 1,
-						 .opcode = XR_WR_RDMA_WRITE };
-			wr.wr.rdma.remote_addr = (uintptr_t)h_data(&P.b);
-			wr.wr.rdma.rkey = P.b.mr->rkey;
-			assert_int_equal(xr_post_send(P.a.qp[q], &wr, NULL), 0);
-		}
+	for (unsigned q = 1; q < NQP; q++)
+		for (int k = 0; k < 400; k++)
+			post_write(q, 100 + (uint64_t)k, 65536, 0);
 	while (!h_counter(&P.a, XR_CNT_ACK_TIMEOUTS) && passes < 20000) {
 		uint32_t queued = 0, cap = 0;
 		assert_int_equal(xr_link_rx_backlog(P.la, &queued, &cap), 0);
