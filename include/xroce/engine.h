@@ -58,7 +58,8 @@ int xr_engine_start_thread(struct xr_engine *e);
 int xr_engine_assist(struct xr_engine *e);
 /* The caller has nothing in flight any more (its last completion) or is
  * about to block (arming a CQ for an event): it may not call again soon,
- * so the thread takes over now, not when the lease runs out (500 us). */
+ * so the thread takes over now, not when the lease runs out (500 us,
+ * doubled each time the thread found it renewed, up to 4 ms). */
 void xr_engine_assist_end(struct xr_engine *e);
 /* Doorbells this thread rings between begin and end do not wake the
  * engine's thread: end runs the pass that sends the work itself (an
@@ -68,7 +69,7 @@ void xr_engine_assist_end(struct xr_engine *e);
 void xr_engine_post_begin(struct xr_engine *e);
 /* Between begin and end: the caller streams (it posted while earlier WRs
  * are outstanding) and will be back soon, so end's pass leaves it holding
- * the engine as xr_engine_assist does (for at most a lease, 500 us, if it
+ * the engine as xr_engine_assist does (for at most a lease, 0.5 to 4 ms, if it
  * then spins on memory instead: unsignaled WRs look outstanding). */
 void xr_engine_post_stream(struct xr_engine *e);
 int xr_engine_post_end(struct xr_engine *e);

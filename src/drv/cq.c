@@ -92,7 +92,8 @@ static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained
  * whose completions emptied the send queue of the last send completion's
  * QP hands the engine back to the thread, since it may now stop calling
  * (spin on memory for the peer's answer). Unsignaled WRs keep a queue from
- * looking empty: the lease then just runs out (500 us). */
+ * looking empty: the lease then just runs out (500 us; up to 4 ms for a
+ * caller that kept polling). */
 int xr_poll_cq(struct xr_cq *cq, int n, struct xr_wc *wc)
 {
 	struct xr_context *ctx = cq->ctx;

@@ -44,6 +44,15 @@ bool xr_progress_is_thread(const struct xr_engine *e)
  * thread looks while a caller streams (a wakeup per lease, no pass). */
 #define ASSIST_LEASE_NS 500000
 
+/* A caller found still driving at the lease's end has its lease doubled,
+ * up to this: the thread that stood by preempts whatever runs on its core
+ * each time it looks (2,000 times a second at 500 us, a twentieth of
+ * the receiver's time in a stream through the thread). If the caller
+ * then stops calling without ending the lease, frames for it wait up to
+ * this long, once; a lease that runs out or is ended starts again at
+ * ASSIST_LEASE_NS. */
+#define ASSIST_LEASE_MAX_NS 4000000
+
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -91,9 +100,10 @@ void xr_engine_assist_end(struct xr_engine *e)
  * doorbell another thread could not serve itself (xr_engine_post_end). */
 enum standby_end { LEASE_EXPIRED, LEASE_ENDED, DOORBELL, STOPPING };
 
-static enum standby_end stand_by(struct xr_engine *e)
+static enum standby_end stand_by(struct xr_engine *e, uint64_t *lease_ns)
 {
 	struct pollfd pf = { e->doorbell_efd, POLLIN, 0 };
+	bool looked = false;
 	uint64_t v;
 
 	for (;;) {
@@ -106,9 +116,13 @@ static enum standby_end stand_by(struct xr_engine *e)
 			return STOPPING;
 		if (!last)
 			return LEASE_ENDED;
-		if (now - last >= ASSIST_LEASE_NS)
+		if (now - last >= *lease_ns)
 			return LEASE_EXPIRED;
-		ts.tv_nsec = (long)(ASSIST_LEASE_NS - (now - last));
+		if (looked && *lease_ns < ASSIST_LEASE_MAX_NS)
+			*lease_ns *= 2;   /* renewed while we slept: a streaming caller */
+		looked = true;
+		ts.tv_sec = (time_t)((*lease_ns - (now - last)) / 1000000000u);
+		ts.tv_nsec = (long)((*lease_ns - (now - last)) % 1000000000u);
 		atomic_store(&e->progress.standby, true);
 		atomic_thread_fence(memory_order_seq_cst);   /* pairs with xr_engine_assist_end */
 		if (atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed))
@@ -188,7 +202,7 @@ static bool sleep_armed(struct xr_engine *e)
 static void *progress_thread(void *arg)
 {
 	struct xr_engine *e = arg;
-	uint64_t last_work = mono_ns(), now;
+	uint64_t last_work = mono_ns(), now, lease_ns = ASSIST_LEASE_NS;
 	bool streaming = false, worked = false;
 
 	thread_of = e;
@@ -202,8 +216,10 @@ static void *progress_thread(void *arg)
 		 * back, and two reads per pass were a twentieth of its time.) */
 		if (atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed) &&
 		    assisted_lately(e, mono_ns())) {
-			enum standby_end why = stand_by(e);
+			enum standby_end why = stand_by(e, &lease_ns);
 			streaming = false;
+			if (why != DOORBELL)
+				lease_ns = ASSIST_LEASE_NS;
 			if (why == DOORBELL)
 				xr_dp_pass(e, true, NULL);
 			/* Handed back by the caller (xr_engine_assist_end): what
