@@ -93,7 +93,7 @@ static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained
  * QP hands the engine back to the thread, since it may now stop calling
  * (spin on memory for the peer's answer). Unsignaled WRs keep a queue from
  * looking empty: the lease then just runs out (500 us; up to 4 ms for a
- * caller that kept polling). */
+ * caller that kept polling or posting). */
 int xr_poll_cq(struct xr_cq *cq, int n, struct xr_wc *wc)
 {
 	struct xr_context *ctx = cq->ctx;

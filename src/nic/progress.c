@@ -49,8 +49,9 @@ bool xr_progress_is_thread(const struct xr_engine *e)
  * each time it looks (2,000 times a second at 500 us, a twentieth of
  * the receiver's time in a stream through the thread). If the caller
  * then stops calling without ending the lease, frames for it wait up to
- * this long, once; a lease that runs out or is ended starts again at
- * ASSIST_LEASE_NS. */
+ * this long, once. Each standing by starts again at ASSIST_LEASE_NS: a
+ * lease ended and taken again at once (a last empty poll after the last
+ * completion) has earned nothing. */
 #define ASSIST_LEASE_MAX_NS 4000000
 
 static uint64_t mono_ns(void)
@@ -72,11 +73,13 @@ int xr_engine_assist(struct xr_engine *e)
 	return xr_engine_progress(e);
 }
 
-static bool assisted_lately(struct xr_engine *e, uint64_t now)
+static bool assisted_lately(struct xr_engine *e)
 {
 	uint64_t last = atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed);
 
-	return last && now - last < ASSIST_LEASE_NS;
+	/* The clock after the stamp: read first, a stamp renewed meanwhile
+	 * would lie ahead of it. */
+	return last && mono_ns() - last < ASSIST_LEASE_NS;
 }
 
 void xr_engine_assist_end(struct xr_engine *e)
@@ -100,15 +103,14 @@ void xr_engine_assist_end(struct xr_engine *e)
  * doorbell another thread could not serve itself (xr_engine_post_end). */
 enum standby_end { LEASE_EXPIRED, LEASE_ENDED, DOORBELL, STOPPING };
 
-static enum standby_end stand_by(struct xr_engine *e, uint64_t *lease_ns)
+static enum standby_end stand_by(struct xr_engine *e)
 {
 	struct pollfd pf = { e->doorbell_efd, POLLIN, 0 };
-	bool looked = false;
-	uint64_t v;
+	uint64_t lease = ASSIST_LEASE_NS, v;
 
 	for (;;) {
-		uint64_t now = mono_ns();
 		uint64_t last = atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed);
+		uint64_t now = mono_ns();   /* after the stamp: never behind it */
 		struct timespec ts = { 0, 0 };
 		int ready = 0;
 
@@ -116,13 +118,10 @@ static enum standby_end stand_by(struct xr_engine *e, uint64_t *lease_ns)
 			return STOPPING;
 		if (!last)
 			return LEASE_ENDED;
-		if (now - last >= *lease_ns)
+		if (now - last >= lease)
 			return LEASE_EXPIRED;
-		if (looked && *lease_ns < ASSIST_LEASE_MAX_NS)
-			*lease_ns *= 2;   /* renewed while we slept: a streaming caller */
-		looked = true;
-		ts.tv_sec = (time_t)((*lease_ns - (now - last)) / 1000000000u);
-		ts.tv_nsec = (long)((*lease_ns - (now - last)) % 1000000000u);
+		ts.tv_sec = (time_t)((lease - (now - last)) / 1000000000u);
+		ts.tv_nsec = (long)((lease - (now - last)) % 1000000000u);
 		atomic_store(&e->progress.standby, true);
 		atomic_thread_fence(memory_order_seq_cst);   /* pairs with xr_engine_assist_end */
 		if (atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed))
@@ -131,6 +130,13 @@ static enum standby_end stand_by(struct xr_engine *e, uint64_t *lease_ns)
 		if (ready > 0 && read(e->doorbell_efd, &v, sizeof(v)) == sizeof(v) &&
 		    atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed))
 			return DOORBELL;   /* rung while the lease holds: a pass is owed */
+		/* Slept out the lease and found it renewed: a caller that keeps
+		 * driving. (A doorbell or a signal proves nothing.) */
+		if (ready == 0) {
+			uint64_t again = atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed);
+			if (again && again != last)
+				lease = lease * 2 < ASSIST_LEASE_MAX_NS ? lease * 2 : ASSIST_LEASE_MAX_NS;
+		}
 	}
 }
 
@@ -202,7 +208,7 @@ static bool sleep_armed(struct xr_engine *e)
 static void *progress_thread(void *arg)
 {
 	struct xr_engine *e = arg;
-	uint64_t last_work = mono_ns(), now, lease_ns = ASSIST_LEASE_NS;
+	uint64_t last_work = mono_ns(), now;
 	bool streaming = false, worked = false;
 
 	thread_of = e;
@@ -214,12 +220,9 @@ static void *progress_thread(void *arg)
 		 * pass does not, and each would fight it for the pipeline.
 		 * (No lease, no clock read: a streaming thread passes back to
 		 * back, and two reads per pass were a twentieth of its time.) */
-		if (atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed) &&
-		    assisted_lately(e, mono_ns())) {
-			enum standby_end why = stand_by(e, &lease_ns);
+		if (atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed) && assisted_lately(e)) {
+			enum standby_end why = stand_by(e);
 			streaming = false;
-			if (why != DOORBELL)
-				lease_ns = ASSIST_LEASE_NS;
 			if (why == DOORBELL)
 				xr_dp_pass(e, true, NULL);
 			/* Handed back by the caller (xr_engine_assist_end): what
