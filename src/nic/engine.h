@@ -307,7 +307,7 @@ struct xr_engine {
 		int tick_fd;                   /* timerfd: wakes an untimed sleeper for new timers */
 		atomic_bool tick_armed;
 		bool started;
-		_Atomic uint64_t assist_ns;    /* last pass a polling caller ran (xr_engine_assist); 0: no lease */
+		_Atomic uint64_t assist_ns;    /* the lease: last stamp of a polling caller (xr_engine_assist) or streaming poster; 0: none */
 		atomic_bool standby;           /* standing by while a caller drives (stand_by) */
 	} progress;
 };

@@ -36,12 +36,12 @@ bool xr_progress_is_thread(const struct xr_engine *e)
 #define BURST_WORK 4
 #define STREAM_SPIN_NS 50000
 
-/* A caller that assisted holds the engine this long (the lease): the
- * thread stands by (stand_by) until the caller stops assisting for this
- * long or ends the lease itself. It bounds the delay when a caller stops
- * calling without ending it (a last empty poll before spinning on memory,
- * a program that polls now and then), and sets how often the standing-by
- * thread looks while a caller streams (a wakeup per lease, no pass). */
+/* A caller that assisted holds the engine this long at first (the
+ * lease): the thread stands by (stand_by) until the caller stops
+ * assisting for a lease or ends it itself. The lease bounds the delay
+ * when a caller stops calling without ending it (a last empty poll before
+ * spinning on memory, a program that polls now and then), and sets how
+ * often the standing-by thread looks (a wakeup per lease, no pass). */
 #define ASSIST_LEASE_NS 500000
 
 /* A caller found still driving at the lease's end has its lease doubled,
@@ -88,7 +88,8 @@ void xr_engine_assist_end(struct xr_engine *e)
 		return;
 	atomic_store(&e->progress.assist_ns, 0);
 	/* Pairs with stand_by: either it sees the lease over, or we see it
-	 * standing by and wake it to take over. */
+	 * standing by and wake it (taken again meanwhile, the lease it then
+	 * stands by for starts short again). */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (e->doorbell_efd >= 0 && atomic_load(&e->progress.standby))
 		xr_dp_wake_thread(e);
@@ -107,30 +108,40 @@ static enum standby_end stand_by(struct xr_engine *e)
 {
 	struct pollfd pf = { e->doorbell_efd, POLLIN, 0 };
 	uint64_t lease = ASSIST_LEASE_NS, v;
+	enum standby_end why;
 
+	/* Standing by from here to the return: a lease ended at any moment
+	 * in between rings the doorbell (xr_engine_assist_end), so one ended
+	 * and taken again is never mistaken for one renewed. */
+	atomic_store(&e->progress.standby, true);
+	atomic_thread_fence(memory_order_seq_cst);   /* pairs with xr_engine_assist_end */
 	for (;;) {
 		uint64_t last = atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed);
 		uint64_t now = mono_ns();   /* after the stamp: never behind it */
-		struct timespec ts = { 0, 0 };
-		int ready = 0;
+		struct timespec ts;
+		int ready;
 
-		if (!atomic_load(&e->progress.run))
-			return STOPPING;
-		if (!last)
-			return LEASE_ENDED;
-		if (now - last >= lease)
-			return LEASE_EXPIRED;
+		if (!atomic_load(&e->progress.run)) {
+			why = STOPPING;
+			break;
+		}
+		if (!last) {
+			why = LEASE_ENDED;
+			break;
+		}
+		if (now - last >= lease) {
+			why = LEASE_EXPIRED;
+			break;
+		}
 		ts.tv_sec = (time_t)((lease - (now - last)) / 1000000000u);
 		ts.tv_nsec = (long)((lease - (now - last)) % 1000000000u);
-		atomic_store(&e->progress.standby, true);
-		atomic_thread_fence(memory_order_seq_cst);   /* pairs with xr_engine_assist_end */
-		if (atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed))
-			ready = ppoll(&pf, 1, &ts, NULL);
-		atomic_store(&e->progress.standby, false);
+		ready = ppoll(&pf, 1, &ts, NULL);
 		if (ready > 0 && read(e->doorbell_efd, &v, sizeof(v)) == sizeof(v) &&
-		    atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed))
-			return DOORBELL;   /* rung while the lease holds: a pass is owed */
-		/* Slept out the lease and found it renewed: a caller that keeps
+		    atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed)) {
+			why = DOORBELL;   /* rung while the lease holds: a pass is owed */
+			break;
+		}
+		/* Slept the lease out and found it renewed: a caller that keeps
 		 * driving. (A doorbell or a signal proves nothing.) */
 		if (ready == 0) {
 			uint64_t again = atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed);
@@ -138,6 +149,8 @@ static enum standby_end stand_by(struct xr_engine *e)
 				lease = lease * 2 < ASSIST_LEASE_MAX_NS ? lease * 2 : ASSIST_LEASE_MAX_NS;
 		}
 	}
+	atomic_store(&e->progress.standby, false);
+	return why;
 }
 
 /* Until a frame, a doorbell or (while timers can be due) the next tick.
@@ -268,6 +281,8 @@ int xr_engine_start_thread(struct xr_engine *e)
 
 	if (!e->link)
 		return -ENOTCONN;
+	if (e->doorbell_efd < 0)
+		return -EMFILE;   /* nothing could wake it: no eventfd at init */
 	if (e->progress.started)
 		return -EBUSY;
 	atomic_store(&e->progress.run, true);
