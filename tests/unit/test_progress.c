@@ -192,6 +192,16 @@ static long wakeups(pid_t t)
 	return v;
 }
 
+/* The wakeups of threads t[0..n), summed. */
+static long threads_wakeups(const pid_t *t, int n)
+{
+	long sum = 0;
+
+	for (int i = 0; i < n; i++)
+		sum += wakeups(t[i]);
+	return sum;
+}
+
 /* Posting receives to a QP that is not in error is no work for the engine
  * (they wait for SENDs): the sleeping thread is not woken for each. Before,
  * every receive doorbell woke it: ibv_rc_pingpong reposting 500 receives
@@ -201,7 +211,7 @@ static void test_posted_receives_let_the_thread_sleep(void **state)
 	struct pair p;
 	struct xr_sge s;
 	pid_t t[8];
-	long before[8], woke = 0;
+	long woke;
 	int n;
 
 	cpu_set_t one, all;
@@ -221,18 +231,26 @@ static void test_posted_receives_let_the_thread_sleep(void **state)
 		sched_setaffinity(t[i], sizeof(one), &one);
 	sched_setaffinity(0, sizeof(one), &one);
 	usleep(20000);
-	for (int i = 0; i < n; i++)
-		before[i] = wakeups(t[i]);
+	woke = -threads_wakeups(t, n);
 	for (int i = 0; i < 200; i++) {
 		struct xr_recv_wr r = { .wr_id = (uint64_t)i, .sg_list = &s, .num_sge = 1 };
 		assert_int_equal(xr_post_recv(p.a.qp[0], &r, NULL), 0);
 	}
 	usleep(20000);
-	for (int i = 0; i < n; i++)
-		woke += wakeups(t[i]) - before[i];
+	woke += threads_wakeups(t, n);
 	sched_setaffinity(0, sizeof(all), &all);
 	assert_true(woke < 20);
 	h_close(&p);
+}
+
+/* A pair whose b engine thread runs as the library runs it (real-time
+ * when permitted); t gets the engine threads, their count returned. */
+static int open_pair_rt_b(struct pair *p, pid_t t[8])
+{
+	open_pair(p);
+	if (geteuid() == 0)
+		assert_int_equal(xr_engine_thread_realtime(eng(&p->b), 1), 0);
+	return other_threads(t, 8);
 }
 
 /* The caller's own view of a round: when it last ran, and the longest
@@ -329,14 +347,11 @@ static void test_a_renewed_lease_is_looked_at_less_often(void **state)
 	int n, conclusive = 0;
 
 	(void)state;
-	open_pair(&p);
-	if (geteuid() == 0)
-		assert_int_equal(xr_engine_thread_realtime(eng(&p.b), 1), 0);
-	n = other_threads(t, 8);
+	n = open_pair_rt_b(&p, t);
 	for (int r = 0; r < 40 && conclusive < 2; r++) {
 		struct watch w = { 0, 0 };
 		uint64_t took, delay, stopped;
-		long before[8], woke = 0;
+		long woke;
 
 		/* An unsignaled WRITE: its ACK wakes b's thread, which finds
 		 * the lease held and stands by (no completion hands back). */
@@ -346,13 +361,11 @@ static void test_a_renewed_lease_is_looked_at_less_often(void **state)
 		delay = threads_run_delay(t, n);
 		watch_rest(&w);
 		poll_empty(&p, 10, 0, &w);   /* the lease grows */
-		for (int i = 0; i < n; i++)
-			before[i] = wakeups(t[i]);
+		woke = -threads_wakeups(t, n);
 		watch_rest(&w);
 		poll_empty(&p, 50, 0, &w);
 		stopped = w.last;
-		for (int i = 0; i < n; i++)
-			woke += wakeups(t[i]) - before[i];
+		woke += threads_wakeups(t, n);
 		watch_rest(&w);
 		took = land_on_quiet_b(&p, (uint8_t)(r + 1), stopped, &w);
 		/* From before the lease grew: a thread kept from its core does
@@ -385,15 +398,12 @@ static void test_a_lease_taken_again_starts_short(void **state)
 	int n, conclusive = 0;
 
 	(void)state;
-	open_pair(&p);
-	if (geteuid() == 0)
-		assert_int_equal(xr_engine_thread_realtime(eng(&p.b), 1), 0);
-	n = other_threads(t, 8);
+	n = open_pair_rt_b(&p, t);
 	/* The thread must wake after the lease is taken again: some rounds. */
 	for (int r = 0; r < 48 && conclusive < 16; r++) {
 		uint64_t took, delay, stopped, until = h_now_ms() + 5000, acks = h_counter(&p.b, XR_CNT_RX_ACK);
 		struct watch w = { 0, 0 };
-		long before[8], woke = 0;
+		long woke;
 		struct xr_wc wc;
 		int got = 0;
 
@@ -401,12 +411,10 @@ static void test_a_lease_taken_again_starts_short(void **state)
 		poll_empty(&p, 5000, acks + 1, &w);
 		assert_int_equal(h_counter(&p.b, XR_CNT_RX_ACK), acks + 1);
 		delay = threads_run_delay(t, n);
-		for (int i = 0; i < n; i++)
-			before[i] = wakeups(t[i]);
+		woke = -threads_wakeups(t, n);
 		watch_rest(&w);
 		poll_empty(&p, 25, 0, &w);   /* the lease grows: 0.5, 1, 2, 4 ms */
-		for (int i = 0; i < n; i++)
-			woke += wakeups(t[i]) - before[i];
+		woke += threads_wakeups(t, n);
 		watch_rest(&w);
 		post_write_flags(&p, (uint64_t)r, XR_SEND_SIGNALED);
 		while (!got && h_now_ms() < until) {   /* its completion hands back */
@@ -447,7 +455,7 @@ static void test_caller_driven_posts_cost_few_wakeups(void **state)
 	struct xr_wc wc;
 	cpu_set_t one, all;
 	pid_t t[8];
-	long before[8], woke = 0;
+	long woke;
 	int n;
 
 	(void)state;
@@ -464,8 +472,7 @@ static void test_caller_driven_posts_cost_few_wakeups(void **state)
 		sched_setaffinity(t[i], sizeof(one), &one);
 	sched_setaffinity(0, sizeof(one), &one);
 	usleep(20000);
-	for (int i = 0; i < n; i++)
-		before[i] = wakeups(t[i]);
+	woke = -threads_wakeups(t, n);
 	for (int i = 0; i < N; i++) {
 		uint64_t until = h_now_ms() + 5000;
 		int got = 0;
@@ -480,8 +487,7 @@ static void test_caller_driven_posts_cost_few_wakeups(void **state)
 		assert_int_equal(got, 1);
 		assert_int_equal(wc.status, XR_WC_SUCCESS);
 	}
-	for (int i = 0; i < n; i++)
-		woke += wakeups(t[i]) - before[i];
+	woke += threads_wakeups(t, n);
 	sched_setaffinity(0, sizeof(all), &all);
 	printf("engine threads woke %ld times for %d caller-driven WRITEs\n", woke, N);
 	assert_true(woke <= 3 * N + N / 4);
