@@ -105,7 +105,7 @@ int main(int argc, char **argv)
 	}
 	CHECK(xr_link_rx_backlog(a, &queued, &cap) == 0 && cap >= 8192, "A's receive ring holds %u frames of MTU %u",
 	      cap, a->mtu);
-	drain(a);   /* what the kernel sent when the pair came up */
+	drain(a);   /* nothing expected: veth_pair.sh keeps the kernel quiet */
 
 	unsigned sent = send_frames(b, a->mac, 8000);
 	uint64_t drops0 = a->stats.rx_drops;
