@@ -231,6 +231,7 @@ struct commit_mem {
 	struct xr_qp_act *act;       /* the active block resized for a new SQ size */
 	struct xr_rd_res *res;       /* more READ/atomic resources */
 	uint32_t res_cap;
+	bool res_discard;            /* max_dest_rd_atomic changed: the saved results go (A34) */
 };
 
 static bool commit_mem_take(struct xr_engine *e, struct xr_qp *qp, const struct xr_qp_ctx *next,
@@ -241,6 +242,7 @@ static bool commit_mem_take(struct xr_engine *e, struct xr_qp *qp, const struct 
 	bool reset = next->state == XR_QPS_RESET;   /* the block goes: nothing in flight stays */
 
 	memset(m, 0, sizeof(*m));
+	m->res_discard = qp->in_use && next->max_dest_rd_atomic != qp->ctx.max_dest_rd_atomic;
 	if (qp->act && !reset && qp->act->meta_slots != slots && !act_at_rest(qp)) {
 		m->act = act_alloc(e, slots);
 		if (!m->act)
@@ -292,9 +294,10 @@ static void runtime_setup(struct xr_engine *e, struct xr_qp *qp, struct commit_m
 		}
 		act_release(e, old);
 	}
-	if (nres != rs->nres) {
-		/* max_dest_rd_atomic changed: the saved results go (A34); what is
-		 * still owed was owed under the old limit and is dropped too. */
+	if (nres != rs->nres || m->res_discard) {
+		/* max_dest_rd_atomic changed, even within the same number of
+		 * slots: the saved results go (A34); what is still owed was owed
+		 * under the old limit and is dropped too. */
 		xr_resp_flush(qp);
 		if (m->res) {
 			res_free(e, qp);
@@ -424,6 +427,13 @@ static void merge(struct xr_qp_ctx *live, const struct xr_qp_ctx *s, uint32_t ma
 #undef TAKE
 }
 
+/* In SQD with WQEs started and not all completed: still draining (B28;
+ * the SQ_DRAINED event comes when the last one completes, req.c). */
+static bool sq_draining(const struct xr_qp *qp)
+{
+	return qp->ctx.state == XR_QPS_SQD && qp->req.tail != qp->req.started_end;
+}
+
 static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 {
 	struct xr_qp_ctx shadow, next;
@@ -455,6 +465,8 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 		st = XR_CMD_ST_BAD_TRANSITION;
 	else if (next.srqn != old_srqn && !is_new && old_state != XR_QPS_RESET)
 		st = XR_CMD_ST_BAD_STATE;   /* the SRQ is chosen in RESET only */
+	else if (!is_new && sq_draining(qp) && next.state != XR_QPS_ERR && next.state != XR_QPS_RESET)
+		st = XR_CMD_ST_BAD_STATE;   /* B28: SQD is left or changed once drained */
 	else
 		st = validate(e, &next);
 	/* Memory first: nothing below may fail once the SRQ is taken. */
