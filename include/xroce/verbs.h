@@ -188,6 +188,10 @@ struct xr_qp_init_attr {
  * handle in wr.ud; a UD receive buffer starts with 40 GRH bytes. */
 
 enum xr_mtu { XR_MTU_256 = 1, XR_MTU_512 = 2, XR_MTU_1024 = 3, XR_MTU_2048 = 4, XR_MTU_4096 = 5 };
+/* The port's active MTU: the largest path MTU whose packets the link
+ * carries (its IP MTU less IPv6, UDP, BTH, RETH and ICRC). A QP's path MTU
+ * may not exceed it (modify_qp: EINVAL). */
+enum xr_mtu xr_active_mtu(struct xr_context *ctx);
 
 struct xr_global_route {
 	xr_gid dgid;

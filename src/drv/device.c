@@ -138,6 +138,17 @@ void xr_query_gid(struct xr_context *ctx, xr_gid *gid)
 	*gid = ctx->gid;
 }
 
+enum xr_mtu xr_active_mtu(struct xr_context *ctx)
+{
+	/* IP 40 (IPv6, the larger) + UDP 8 + BTH 12 + RETH 16 + ICRC 4 */
+	uint32_t room = ctx->link->mtu > 80 ? ctx->link->mtu - 80 : 0;
+	enum xr_mtu m = XR_MTU_256;
+
+	while (m < XR_MTU_4096 && (256u << m) <= room)
+		m++;
+	return m;
+}
+
 struct xr_regio *xr_context_regs(struct xr_context *ctx)
 {
 	return ctx->regs;

@@ -273,7 +273,8 @@ static int check_modify(const struct xr_qp *qp, const struct xr_qp_attr *a, int 
 		return EINVAL;
 	if ((mask & XR_QP_ALT_PATH) || ((mask & XR_QP_AV) && !a->ah_attr.is_global))
 		return EINVAL;   /* RoCE: no alternate path; the address needs a GRH */
-	if ((mask & XR_QP_PATH_MTU) && (a->path_mtu < XR_MTU_256 || a->path_mtu > XR_MTU_4096))
+	/* G3: no larger than the link carries (frames past its MTU are lost). */
+	if ((mask & XR_QP_PATH_MTU) && (a->path_mtu < XR_MTU_256 || a->path_mtu > xr_active_mtu(qp->ctx)))
 		return EINVAL;
 	if ((mask & XR_QP_TIMEOUT) && a->timeout > 31)
 		return EINVAL;

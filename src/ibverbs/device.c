@@ -430,17 +430,6 @@ int xrv_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_
 	return 0;
 }
 
-enum ibv_mtu xrv_active_mtu(struct xrv_context *x)
-{
-	/* IP 40 (IPv6, the larger) + UDP 8 + BTH 12 + RETH 16 + ICRC 4 */
-	uint32_t room = x->link->mtu > 80 ? x->link->mtu - 80 : 0;
-	enum ibv_mtu m = IBV_MTU_256;
-
-	while (m < IBV_MTU_4096 && (256u << m) <= room)
-		m++;
-	return room < 256 ? IBV_MTU_256 : m;
-}
-
 int xrv_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr, size_t len)
 {
 	struct xrv_context *x = xrv_ctx(c);
@@ -451,7 +440,7 @@ int xrv_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *at
 		return EINVAL;
 	a.state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
 	a.max_mtu = IBV_MTU_4096;
-	a.active_mtu = xrv_active_mtu(x);
+	a.active_mtu = (enum ibv_mtu)xr_active_mtu(x->xr);
 	a.gid_tbl_len = 1;
 	a.port_cap_flags = IBV_PORT_CM_SUP;
 	a.max_msg_sz = 1u << 31;

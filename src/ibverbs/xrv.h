@@ -124,7 +124,4 @@ int xrv_modify_qp_rate_limit(struct ibv_qp *qp, struct ibv_qp_rate_limit_attr *a
 int xrv_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
 			struct ibv_device_attr_ex *attr, size_t len);
 
-/* The path MTU the link carries (its IP MTU less the RoCE headers). */
-enum ibv_mtu xrv_active_mtu(struct xrv_context *x);
-
 #endif

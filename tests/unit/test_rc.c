@@ -500,6 +500,16 @@ static void test_modify_qp_rules(void **state)
 	int rtr = XR_QP_STATE | XR_QP_AV | XR_QP_PATH_MTU | XR_QP_DEST_QPN | XR_QP_RQ_PSN |
 		  XR_QP_MAX_DEST_RD_ATOMIC | XR_QP_MIN_RNR_TIMER;
 	assert_int_equal(xr_modify_qp(q, &a, rtr), EINVAL);
+	/* G3: no larger than the port's active MTU, what the link carries:
+	 * a 1500-byte link takes 1024-byte packets, not 2048 */
+	{
+		uint32_t link_mtu = p.la->mtu;
+		p.la->mtu = 1500;
+		assert_int_equal(xr_active_mtu(p.a.ctx), XR_MTU_1024);
+		a.path_mtu = XR_MTU_2048;
+		assert_int_equal(xr_modify_qp(q, &a, rtr), EINVAL);
+		p.la->mtu = link_mtu;
+	}
 	a.path_mtu = XR_MTU_1024;
 	a.ah_attr.is_global = 0;
 	assert_int_equal(xr_modify_qp(q, &a, rtr), EINVAL);
@@ -523,6 +533,9 @@ static void test_modify_qp_rules(void **state)
 	int rts = XR_QP_STATE | XR_QP_TIMEOUT | XR_QP_RETRY_CNT | XR_QP_RNR_RETRY | XR_QP_SQ_PSN | XR_QP_MAX_QP_RD_ATOMIC;
 	assert_int_equal(xr_modify_qp(q, &a, rts), EINVAL);
 	a.retry_cnt = 7;
+	a.timeout = 32;   /* G3: the timeout exponent is five bits */
+	assert_int_equal(xr_modify_qp(q, &a, rts), EINVAL);
+	a.timeout = 0;
 	assert_int_equal(xr_modify_qp(q, &a, rts & ~XR_QP_TIMEOUT), EINVAL);
 	assert_int_equal(xr_modify_qp(q, &a, rts), 0);
 	/* CUR_STATE must match */
