@@ -219,12 +219,65 @@ static void test_rereg_in_the_window(void **state)
 	window_round(true);
 }
 
+/* A region registered again takes the index just freed (LIFO): its key
+ * must still differ from every key that index had in its last 254
+ * registrations, or a peer holding a stale key reaches the new region.
+ * (Random variants that only avoided the previous one repeated within a
+ * few dozen registrations.) The stale first key is refused on the wire. */
+static void test_a_stale_key_stays_stale(void **state)
+{
+	enum { N = 255 };
+	struct h_opts o = { .mode = XR_PROGRESS_INLINE, .mtu = XR_MTU_1024, .buf_len = 4096, .timeout = 10,
+			    .retry_cnt = 1, .rnr_retry = 1 };
+	struct pair p;
+	uint32_t key[N], index = 0;
+	struct xr_mr *mr = NULL;
+	(void)state;
+
+	assert_int_equal(h_open(&p, &o), 0);
+	for (unsigned i = 0; i < N; i++) {
+		mr = xr_reg_mr(p.a.pd, h_data(&p.a), 4096, XR_ACCESS_LOCAL_WRITE | XR_ACCESS_REMOTE_WRITE);
+		assert_non_null(mr);
+		key[i] = mr->rkey;
+		if (i == 0)
+			index = mr->handle;
+		assert_int_equal(mr->handle, index);   /* the same slot each time */
+		for (unsigned j = 0; j < i; j++)
+			if (key[j] == key[i])
+				fail_msg("registration %u reuses the key of registration %u (0x%08x)", i, j, key[i]);
+		if (i + 1 < N)
+			assert_int_equal(xr_dereg_mr(mr), 0);
+	}
+	{
+		struct xr_sge s = { (uintptr_t)h_data(&p.b), 8, p.b.mr->lkey };
+		struct xr_send_wr w = { .wr_id = 9, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+					.send_flags = XR_SEND_SIGNALED };
+		struct xr_wc wc;
+		uint64_t until = h_now_ms() + 2000;
+		int got = 0;
+
+		w.wr.rdma.remote_addr = (uintptr_t)h_data(&p.a);
+		w.wr.rdma.rkey = key[0];
+		assert_int_equal(xr_post_send(p.b.qp[0], &w, NULL), 0);
+		while (!got && h_now_ms() < until) {
+			xr_engine_progress(xr_context_engine(p.a.ctx));
+			xr_engine_progress(xr_context_engine(p.b.ctx));
+			got = xr_poll_cq(p.b.cq, 1, &wc);
+		}
+		assert_int_equal(got, 1);
+		assert_int_equal(wc.status, XR_WC_REM_ACCESS_ERR);
+	}
+	assert_int_equal(xr_dereg_mr(mr), 0);
+	h_close(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dereg_in_the_window),
 		cmocka_unit_test(test_rereg_in_the_window),
 		cmocka_unit_test(test_no_write_after_dereg),
+		cmocka_unit_test(test_a_stale_key_stays_stale),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
