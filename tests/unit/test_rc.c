@@ -151,6 +151,42 @@ static void test_write(void **s) { (void)s; run_op_matrix(XR_WR_RDMA_WRITE); }
 static void test_write_imm(void **s) { (void)s; run_op_matrix(XR_WR_RDMA_WRITE_WITH_IMM); }
 static void test_read(void **s) { (void)s; run_op_matrix(XR_WR_RDMA_READ); }
 
+/* C6: a type-2 window grants access only to the QP that bound it. b binds
+ * one on its QP 0; a READ through it arrives on b's QP 1 (same PD) and is
+ * refused (REM_ACCESS_ERR), the same READ on QP 0 succeeds. */
+static void test_type2_window_serves_only_its_qp(void **state)
+{
+	struct pair p;
+	struct h_opts o = base_opts(XR_MTU_1024);
+	struct xr_mr *mr;
+	struct xr_mw *mw;
+	struct xr_sge s;
+	struct xr_send_wr rd = { .num_sge = 1, .opcode = XR_WR_RDMA_READ, .send_flags = XR_SEND_SIGNALED };
+
+	(void)state;
+	o.nqp = 2;
+	assert_int_equal(h_open(&p, &o), 0);
+	mw = bind_type2(&p, &p.b, &mr);
+	fill(h_data(&p.b), 64, 7);
+	memset(h_data(&p.a) + 8192, 0, 64);
+	s = (struct xr_sge){ (uintptr_t)h_data(&p.a) + 8192, 64, p.a.mr->lkey };
+	rd.sg_list = &s;
+	rd.wr.rdma.remote_addr = (uintptr_t)h_data(&p.b);
+	rd.wr.rdma.rkey = mw->rkey;
+	rd.wr_id = 1;
+	assert_int_equal(xr_post_send(p.a.qp[1], &rd, NULL), 0);
+	expect_wc(&p, &p.a, 1, XR_WC_REM_ACCESS_ERR, XR_WC_RDMA_READ, "window bound on another QP");
+	for (size_t i = 0; i < 64; i++)
+		assert_int_equal(h_data(&p.a)[8192 + i], 0);
+	rd.wr_id = 2;
+	assert_int_equal(xr_post_send(p.a.qp[0], &rd, NULL), 0);
+	expect_wc(&p, &p.a, 2, XR_WC_SUCCESS, XR_WC_RDMA_READ, "window on the QP that bound it");
+	assert_memory_equal(h_data(&p.a) + 8192, h_data(&p.b), 64);
+	assert_int_equal(xr_dealloc_mw(mw), 0);
+	assert_int_equal(xr_dereg_mr(mr), 0);
+	h_close(&p);
+}
+
 static void test_atomics(void **state)
 {
 	struct pair p;
@@ -673,7 +709,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		BOTH(test_send), BOTH(test_send_imm), BOTH(test_send_inv), BOTH(test_write),
-		BOTH(test_write_imm), BOTH(test_read), BOTH(test_atomics),
+		BOTH(test_write_imm), BOTH(test_read), BOTH(test_atomics), BOTH(test_type2_window_serves_only_its_qp),
 		BOTH(test_inline_unsignaled_local_inv), BOTH(test_refusals),
 		cmocka_unit_test(test_opcode_sequence_and_state), BOTH(test_modify_qp_rules), BOTH(test_one_entry_queues),
 		cmocka_unit_test(test_fault_wrapper_is_reproducible), BOTH(test_pcap_tap),
