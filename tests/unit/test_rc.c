@@ -580,6 +580,10 @@ static void test_modify_qp_rules(void **state)
 	/* SQD and back; ERR; RESET; ERR from RESET refused */
 	a.qp_state = XR_QPS_SQD;
 	assert_int_equal(xr_modify_qp(q, &a, XR_QP_STATE), 0);
+	/* SQD -> SQD takes PORT, not CUR_STATE (the kernel's qp_state_table) */
+	a.cur_qp_state = XR_QPS_SQD;
+	assert_int_equal(xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_CUR_STATE), EINVAL);
+	assert_int_equal(xr_modify_qp(q, &a, XR_QP_STATE | XR_QP_PORT), 0);
 	a.qp_state = XR_QPS_RTS;
 	assert_int_equal(xr_modify_qp(q, &a, XR_QP_STATE), 0);
 	a.qp_state = XR_QPS_ERR;
