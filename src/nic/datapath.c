@@ -666,6 +666,26 @@ int xr_dp_pass(struct xr_engine *e, bool block, bool *ran)
 	return work;
 }
 
+int xr_dp_link_wait_fd(struct xr_engine *e)
+{
+	int fd;
+
+	pthread_mutex_lock(&e->dp_mutex);
+	fd = e->link->ops->wait_fd(e->link);
+	pthread_mutex_unlock(&e->dp_mutex);
+	return fd;
+}
+
+bool xr_dp_tx_waiting(struct xr_engine *e)
+{
+	bool waiting;
+
+	pthread_mutex_lock(&e->dp_mutex);
+	waiting = e->txq->n != 0;
+	pthread_mutex_unlock(&e->dp_mutex);
+	return waiting;
+}
+
 int xr_engine_progress(struct xr_engine *e)
 {
 	return xr_dp_pass(e, false, NULL);

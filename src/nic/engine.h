@@ -549,6 +549,11 @@ struct xr_tx {
 /* One pass (datapath.c): block waits for a pass another thread runs;
  * *ran (may be NULL) says whether this one ran at all. */
 int xr_dp_pass(struct xr_engine *e, bool block, bool *ran);
+/* For the thread about to sleep, under the pass lock that callers' passes
+ * hold: the link's wait fd (taking it may reset receive state a pass
+ * reads), and whether frames the link refused wait in txq. */
+int xr_dp_link_wait_fd(struct xr_engine *e);
+bool xr_dp_tx_waiting(struct xr_engine *e);
 /* Wakes the engine's thread through its doorbell eventfd. */
 void xr_dp_wake_thread(struct xr_engine *e);
 /* The tick that wakes an untimed sleeper for timers a pass just armed. */

@@ -172,7 +172,7 @@ static void sleep_on_fds(struct xr_engine *e, int link_fd)
 	 * this load sees untimed and wakes us (xr_qp_mark_busy). */
 	atomic_store(&e->progress.untimed, true);
 	due = __atomic_load_n(&e->nbusy, __ATOMIC_SEQ_CST) || __atomic_load_n(&e->nwaiting, __ATOMIC_ACQUIRE) ||
-	      e->txq->n;
+	      xr_dp_tx_waiting(e);
 	if (due)
 		atomic_store(&e->progress.untimed, false);
 	tmo = due ? &ts : NULL;
@@ -206,7 +206,7 @@ static bool sleep_armed(struct xr_engine *e)
 	int link_fd;
 
 	atomic_store(&e->progress.sleeping, true);
-	link_fd = e->link->ops->wait_fd(e->link);
+	link_fd = xr_dp_link_wait_fd(e);
 	/* Work queued (or a frame received) between the last pass and the
 	 * flag (the link's arming) is found by this pass. */
 	if (xr_dp_pass(e, true, NULL)) {
