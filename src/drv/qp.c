@@ -310,6 +310,13 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 		return EINVAL;
 	ctx = qp->ctx;
 	pthread_mutex_lock(&ctx->lock);
+	{
+		/* The engine moves a QP to ERR or SQE by itself: judge the
+		 * modify from the state it is in, not the one last set here. */
+		struct xr_qp_ctx now;
+		if (!xr_regio_qp_read(ctx->regs, qp->qpn, &now))
+			qp->hw.state = now.state;
+	}
 	rc = check_modify(qp, a, mask);
 	if (rc)
 		goto out;

@@ -80,6 +80,21 @@ void xr_qp_to_error(struct xr_engine *e, struct xr_qp *qp, uint8_t status)
 	xr_qp_mark_busy(e, qp);
 }
 
+void xr_qp_to_sq_error(struct xr_engine *e, struct xr_qp *qp, uint8_t status)
+{
+	/* RC fails whole; UD and UC lose only their send queue (IBTA
+	 * 10.3.1: the Send Queue Error state; the receive queue works on,
+	 * SQE -> RTS resumes). rxe uses ERR for all (G4). */
+	if (qp->ctx.type == XR_QPT_RC || (qp->ctx.state != XR_QPS_RTS && qp->ctx.state != XR_QPS_SQD)) {
+		xr_qp_to_error(e, qp, status);
+		return;
+	}
+	xr_evlog_add(e, XR_EV_QP_ERROR, qp->qpn, status, qp->req.una_psn);
+	xr_evlog_add(e, XR_EV_QP_STATE, qp->qpn, qp->ctx.state, XR_QPS_SQE);
+	qp->ctx.state = XR_QPS_SQE;
+	xr_qp_mark_busy(e, qp);
+}
+
 static const struct xr_hw_wqe *sq_slot(const struct xr_qp *qp, uint16_t idx)
 {
 	uint32_t mask = (1u << qp->ctx.sq_log_size) - 1;
@@ -120,10 +135,11 @@ const struct xr_hw_rwqe *xr_rq_slot(const struct xr_qp *qp, uint16_t idx)
 	return rq_slot(qp, idx);
 }
 
-void xr_qp_flush(struct xr_engine *e, struct xr_qp *qp)
+/* The send queue's WQEs not completed: the one that failed with its own
+ * status, the rest WR_FLUSH_ERR; the requester starts over at sq_pi. */
+void xr_qp_flush_sq(struct xr_engine *e, struct xr_qp *qp)
 {
 	struct xr_req *rq = &qp->req;
-	struct xr_resp *rs = &qp->resp;
 
 	if (qp->ctx.sq_log_size && qp->ctx.sq_base) {
 		for (uint16_t i = rq->tail; i != qp->sq_pi; i++) {
@@ -143,7 +159,13 @@ void xr_qp_flush(struct xr_engine *e, struct xr_qp *qp)
 	rq->rd_atomic_out = rq->rd_atomic_started = 0;
 	rq->timer_due_ns = rq->rnr_due_ns = 0;
 	qp->ctx.sq_ci = rq->tail;
+}
 
+void xr_qp_flush(struct xr_engine *e, struct xr_qp *qp)
+{
+	struct xr_resp *rs = &qp->resp;
+
+	xr_qp_flush_sq(e, qp);
 	if (rs->have_rwqe) {
 		/* A WQE the QP holds mid-message (its own, or taken from the SRQ:
 		 * the buffer goes back to the application either way). */

@@ -370,7 +370,7 @@ static bool qp_has_work(const struct xr_qp *qp)
 	if (qp->ctx.state == XR_QPS_ERR)
 		return r->tail != qp->sq_pi || qp->resp.rq_head != qp->rq_pi || xr_resp_has_work(qp);
 	return xr_resp_has_work(qp) || r->cur_active || r->retx_pending ||
-	       (r->head != qp->sq_pi && qp->ctx.state == XR_QPS_RTS) ||
+	       (r->head != qp->sq_pi && (qp->ctx.state == XR_QPS_RTS || qp->ctx.state == XR_QPS_SQE)) ||
 	       r->timer_due_ns || r->rnr_due_ns || xr_cc_has_work(qp);
 }
 
@@ -385,7 +385,7 @@ static bool qp_can_move(const struct xr_qp *qp)
 	if (qp->cc.held || qp->cc.cnp_owed)
 		return qp->cc.cnp_owed;
 	return xr_resp_has_work(qp) || r->cur_active || r->retx_pending ||
-	       (r->head != qp->sq_pi && qp->ctx.state == XR_QPS_RTS);
+	       (r->head != qp->sq_pi && (qp->ctx.state == XR_QPS_RTS || qp->ctx.state == XR_QPS_SQE));
 }
 
 /* ---- QPs that wait ---- */
@@ -508,6 +508,8 @@ static void serve_qp(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, ui
 			xr_req_tx(e, qp, tx, now);
 		if (qp->ctx.state == XR_QPS_ERR)
 			xr_qp_flush(e, qp);
+		else if (qp->ctx.state == XR_QPS_SQE)
+			xr_qp_flush_sq(e, qp);   /* UD/UC: the receive side works on */
 	}
 }
 

@@ -464,8 +464,12 @@ bool xr_complete(struct xr_engine *e, struct xr_qp *qp, uint32_t cqn, const stru
 		 bool solicited);
 /* Moves a QP to ERR from the data path, logging why. */
 void xr_qp_to_error(struct xr_engine *e, struct xr_qp *qp, uint8_t status);
+/* A send-side error: RC to ERR; UD and UC to SQE (the receive side works
+ * on; the send queue is flushed until the QP is moved back to RTS). */
+void xr_qp_to_sq_error(struct xr_engine *e, struct xr_qp *qp, uint8_t status);
 /* Completes every outstanding WQE of a QP in ERR with FLUSH_ERR. */
 void xr_qp_flush(struct xr_engine *e, struct xr_qp *qp);
+void xr_qp_flush_sq(struct xr_engine *e, struct xr_qp *qp);
 uint8_t xr_wc_opcode_of_wr(uint8_t wr);
 const struct xr_hw_wqe *xr_sq_slot(const struct xr_qp *qp, uint16_t idx);
 const struct xr_hw_rwqe *xr_rq_slot(const struct xr_qp *qp, uint16_t idx);

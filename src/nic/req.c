@@ -195,7 +195,7 @@ static bool start_wqe(struct xr_engine *e, struct xr_qp *qp)
 			r->tail = r->started_end = r->head;
 			qp->ctx.sq_ci = r->tail;
 			if (wc.status != XR_WC_SUCCESS)
-				xr_qp_to_error(e, qp, wc.status);
+				xr_qp_to_sq_error(e, qp, wc.status);
 			return wc.status == XR_WC_SUCCESS;
 		}
 		if ((w->flags & XR_SEND_FENCE) && r->rd_atomic_out)
@@ -349,7 +349,7 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 			xr_link_frame_free(e->link, f);
 			m->status = (uint8_t)err;
 			r->cur_active = false;
-			xr_qp_to_error(e, qp, (uint8_t)err);
+			xr_qp_to_sq_error(e, qp, (uint8_t)err);
 			return false;
 		}
 	}

@@ -164,6 +164,51 @@ static void test_bad_rkey_silent(void **state)
 	close_uc(&u);
 }
 
+/* G4 (IBTA 10.3.1; rxe uses ERR): a WRITE that fails locally (a bad
+ * L_Key) moves the UC QP to SQE: the WQE completes LOC_PROT_ERR, nothing
+ * leaves, its receive side still takes b's message, and SQE -> RTS makes
+ * it send again. */
+static void test_send_error_to_sqe(void **state)
+{
+	struct uc_pair u;
+	struct xr_wc wc[4];
+	struct xr_qp_attr a;
+	uint32_t lkey;
+	uint64_t dst;
+
+	(void)state;
+	open_uc(&u, NULL);
+	dst = (uintptr_t)(h_data(&u.p.b) + 4096);
+	lkey = u.p.a.mr->lkey;
+	u.p.a.mr->lkey ^= 0x5A;   /* the WR's SGE carries a key a does not have */
+	assert_int_equal(post_op(u.a, &u.p.a, XR_WR_RDMA_WRITE, 0, 64, dst, u.p.b.mr->rkey, 0, 1), 0);
+	u.p.a.mr->lkey = lkey;
+	assert_int_equal(d_collect(&u.p, &u.p.a, wc, 4, 500), 1);
+	assert_int_equal(wc[0].status, XR_WC_LOC_PROT_ERR);
+	assert_int_equal(d_counter(&u.p.a, XR_CNT_TX_PKTS), 0);
+	assert_int_equal(xr_query_qp(u.a, &a, 0, NULL), 0);
+	assert_int_equal(a.qp_state, XR_QPS_SQE);
+	/* b's message still lands in a */
+	assert_int_equal(d_post_recv(u.a, &u.p.a, 8192, SLOT, 7), 0);
+	fill(&u.p.b, 0, 48, 5);
+	assert_int_equal(post_op(u.b, &u.p.b, XR_WR_SEND, 0, 48, 0, 0, 0, 8), 0);
+	assert_int_equal(d_collect(&u.p, &u.p.a, wc, 4, 500), 1);
+	assert_int_equal(wc[0].status, XR_WC_SUCCESS);
+	assert_int_equal(wc[0].wr_id, 7);
+	assert_memory_equal(h_data(&u.p.a) + 8192, h_data(&u.p.b), 48);
+	/* back to RTS: the WRITE goes through */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = XR_QPS_RTS;
+	assert_int_equal(xr_modify_qp(u.a, &a, XR_QP_STATE), 0);
+	fill(&u.p.a, 0, 64, 9);
+	assert_int_equal(post_op(u.a, &u.p.a, XR_WR_RDMA_WRITE, 0, 64, dst, u.p.b.mr->rkey, 0, 2), 0);
+	assert_int_equal(d_collect(&u.p, &u.p.a, wc, 4, 500), 1);
+	assert_int_equal(wc[0].status, XR_WC_SUCCESS);
+	d_quiet(&u.p, &u.p.b, 50);
+	assert_memory_equal(h_data(&u.p.b) + 4096, h_data(&u.p.a), 64);
+	close_uc(&u);
+}
+
 /* Under loss and corruption: what arrives is exactly some message, whole,
  * in order, each at most once; what is lost is lost whole. */
 static void test_loss_whole_messages(void **state)
@@ -246,6 +291,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_send_write_no_acks),
 		cmocka_unit_test(test_bad_rkey_silent),
+		cmocka_unit_test(test_send_error_to_sqe),
 		cmocka_unit_test(test_loss_whole_messages),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

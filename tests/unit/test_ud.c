@@ -164,6 +164,85 @@ static void test_qkey(void **state)
 	h_close(&p);
 }
 
+/* G4, IBTA 10.3.1 (rxe departs: it moves the QP to ERR): a send that
+ * fails locally (a bad L_Key) moves a UD QP to SQE, not ERR. Its receive
+ * side works on; what it posts to send meanwhile is flushed; SQE -> RTS
+ * (CUR_STATE SQE accepted) makes it send again. */
+static void test_send_error_keeps_receiving(void **state)
+{
+	struct h_opts o = d_opts(false);
+	struct pair p;
+	struct xr_qp *a_qp, *b_qp;
+	struct xr_ah *to_b, *to_a;
+	struct xr_qp_attr attr;
+	struct xr_wc wc;
+	struct xr_sge bad;
+	struct xr_send_wr wr;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &o), 0);
+	a_qp = d_ud_qp(&p.a, QKEY, NULL);
+	b_qp = d_ud_qp(&p.b, QKEY, NULL);
+	to_b = d_ah(&p.a, &p.b, 64, 0);
+	to_a = d_ah(&p.b, &p.a, 64, 0);
+	assert_non_null(a_qp);
+	assert_non_null(b_qp);
+	assert_non_null(to_b);
+	assert_non_null(to_a);
+	assert_int_equal(d_post_recv(a_qp, &p.a, 8 * SLOT, SLOT, 50), 0);
+	assert_int_equal(d_post_recv(b_qp, &p.b, 0, SLOT, 60), 0);
+
+	bad = (struct xr_sge){ (uintptr_t)h_data(&p.a), 64, p.a.mr->lkey ^ 0x5A };
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.sg_list = &bad;
+	wr.num_sge = 1;
+	wr.opcode = XR_WR_SEND;
+	wr.send_flags = XR_SEND_SIGNALED;
+	wr.wr.ud.ah = to_b;
+	wr.wr.ud.remote_qpn = xr_qp_num(b_qp);
+	wr.wr.ud.remote_qkey = QKEY;
+	assert_int_equal(xr_post_send(a_qp, &wr, NULL), 0);
+	assert_int_equal(d_collect(&p, &p.a, &wc, 1, 2000), 1);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, XR_WC_LOC_PROT_ERR);
+	assert_int_equal(xr_query_qp(a_qp, &attr, 0, NULL), 0);
+	assert_int_equal(attr.qp_state, XR_QPS_SQE);
+
+	/* Sends posted in SQE are flushed, nothing leaves. */
+	fill(&p.a, 0, 64, 3);
+	assert_int_equal(d_ud_send(a_qp, &p.a, to_b, xr_qp_num(b_qp), QKEY, 0, 64, 0, 2), 0);
+	assert_int_equal(d_collect(&p, &p.a, &wc, 1, 2000), 1);
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, XR_WC_WR_FLUSH_ERR);
+	assert_int_equal(d_quiet(&p, &p.b, 50), 0);
+
+	/* The receive side works on. */
+	fill(&p.b, 4 * SLOT, 32, 4);
+	assert_int_equal(d_ud_send(b_qp, &p.b, to_a, xr_qp_num(a_qp), QKEY, 4 * SLOT, 32, 0, 61), 0);
+	assert_true(next_recv(&p, &p.a, &wc, 2000));
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 50);
+	assert_int_equal(wc.byte_len, 40 + 32);
+	assert_true(same(h_data(&p.a) + 8 * SLOT + 40, 32, 4));
+
+	/* SQE -> RTS, as the QP really is (the driver asks the engine). */
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = XR_QPS_RTS;
+	attr.cur_qp_state = XR_QPS_SQE;
+	assert_int_equal(xr_modify_qp(a_qp, &attr, XR_QP_STATE | XR_QP_CUR_STATE), 0);
+	assert_int_equal(d_ud_send(a_qp, &p.a, to_b, xr_qp_num(b_qp), QKEY, 0, 64, 0, 3), 0);
+	assert_true(next_recv(&p, &p.b, &wc, 2000));
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 60);
+	assert_true(same(h_data(&p.b) + 40, 64, 3));
+	xr_destroy_ah(to_b);
+	xr_destroy_ah(to_a);
+	xr_destroy_qp(a_qp);
+	xr_destroy_qp(b_qp);
+	h_close(&p);
+}
+
 static void test_oversize(void **state)
 {
 	struct h_opts o = d_opts(false);
@@ -431,6 +510,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_many_peers_to_one),
 		cmocka_unit_test(test_qkey),
+		cmocka_unit_test(test_send_error_keeps_receiving),
 		cmocka_unit_test(test_unset_family_is_not_ours),
 		cmocka_unit_test(test_oversize),
 		cmocka_unit_test(test_grh_ipv4),
