@@ -68,6 +68,7 @@ struct xr_mr {
 	uint32_t lkey, rkey;
 	uint32_t handle;              /* MR table index */
 	uint64_t *mtt;                /* the page table the engine translates with */
+	int access;
 };
 
 /* Registers [addr, addr+length). Errors: EINVAL (bad flags or range), ENOMEM, ENOSPC. */
@@ -75,6 +76,12 @@ struct xr_mr *xr_reg_mr(struct xr_pd *pd, void *addr, size_t length, int access)
 /* 0; EBUSY while memory windows are bound to the region (IBA 10.6.7.2.6,
  * as rxe; the region stays registered: deallocate the windows first). */
 int xr_dereg_mr(struct xr_mr *mr);
+/* ibv_rereg_mr: what flags name changes (the range, the PD, the access);
+ * the region keeps its slot and gets new keys (the old ones are dead).
+ * 0; EINVAL (bad flags or arguments: nothing changed), EBUSY (memory
+ * windows are bound to it: nothing changed), ENOMEM. */
+enum xr_rereg_flags { XR_REREG_TRANSLATION = 1, XR_REREG_PD = 2, XR_REREG_ACCESS = 4, XR_REREG_ALL = 7 };
+int xr_rereg_mr(struct xr_mr *mr, int flags, struct xr_pd *pd, void *addr, size_t length, int access);
 
 /* Memory windows (ibv_alloc_mw, ibv_bind_mw, IBV_WR_BIND_MW), as rxe has
  * them. A window shares the key space with regions; it grants remote

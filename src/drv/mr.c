@@ -8,22 +8,52 @@
 
 /* ---- MR ---- */
 
+/* The engine's context for [addr, addr+length) with access on pd, and its
+ * page table (*mtt, the caller's to free; NULL for an empty region).
+ * 0 or an errno. */
+static int mr_ctx_build(struct xr_pd *pd, void *addr, size_t length, int access, struct xr_mr_ctx *c,
+			uint64_t **mtt)
+{
+	uintptr_t start = (uintptr_t)addr, first, last;
+	size_t pages;
+
+	if ((access & ~0x1F) || (length && !addr) || start + length < start)
+		return EINVAL;
+	if ((access & (XR_ACCESS_REMOTE_WRITE | XR_ACCESS_REMOTE_ATOMIC)) && !(access & XR_ACCESS_LOCAL_WRITE))
+		return EINVAL;   /* as ibv_reg_mr */
+	/* The page table: this process's pages, one entry each. */
+	first = start >> PAGE_SHIFT;
+	last = length ? (start + length - 1) >> PAGE_SHIFT : first;
+	pages = length ? last - first + 1 : 0;
+	*mtt = NULL;
+	if (pages) {
+		*mtt = malloc(pages * sizeof(uint64_t));
+		if (!*mtt)
+			return ENOMEM;
+		for (size_t i = 0; i < pages; i++)
+			(*mtt)[i] = (uint64_t)((first + i) << PAGE_SHIFT);
+	}
+	memset(c, 0, sizeof(*c));
+	c->va = start;
+	c->len = length;
+	c->access = (uint8_t)access;
+	c->pd = pd->pdn;
+	c->page_shift = PAGE_SHIFT;
+	c->mtt = (uintptr_t)*mtt;
+	c->mtt_count = (uint32_t)pages;
+	return 0;
+}
+
 struct xr_mr *xr_reg_mr(struct xr_pd *pd, void *addr, size_t length, int access)
 {
 	struct xr_context *ctx = pd ? pd->ctx : NULL;
 	struct xr_mr *mr;
 	struct xr_mr_ctx c;
-	uintptr_t start = (uintptr_t)addr, first, last;
-	size_t pages;
 	uint32_t st;
 	int rc;
 
-	if (!ctx || (access & ~0x1F) || (length && !addr) || start + length < start) {
+	if (!ctx) {
 		errno = EINVAL;
-		return NULL;
-	}
-	if ((access & (XR_ACCESS_REMOTE_WRITE | XR_ACCESS_REMOTE_ATOMIC)) && !(access & XR_ACCESS_LOCAL_WRITE)) {
-		errno = EINVAL;   /* as ibv_reg_mr */
 		return NULL;
 	}
 	mr = calloc(1, sizeof(*mr));
@@ -31,28 +61,12 @@ struct xr_mr *xr_reg_mr(struct xr_pd *pd, void *addr, size_t length, int access)
 		errno = ENOMEM;
 		return NULL;
 	}
-	/* The page table: this process's pages, one entry each. */
-	first = start >> PAGE_SHIFT;
-	last = length ? (start + length - 1) >> PAGE_SHIFT : first;
-	pages = length ? last - first + 1 : 0;
-	if (pages) {
-		mr->mtt = malloc(pages * sizeof(uint64_t));
-		if (!mr->mtt) {
-			free(mr);
-			errno = ENOMEM;
-			return NULL;
-		}
-		for (size_t i = 0; i < pages; i++)
-			mr->mtt[i] = (uint64_t)((first + i) << PAGE_SHIFT);
+	rc = mr_ctx_build(pd, addr, length, access, &c, &mr->mtt);
+	if (rc) {
+		free(mr);
+		errno = rc;
+		return NULL;
 	}
-	memset(&c, 0, sizeof(c));
-	c.va = start;
-	c.len = length;
-	c.access = (uint8_t)access;
-	c.pd = pd->pdn;
-	c.page_shift = PAGE_SHIFT;
-	c.mtt = (uintptr_t)mr->mtt;
-	c.mtt_count = (uint32_t)pages;
 
 	pthread_mutex_lock(&ctx->lock);
 	if (ctx->nfree_mr)
@@ -80,9 +94,54 @@ struct xr_mr *xr_reg_mr(struct xr_pd *pd, void *addr, size_t length, int access)
 	mr->pd = pd;
 	mr->addr = addr;
 	mr->length = length;
+	mr->access = access;
 	mr->lkey = c.lkey;
 	mr->rkey = c.rkey;
 	return mr;
+}
+
+int xr_rereg_mr(struct xr_mr *mr, int flags, struct xr_pd *pd, void *addr, size_t length, int access)
+{
+	struct xr_context *ctx;
+	struct xr_mr_ctx c;
+	uint64_t *mtt;
+	uint32_t st = 0;
+	int rc;
+
+	if (!mr || !flags || (flags & ~XR_REREG_ALL))
+		return EINVAL;
+	ctx = mr->context;
+	if (!(flags & XR_REREG_PD))
+		pd = mr->pd;
+	if (!(flags & XR_REREG_TRANSLATION)) {
+		addr = mr->addr;
+		length = mr->length;
+	}
+	if (!(flags & XR_REREG_ACCESS))
+		access = mr->access;
+	if (!pd || pd->ctx != ctx)
+		return EINVAL;
+	rc = mr_ctx_build(pd, addr, length, access, &c, &mtt);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&ctx->lock);
+	/* The same slot, committed again: the engine waits for packets still
+	 * using the old context and gives the region a new key variant. */
+	rc = xr_regio_mr_commit(ctx->regs, mr->handle, &c, &st);
+	pthread_mutex_unlock(&ctx->lock);
+	if (rc) {
+		free(mtt);
+		return st == XR_CMD_ST_BUSY ? EBUSY : EINVAL;   /* windows bound: it stays as it was */
+	}
+	free(mr->mtt);
+	mr->mtt = mtt;
+	mr->pd = pd;
+	mr->addr = addr;
+	mr->length = length;
+	mr->access = access;
+	mr->lkey = c.lkey;
+	mr->rkey = c.rkey;
+	return 0;
 }
 
 int xr_dereg_mr(struct xr_mr *mr)

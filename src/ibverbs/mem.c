@@ -117,11 +117,40 @@ XRV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibv)
 }
 XRV_DEFAULT(ibv_dereg_mr);
 
-XRV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)
+XRV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibv, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)
 {
-	(void)mr, (void)flags, (void)pd, (void)addr, (void)length, (void)access;
-	xrv_unsupported("ibv_rereg_mr", "deregister and register again");
-	return IBV_REREG_MR_ERR_INPUT;   /* the region stays as it was */
+	struct xrv_mr *mr = XRV_OF(xrv_mr, ibv);
+	unsigned acc = (unsigned)access & ~(unsigned)(IBV_ACCESS_OPTIONAL_RANGE | IBV_ACCESS_HUGETLB);
+	int rc;
+
+	if (!ibv || !flags || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+	    ((flags & IBV_REREG_MR_CHANGE_PD) && !pd) || ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && !addr)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && (acc & (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_ZERO_BASED))) {
+		xrv_unsupported("ibv_rereg_mr", "IBV_ACCESS_ON_DEMAND or IBV_ACCESS_ZERO_BASED");
+		errno = EOPNOTSUPP;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	rc = xr_rereg_mr(mr->xr,
+			 ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? XR_REREG_TRANSLATION : 0) |
+			 ((flags & IBV_REREG_MR_CHANGE_PD) ? XR_REREG_PD : 0) |
+			 ((flags & IBV_REREG_MR_CHANGE_ACCESS) ? XR_REREG_ACCESS : 0),
+			 (flags & IBV_REREG_MR_CHANGE_PD) ? XRV_OF(xrv_pd, pd)->xr : NULL, addr, length, (int)acc);
+	if (rc) {
+		/* The region stays as it was: refused input, or the engine's
+		 * refusal (windows bound to it) as the kernel's command failing. */
+		errno = rc;
+		return rc == EINVAL ? IBV_REREG_MR_ERR_INPUT : IBV_REREG_MR_ERR_CMD;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		ibv->pd = pd;
+	ibv->addr = mr->xr->addr;
+	ibv->length = mr->xr->length;
+	ibv->lkey = mr->xr->lkey;
+	ibv->rkey = mr->xr->rkey;
+	return 0;
 }
 
 XRV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,

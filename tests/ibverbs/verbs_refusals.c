@@ -63,6 +63,33 @@ static void grh_reply_address(struct ibv_context *ctx)
 	check(ibv_init_ah_from_wc(ctx, 1, &wc, (struct ibv_grh *)grh, &ah) != 0, "ibv_init_ah_from_wc: no GRH: refused");
 }
 
+/* ibv_rereg_mr: a new range and new access on the same region, new keys
+ * each time; bad input leaves it as it was. */
+static void rereg(struct ibv_pd *pd)
+{
+	static char a[8192], b[4096];
+	struct ibv_mr *mr = ibv_reg_mr(pd, a, sizeof(a), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	uint32_t lkey, rkey;
+
+	check(mr != NULL, "ibv_reg_mr for rereg");
+	if (!mr)
+		return;
+	lkey = mr->lkey;
+	rkey = mr->rkey;
+	check(!ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, b, sizeof(b), 0) && mr->addr == (void *)b &&
+	      mr->length == sizeof(b) && mr->lkey != lkey && mr->rkey != rkey,
+	      "ibv_rereg_mr CHANGE_TRANSLATION: the new range, new keys");
+	lkey = mr->lkey;
+	check(ibv_rereg_mr(mr, 0, NULL, NULL, 0, 0) == IBV_REREG_MR_ERR_INPUT && mr->lkey == lkey,
+	      "ibv_rereg_mr without flags: IBV_REREG_MR_ERR_INPUT, unchanged");
+	check(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, IBV_ACCESS_REMOTE_WRITE) ==
+		      IBV_REREG_MR_ERR_INPUT && mr->lkey == lkey,
+	      "ibv_rereg_mr REMOTE_WRITE without LOCAL_WRITE: IBV_REREG_MR_ERR_INPUT, unchanged");
+	check(!ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, IBV_ACCESS_LOCAL_WRITE) &&
+	      mr->lkey != lkey && mr->addr == (void *)b, "ibv_rereg_mr CHANGE_ACCESS: new keys, the range kept");
+	check(!ibv_dereg_mr(mr), "ibv_dereg_mr after rereg");
+}
+
 int main(void)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
@@ -132,6 +159,7 @@ int main(void)
 	check(!ibv_query_device_ex(ctx, NULL, &dx) && dx.packet_pacing_caps.qp_rate_limit_max > 0 &&
 	      (dx.packet_pacing_caps.supported_qpts & (1u << IBV_QPT_RC)), "query_device_ex: packet pacing caps");
 	grh_reply_address(ctx);
+	rereg(pd);
 	ibv_destroy_qp(qp);
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);

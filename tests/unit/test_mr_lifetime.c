@@ -219,6 +219,72 @@ static void test_rereg_in_the_window(void **state)
 	window_round(true);
 }
 
+/* b WRITEs 8 bytes of its buffer to raddr with rkey (both engines run
+ * inline): the completion's status. */
+static int b_writes(struct pair *p, uint64_t raddr, uint32_t rkey, uint64_t id)
+{
+	struct xr_sge s = { (uintptr_t)h_data(&p->b), 8, p->b.mr->lkey };
+	struct xr_send_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+				.send_flags = XR_SEND_SIGNALED };
+	struct xr_wc wc;
+	uint64_t until = h_now_ms() + 2000;
+	int got = 0;
+
+	w.wr.rdma.remote_addr = raddr;
+	w.wr.rdma.rkey = rkey;
+	assert_int_equal(xr_post_send(p->b.qp[0], &w, NULL), 0);
+	while (!got && h_now_ms() < until) {
+		xr_engine_progress(xr_context_engine(p->a.ctx));
+		xr_engine_progress(xr_context_engine(p->b.ctx));
+		got = xr_poll_cq(p->b.cq, 1, &wc);
+	}
+	assert_int_equal(got, 1);
+	assert_int_equal(wc.wr_id, id);
+	return wc.status;
+}
+
+/* A region registered again over another range (ibv_rereg_mr,
+ * CHANGE_TRANSLATION) keeps its slot and takes new keys: a WRITE with the
+ * new key lands in the new range, one with the old key is refused and
+ * touches neither. */
+static void test_rereg_moves_the_region(void **state)
+{
+	struct h_opts o = { .mode = XR_PROGRESS_INLINE, .mtu = XR_MTU_1024, .buf_len = 1 << 16, .timeout = 10,
+			    .retry_cnt = 1, .rnr_retry = 1 };
+	struct pair p;
+	struct xr_mr *mr;
+	uint8_t *x, *y;
+	uint32_t handle, old_rkey;
+	(void)state;
+
+	assert_int_equal(h_open(&p, &o), 0);
+	x = h_data(&p.a) + 4096;
+	y = h_data(&p.a) + 32768;
+	memset(x, 0, 4096);
+	memset(y, 0, 4096);
+	memset(h_data(&p.b), 0xA7, 8);
+	mr = xr_reg_mr(p.a.pd, x, 4096, XR_ACCESS_LOCAL_WRITE | XR_ACCESS_REMOTE_WRITE);
+	assert_non_null(mr);
+	assert_int_equal(b_writes(&p, (uintptr_t)x, mr->rkey, 1), XR_WC_SUCCESS);
+	assert_int_equal(x[0], 0xA7);
+	memset(x, 0, 8);
+	handle = mr->handle;
+	old_rkey = mr->rkey;
+	assert_int_equal(xr_rereg_mr(mr, 0, NULL, NULL, 0, 0), EINVAL);
+	assert_int_equal(mr->rkey, old_rkey);
+	assert_int_equal(xr_rereg_mr(mr, XR_REREG_TRANSLATION, NULL, y, 4096, 0), 0);
+	assert_int_equal(mr->handle, handle);
+	assert_int_not_equal(mr->rkey, old_rkey);
+	assert_ptr_equal(mr->addr, y);
+	assert_int_equal(b_writes(&p, (uintptr_t)y + 100, mr->rkey, 2), XR_WC_SUCCESS);
+	assert_int_equal(y[100], 0xA7);
+	assert_int_equal(b_writes(&p, (uintptr_t)x, old_rkey, 3), XR_WC_REM_ACCESS_ERR);
+	for (unsigned i = 0; i < 4096; i++)
+		assert_int_equal(x[i], 0);
+	assert_int_equal(xr_dereg_mr(mr), 0);
+	h_close(&p);
+}
+
 /* A region registered again takes the index just freed (LIFO): its key
  * must still differ from every key that index had in its last 254
  * registrations, or a peer holding a stale key reaches the new region.
@@ -248,25 +314,7 @@ static void test_a_stale_key_stays_stale(void **state)
 		if (i + 1 < N)
 			assert_int_equal(xr_dereg_mr(mr), 0);
 	}
-	{
-		struct xr_sge s = { (uintptr_t)h_data(&p.b), 8, p.b.mr->lkey };
-		struct xr_send_wr w = { .wr_id = 9, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
-					.send_flags = XR_SEND_SIGNALED };
-		struct xr_wc wc;
-		uint64_t until = h_now_ms() + 2000;
-		int got = 0;
-
-		w.wr.rdma.remote_addr = (uintptr_t)h_data(&p.a);
-		w.wr.rdma.rkey = key[0];
-		assert_int_equal(xr_post_send(p.b.qp[0], &w, NULL), 0);
-		while (!got && h_now_ms() < until) {
-			xr_engine_progress(xr_context_engine(p.a.ctx));
-			xr_engine_progress(xr_context_engine(p.b.ctx));
-			got = xr_poll_cq(p.b.cq, 1, &wc);
-		}
-		assert_int_equal(got, 1);
-		assert_int_equal(wc.status, XR_WC_REM_ACCESS_ERR);
-	}
+	assert_int_equal(b_writes(&p, (uintptr_t)h_data(&p.a), key[0], 9), XR_WC_REM_ACCESS_ERR);
 	assert_int_equal(xr_dereg_mr(mr), 0);
 	h_close(&p);
 }
@@ -278,6 +326,7 @@ int main(void)
 		cmocka_unit_test(test_rereg_in_the_window),
 		cmocka_unit_test(test_no_write_after_dereg),
 		cmocka_unit_test(test_a_stale_key_stays_stale),
+		cmocka_unit_test(test_rereg_moves_the_region),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
