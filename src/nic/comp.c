@@ -353,10 +353,13 @@ static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct
 		return;
 	}
 	/* The response sequence (rxe check_ack, B12): a READ's responses start
-	 * with FIRST or ONLY and go on with MIDDLE and LAST (a retry of its
-	 * tail is answered MIDDLE..LAST), and LAST (or ONLY) lands on the
-	 * READ's last PSN; anything else is a broken responder. */
-	if (!!m->read_done != !(p->op->flags & XR_OPF_FIRST) ||
+	 * with FIRST or ONLY and go on with MIDDLE and LAST, and LAST (or ONLY)
+	 * lands on the READ's last PSN; anything else is a broken responder.
+	 * A retry of its tail is a READ of the bytes still missing: rxe answers
+	 * it MIDDLE..LAST, a responder that serves it as a new READ FIRST..LAST
+	 * (or ONLY); both are taken at the retried PSN. */
+	bool restart = m->read_done && r->retried && p->psn == r->retried_psn;
+	if ((!restart && !!m->read_done != !(p->op->flags & XR_OPF_FIRST)) ||
 	    !(p->op->flags & XR_OPF_LAST) != (p->psn != m->last_psn)) {
 		xr_count(e, XR_CNT_DROP_RESP_UNEXPECTED, 1);
 		fail_tail(e, qp, XR_WC_BAD_RESP_ERR);
