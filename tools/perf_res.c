@@ -74,14 +74,6 @@ int mtu_enum_of(int bytes)
 }
 
 /* As rxe: the largest IB MTU that fits the link's MTU minus RoCE's overhead. */
-static int mtu_from_link(uint32_t link_mtu)
-{
-	int e = 5;
-	while (e > 1 && (128u << e) > link_mtu - 80)
-		e--;
-	return e;
-}
-
 /* ---- setup ---- */
 
 int open_side(struct side *s)
@@ -153,7 +145,15 @@ int open_side(struct side *s)
 	}
 	/* pingpong exchanges no MTU (as ibv_rc_pingpong): both ends take its
 	 * default, 1024, not each its own link's, which may differ. */
-	s->mtu = c->mtu ? mtu_enum_of(c->mtu) : c->pingpong ? mtu_enum_of(1024) : mtu_from_link(s->link->mtu);
+	{
+		int active = (int)xr_active_mtu(s->ctx), pp = mtu_enum_of(1024);
+		if (c->mtu && mtu_enum_of(c->mtu) > active) {
+			fprintf(stderr, "%s: -m %u is above the link's active MTU, %u (its IP MTU is %u)\n", prog,
+				(unsigned)c->mtu, 128u << active, s->link->mtu);
+			return -1;
+		}
+		s->mtu = c->mtu ? mtu_enum_of(c->mtu) : c->pingpong ? (pp < active ? pp : active) : active;
+	}
 	return 0;
 }
 

@@ -524,35 +524,55 @@ static const struct xr_link_ops udp_ops = {
 	udp_send, udp_recv, udp_wait_fd, udp_alloc, udp_free, udp_is_up, udp_close, NULL, NULL,
 };
 
-/* The MTU of the interface that holds addr (1500 when unknown). */
+/* Whether a and b (of family fam) agree under mask. */
+static bool same_net(int fam, const struct sockaddr *a, const struct sockaddr *b, const struct sockaddr *mask)
+{
+	const uint8_t *x, *y, *m;
+	size_t n = fam == AF_INET ? 4 : 16;
+
+	if (fam == AF_INET) {
+		x = (const uint8_t *)&((const struct sockaddr_in *)a)->sin_addr;
+		y = (const uint8_t *)&((const struct sockaddr_in *)b)->sin_addr;
+		m = mask ? (const uint8_t *)&((const struct sockaddr_in *)mask)->sin_addr : NULL;
+	} else {
+		x = (const uint8_t *)&((const struct sockaddr_in6 *)a)->sin6_addr;
+		y = (const uint8_t *)&((const struct sockaddr_in6 *)b)->sin6_addr;
+		m = mask ? (const uint8_t *)&((const struct sockaddr_in6 *)mask)->sin6_addr : NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		if ((x[i] ^ y[i]) & (m ? m[i] : 0xFF))
+			return false;
+	return true;
+}
+
+/* The MTU of the interface that holds addr, or else of the one whose
+ * subnet holds it (127.0.0.2 is bound through lo's 127.0.0.1/8); 1500
+ * when none does. */
 static uint32_t interface_mtu(const struct sockaddr_storage *a)
 {
-	struct ifaddrs *ifs, *i;
+	struct ifaddrs *ifs, *i, *exact = NULL, *net = NULL;
 	uint32_t mtu = 1500;
 
 	if (getifaddrs(&ifs))
 		return mtu;
-	for (i = ifs; i; i = i->ifa_next) {
-		bool match = false;
+	for (i = ifs; i && !exact; i = i->ifa_next) {
 		if (!i->ifa_addr || i->ifa_addr->sa_family != a->ss_family)
 			continue;
-		if (a->ss_family == AF_INET)
-			match = !memcmp(&((struct sockaddr_in *)i->ifa_addr)->sin_addr,
-					&((const struct sockaddr_in *)a)->sin_addr, 4);
-		else
-			match = !memcmp(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr,
-					&((const struct sockaddr_in6 *)a)->sin6_addr, 16);
-		if (match) {
-			struct ifreq ifr;
-			int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-			memset(&ifr, 0, sizeof(ifr));
-			snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", i->ifa_name);
-			if (fd >= 0 && ioctl(fd, SIOCGIFMTU, &ifr) == 0)
-				mtu = (uint32_t)ifr.ifr_mtu;
-			if (fd >= 0)
-				close(fd);
-			break;
-		}
+		if (same_net(a->ss_family, i->ifa_addr, (const struct sockaddr *)a, NULL))
+			exact = i;
+		else if (!net && i->ifa_netmask &&
+			 same_net(a->ss_family, i->ifa_addr, (const struct sockaddr *)a, i->ifa_netmask))
+			net = i;
+	}
+	if (exact || net) {
+		struct ifreq ifr;
+		int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		memset(&ifr, 0, sizeof(ifr));
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", (exact ? exact : net)->ifa_name);
+		if (fd >= 0 && ioctl(fd, SIOCGIFMTU, &ifr) == 0)
+			mtu = (uint32_t)ifr.ifr_mtu;
+		if (fd >= 0)
+			close(fd);
 	}
 	freeifaddrs(ifs);
 	return mtu;
