@@ -36,7 +36,7 @@ struct xr_context {
 	xr_gid gid;
 	uint32_t next_pd, next_cqn, next_mr, next_qpn, next_srqn;
 	uint32_t *free_srqn, nfree_srqn;
-	uint32_t *free_mr, nfree_mr;
+	uint32_t *free_mr, nfree_mr, free_mr_head;   /* freed MR/MW indices, oldest at free_mr_head */
 	uint32_t *free_qpn, nfree_qpn;
 	struct xr_qp **qp_by_num;      /* CQEs name QPs by number */
 	struct xr_cq **cq_by_num;      /* interrupts name CQs by number */

@@ -8,6 +8,33 @@
 
 /* ---- MR ---- */
 
+/* A freed MR/MW index waits behind this many others before it is taken
+ * again (fresh indices go first meanwhile): a peer still holding a key of
+ * the region it held meets only a region registered much later, and then
+ * only if the new key's random byte matches too (rxe's indices cycle the
+ * same way). Bounds the table's touched slots to those live plus these. */
+#define MR_QUARANTINE 1024
+
+/* An index for a region or window, or 0 when the table is full. */
+static uint32_t mr_index_take(struct xr_context *ctx)
+{
+	uint32_t waiting = ctx->nfree_mr - ctx->free_mr_head, h;
+
+	if (!waiting || (waiting <= MR_QUARANTINE && ctx->next_mr < XR_MAX_MR))
+		return ctx->next_mr < XR_MAX_MR ? ctx->next_mr++ : 0;
+	h = ctx->free_mr[ctx->free_mr_head++];
+	if (ctx->free_mr_head == ctx->nfree_mr) {
+		ctx->free_mr_head = ctx->nfree_mr = 0;
+	} else if (ctx->free_mr_head >= MR_QUARANTINE) {
+		/* Compact: the queue never holds much more than the quarantine. */
+		memmove(ctx->free_mr, ctx->free_mr + ctx->free_mr_head,
+			(ctx->nfree_mr - ctx->free_mr_head) * sizeof(*ctx->free_mr));
+		ctx->nfree_mr -= ctx->free_mr_head;
+		ctx->free_mr_head = 0;
+	}
+	return h;
+}
+
 /* The engine's context for [addr, addr+length) with access on pd, and its
  * page table (*mtt, the caller's to free; NULL for an empty region).
  * 0 or an errno. */
@@ -69,10 +96,7 @@ struct xr_mr *xr_reg_mr(struct xr_pd *pd, void *addr, size_t length, int access)
 	}
 
 	pthread_mutex_lock(&ctx->lock);
-	if (ctx->nfree_mr)
-		mr->handle = ctx->free_mr[--ctx->nfree_mr];
-	else if (ctx->next_mr < XR_MAX_MR)
-		mr->handle = ctx->next_mr++;
+	mr->handle = mr_index_take(ctx);
 	if (!mr->handle) {
 		pthread_mutex_unlock(&ctx->lock);
 		free(mr->mtt);
@@ -191,10 +215,7 @@ struct xr_mw *xr_alloc_mw(struct xr_pd *pd, enum xr_mw_type type)
 	c.pd = pd->pdn;
 	c.page_shift = PAGE_SHIFT;
 	pthread_mutex_lock(&ctx->lock);
-	if (ctx->nfree_mr)
-		mw->handle = ctx->free_mr[--ctx->nfree_mr];
-	else if (ctx->next_mr < XR_MAX_MR)
-		mw->handle = ctx->next_mr++;
+	mw->handle = mr_index_take(ctx);
 	if (!mw->handle) {
 		pthread_mutex_unlock(&ctx->lock);
 		free(mw);

@@ -260,7 +260,6 @@ struct xr_engine {
 	} qp_mem;
 	struct xr_mr *mrs;                     /* XR_MAX_MR entries */
 	uint8_t *mr_variant;                   /* last key variant per MR index */
-	uint8_t mr_key_step;                   /* the variants' stride (mr.c), chosen at the first registration */
 	struct xr_cq *cqs;                     /* XR_MAX_CQ entries */
 	struct xr_srq *srqs;                   /* XR_MAX_SRQ entries */
 

@@ -63,22 +63,16 @@ static enum xr_cmd_status validate(const struct xr_mr_ctx *c)
 	return XR_CMD_ST_OK;
 }
 
-/* The next key variant of an MR index (1..255; 0 is never used). A fresh
- * index starts at a random one; each registration after it steps by the
- * engine's random stride, prime to 255, so a stale key matches again only
- * after 255 registrations of its index (indices are reused at once), and
- * the sequence is not a plain counter. */
-static uint8_t next_variant(struct xr_engine *e, uint8_t prev)
+/* A random key variant, never the previous one (0 is never used): keys
+ * cannot be walked. Stale keys are kept from meeting a new region by the
+ * driver, which reuses a freed index only after many others (drv/mr.c). */
+static uint8_t next_variant(uint8_t prev)
 {
 	uint8_t v = 0;
 
-	while (!e->mr_key_step || e->mr_key_step % 3 == 0 || e->mr_key_step % 5 == 0 || e->mr_key_step % 17 == 0)
-		if (getrandom(&e->mr_key_step, 1, 0) != 1)
-			e->mr_key_step = 7;   /* no entropy: still a full cycle */
-	if (prev)
-		return (uint8_t)((prev - 1u + e->mr_key_step) % 255u + 1u);
-	if (getrandom(&v, 1, 0) != 1 || !v)
-		v = 1;
+	while (v == 0 || v == prev)
+		if (getrandom(&v, 1, 0) != 1)
+			v = (uint8_t)(prev * 167u + 13u);   /* no entropy: still changes */
 	return v;
 }
 
@@ -232,7 +226,7 @@ enum xr_cmd_status xr_mr_cmd(struct xr_engine *e, uint32_t cmd)
 			c.mtt_count = 0;
 		}
 		/* A new variant on every registration: stale keys stop matching. */
-		e->mr_variant[index] = next_variant(e, e->mr_variant[index]);
+		e->mr_variant[index] = next_variant(e->mr_variant[index]);
 		c.lkey = c.rkey = index << 8 | e->mr_variant[index];
 		c.valid = true;
 		__atomic_store_n(&mr->in_use, false, __ATOMIC_RELEASE);
