@@ -23,9 +23,10 @@ void xr_connect_attr_init(struct xr_connect_attr *c)
 
 /* Everything xr_modify_qp would refuse at RTR or RTS, checked before INIT
  * so that a bad argument leaves the QP untouched in RESET. */
-static bool attr_ok(const struct xr_connect_attr *c, bool rc)
+static bool attr_ok(const struct xr_connect_attr *c, bool rc, enum xr_mtu active)
 {
-	if (c->path_mtu < XR_MTU_256 || c->path_mtu > XR_MTU_4096)
+	/* Checked here, not first at RTR: a bad argument leaves the QP in RESET. */
+	if (c->path_mtu < XR_MTU_256 || c->path_mtu > active)
 		return false;
 	if (c->dest_qp_num > XR_QPN_MASK || (c->access & ~0xFu))
 		return false;
@@ -51,7 +52,7 @@ int xr_qp_connect(struct xr_qp *qp, const struct xr_connect_attr *c)
 	rc = type == XR_QPT_RC;
 	/* Not RESET: an INIT QP would pass INIT -> INIT and be connected
 	 * over whatever it was, which is never what a caller meant. */
-	if (state != XR_QPS_RESET || (!rc && type != XR_QPT_UC) || !attr_ok(c, rc))
+	if (state != XR_QPS_RESET || (!rc && type != XR_QPT_UC) || !attr_ok(c, rc, xr_active_mtu(qp->ctx)))
 		return -EINVAL;
 
 	memset(&a, 0, sizeof(a));

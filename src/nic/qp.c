@@ -493,6 +493,8 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 		if (next.state == XR_QPS_RESET)
 			runtime_reset(e, qp, true);
 		runtime_setup(e, qp, &mem);
+		if (next.state == XR_QPS_SQD && old_state != XR_QPS_SQD)
+			qp->req.drained_logged = false;   /* each entry into SQD has its SQ_DRAINED */
 		if (next.state == XR_QPS_RTS && old_state == XR_QPS_RTR) {
 			qp->req.una_psn = next.sq_psn;
 			qp->req.sent_end = next.sq_psn;

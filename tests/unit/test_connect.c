@@ -294,6 +294,66 @@ static void test_bad_arguments(void **state)
 	h_close(&p);
 }
 
+/* A path MTU above the port's active MTU is refused before anything is
+ * committed: the QP stays in RESET and can be connected again (it was
+ * left in INIT, refused only at RTR). */
+static void test_mtu_above_link_leaves_reset(void **state)
+{
+	struct pair p;
+	struct xr_qp *q, *peer;
+	struct xr_connect_attr c;
+	uint32_t link_mtu;
+
+	(void)state;
+	open_pair(&p);
+	q = new_qp(&p.a, XR_QPT_RC);
+	peer = new_qp(&p.b, XR_QPT_RC);
+	c = attr_to(&p.b, peer, 1, 2);
+	link_mtu = p.la->mtu;
+	p.la->mtu = 1500;   /* active MTU 1024 */
+	c.path_mtu = XR_MTU_2048;
+	assert_int_equal(xr_qp_connect(q, &c), -EINVAL);
+	assert_int_equal(state_of(q), XR_QPS_RESET);
+	c.path_mtu = XR_MTU_1024;
+	assert_int_equal(xr_qp_connect(q, &c), 0);
+	assert_int_equal(state_of(q), XR_QPS_RTS);
+	p.la->mtu = link_mtu;
+	xr_destroy_qp(q);
+	xr_destroy_qp(peer);
+	h_close(&p);
+}
+
+/* Each entry into SQD raises its SQ_DRAINED, also SQD -> RTS -> SQD with
+ * no pass in between (inline mode): the second was lost, and a program
+ * waiting for it with no timeout hung. */
+static void test_sqd_again_drains_again(void **state)
+{
+	struct pair p;
+	struct xr_qp *q, *peer;
+	struct xr_connect_attr c;
+	struct xr_qp_attr a;
+	struct xr_async_event ev;
+
+	(void)state;
+	open_pair(&p);
+	q = new_qp(&p.a, XR_QPT_RC);
+	peer = new_qp(&p.b, XR_QPT_RC);
+	c = attr_to(&p.b, peer, 1, 2);
+	assert_int_equal(xr_qp_connect(q, &c), 0);
+	memset(&a, 0, sizeof(a));
+	for (int round = 0; round < 2; round++) {
+		a.qp_state = XR_QPS_SQD;
+		assert_int_equal(xr_modify_qp(q, &a, XR_QP_STATE), 0);
+		assert_int_equal(xr_get_async_event(p.a.ctx, &ev, 1000), 0);
+		assert_int_equal(ev.type, XR_EVENT_SQ_DRAINED);
+		a.qp_state = XR_QPS_RTS;
+		assert_int_equal(xr_modify_qp(q, &a, XR_QP_STATE), 0);
+	}
+	xr_destroy_qp(q);
+	xr_destroy_qp(peer);
+	h_close(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -301,6 +361,8 @@ int main(void)
 		cmocka_unit_test(test_rc_moves_data),
 		cmocka_unit_test(test_uc_moves_data),
 		cmocka_unit_test(test_bad_arguments),
+		cmocka_unit_test(test_mtu_above_link_leaves_reset),
+		cmocka_unit_test(test_sqd_again_drains_again),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
