@@ -196,7 +196,7 @@ struct xr_qp_init_attr {
 
 enum xr_mtu { XR_MTU_256 = 1, XR_MTU_512 = 2, XR_MTU_1024 = 3, XR_MTU_2048 = 4, XR_MTU_4096 = 5 };
 /* The port's active MTU: the largest path MTU whose packets the link
- * carries (its IP MTU less IPv6, UDP, BTH, RETH and ICRC). A QP's path MTU
+ * carries (its IP MTU less IPv6, UDP, BTH, RETH, ImmDt and ICRC). A QP's path MTU
  * may not exceed it (modify_qp: EINVAL). */
 enum xr_mtu xr_active_mtu(struct xr_context *ctx);
 

@@ -140,8 +140,9 @@ void xr_query_gid(struct xr_context *ctx, xr_gid *gid)
 
 enum xr_mtu xr_active_mtu(struct xr_context *ctx)
 {
-	/* IP 40 (IPv6, the larger) + UDP 8 + BTH 12 + RETH 16 + ICRC 4 */
-	uint32_t room = ctx->link->mtu > 80 ? ctx->link->mtu - 80 : 0;
+	/* IP 40 (IPv6, the larger) + UDP 8 + BTH 12 + RETH 16 + ImmDt 4 (a
+	 * WRITE_ONLY_WITH_IMM's) + ICRC 4 */
+	uint32_t room = ctx->link->mtu > 84 ? ctx->link->mtu - 84 : 0;
 	enum xr_mtu m = XR_MTU_256;
 
 	while (m < XR_MTU_4096 && (256u << m) <= room)

@@ -542,6 +542,13 @@ static void test_modify_qp_rules(void **state)
 		uint32_t link_mtu = p.la->mtu;
 		p.la->mtu = 1500;
 		assert_int_equal(xr_active_mtu(p.a.ctx), XR_MTU_1024);
+		/* 1024 + IPv6 40 + UDP 8 + BTH 12 + RETH 16 + ImmDt 4 + ICRC 4:
+		 * a WRITE_ONLY_WITH_IMM of 1024 bytes needs a 1108-byte IP MTU */
+		p.la->mtu = 1107;
+		assert_int_equal(xr_active_mtu(p.a.ctx), XR_MTU_512);
+		p.la->mtu = 1108;
+		assert_int_equal(xr_active_mtu(p.a.ctx), XR_MTU_1024);
+		p.la->mtu = 1500;
 		a.path_mtu = XR_MTU_2048;
 		assert_int_equal(xr_modify_qp(q, &a, rtr), EINVAL);
 		p.la->mtu = link_mtu;

@@ -204,7 +204,7 @@ static void test_backoff_bounded(void **state)
 	xr_link_close(l);
 }
 
-/* The link's MTU is its interface's: 127.0.0.2 is not an address of lo
+/* The link's MTU is its interface's: 127.0.0.15 is not an address of lo
  * but lies in lo's 127.0.0.1/8, so it gets lo's MTU (it got the 1500
  * guess, and a path MTU of 4096 between two processes on loopback was
  * refused as above the port's active MTU). */
@@ -218,10 +218,7 @@ static void test_mtu_of_the_subnet(void **state)
 	assert_non_null(f);
 	assert_int_equal(fscanf(f, "%u", &lo_mtu), 1);
 	fclose(f);
-	l = open_link("127.0.0.2");
-	assert_int_equal(l->mtu, lo_mtu);
-	xr_link_close(l);
-	l = open_link("127.0.0.1");
+	l = open_link("127.0.0.15");   /* an address of its own: tests run side by side */
 	assert_int_equal(l->mtu, lo_mtu);
 	xr_link_close(l);
 }
