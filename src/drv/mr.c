@@ -71,6 +71,18 @@ static int mr_ctx_build(struct xr_pd *pd, void *addr, size_t length, int access,
 	return 0;
 }
 
+/* What the program sees of a region the engine took as c. */
+static void mr_describe(struct xr_mr *mr, struct xr_pd *pd, void *addr, size_t length, int access,
+			const struct xr_mr_ctx *c)
+{
+	mr->pd = pd;
+	mr->addr = addr;
+	mr->length = length;
+	mr->access = access;
+	mr->lkey = c->lkey;
+	mr->rkey = c->rkey;
+}
+
 struct xr_mr *xr_reg_mr(struct xr_pd *pd, void *addr, size_t length, int access)
 {
 	struct xr_context *ctx = pd ? pd->ctx : NULL;
@@ -115,12 +127,7 @@ struct xr_mr *xr_reg_mr(struct xr_pd *pd, void *addr, size_t length, int access)
 		return NULL;
 	}
 	mr->context = ctx;
-	mr->pd = pd;
-	mr->addr = addr;
-	mr->length = length;
-	mr->access = access;
-	mr->lkey = c.lkey;
-	mr->rkey = c.rkey;
+	mr_describe(mr, pd, addr, length, access, &c);
 	return mr;
 }
 
@@ -159,12 +166,7 @@ int xr_rereg_mr(struct xr_mr *mr, int flags, struct xr_pd *pd, void *addr, size_
 	}
 	free(mr->mtt);
 	mr->mtt = mtt;
-	mr->pd = pd;
-	mr->addr = addr;
-	mr->length = length;
-	mr->access = access;
-	mr->lkey = c.lkey;
-	mr->rkey = c.rkey;
+	mr_describe(mr, pd, addr, length, access, &c);
 	return 0;
 }
 
