@@ -395,12 +395,13 @@ static void test_a_lease_taken_again_starts_short(void **state)
 {
 	struct pair p;
 	pid_t t[8];
-	int n, conclusive = 0;
+	int n, conclusive = 0, rounds = 0, armed = 0;
 
 	(void)state;
 	n = open_pair_rt_b(&p, t);
 	/* The thread must wake after the lease is taken again: some rounds. */
 	for (int r = 0; r < 48 && conclusive < 16; r++) {
+		rounds++;
 		uint64_t took, delay, stopped, until = h_now_ms() + 5000, acks = h_counter(&p.b, XR_CNT_RX_ACK);
 		struct watch w = { 0, 0 };
 		long woke;
@@ -432,11 +433,22 @@ static void test_a_lease_taken_again_starts_short(void **state)
 		       r, woke, (double)took / 1e6, (double)w.gap / 1e6, (double)delay / 1e6);
 		if (w.gap > 300000 || delay > 300000)
 			continue;
+		assert_true(took < 2500000);   /* a 500 us lease and a wakeup */
+		if (!woke) {
+			/* No look at all: the thread slept armed on the link through
+			 * the lease (it went to sleep after the hand-back before the
+			 * caller's next poll took the lease again, as a loaded CI
+			 * showed in 6 of 27 rounds); frames wake it at once. The
+			 * count says nothing of the lease then, so such rounds may
+			 * only be a few. */
+			armed++;
+			continue;
+		}
 		conclusive++;
 		assert_true(woke >= 3 && woke <= 12);   /* grown: 8; every 500 us: 50 */
-		assert_true(took < 2500000);   /* a 500 us lease and a wakeup */
 	}
 	h_close(&p);
+	assert_true(armed * 3 <= rounds);
 	if (!conclusive)
 		skip();
 }
