@@ -11,6 +11,7 @@ deps:
 	@scripts/deps.sh
 
 build: deps
+	@echo "[$$(date +%T)] build"
 	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@$(CMAKE) --build build -j$(JOBS)
 
@@ -21,16 +22,21 @@ demo: build
 # parser fuzzer for a bounded time, and interop with Linux rxe in a VM.
 test: test-fast test-asan test-fuzz test-interop
 
+# Each stage says when it starts: a slow CI run shows where its time went.
 test-fast: build
+	@echo "[$$(date +%T)] test-fast"
 	ctest --test-dir build --output-on-failure -j$(JOBS)
 
 test-asan: deps
+	@echo "[$$(date +%T)] test-asan: build"
 	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DXROCE_SANITIZE=ON >/dev/null
 	@$(CMAKE) --build build-asan -j$(JOBS)
+	@echo "[$$(date +%T)] test-asan: run"
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build-asan --output-on-failure -j$(JOBS)
 
 test-fuzz: deps
+	@echo "[$$(date +%T)] test-fuzz"
 	@CC=clang $(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DXROCE_FUZZ=ON -DXROCE_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
 	@$(CMAKE) --build build-fuzz -j$(JOBS)
 	ctest --test-dir build-fuzz --output-on-failure
@@ -38,7 +44,9 @@ test-fuzz: deps
 # xroce against Linux rxe + perftest in a qemu VM (needs root; ~10 min on
 # 2 cores); writes docs/interop.md. XR_ONLY / XR_LINKS narrow it down.
 test-interop interop: build
+	@echo "[$$(date +%T)] test-interop: packages"
 	@scripts/deps.sh interop
+	@echo "[$$(date +%T)] test-interop: run"
 	/usr/bin/python3 tests/interop/run_interop.py $(CURDIR)/build/bin $(CURDIR)/docs/interop.md
 	/usr/bin/python3 tests/interop/run_conformance_rxe.py $(CURDIR)/build/bin $(CURDIR)/docs/conformance-rxe.md
 

@@ -218,6 +218,9 @@ struct xr_link_xdp_info {
 	/* the kernel's socket counters (XDP_STATISTICS) */
 	uint64_t k_rx_dropped, k_rx_invalid, k_tx_invalid, k_rx_ring_full, k_fill_empty, k_tx_ring_empty;
 	uint64_t arp_replies, nd_replies, pfc_rcvd;
+	/* the link's frames now: free in its pool (of pool_frames), read
+	 * while resolving a neighbour and not yet given to the engine */
+	uint32_t pool_free, pool_frames, pending;
 };
 /* 0, or -ENOTSUP when l is not an XDP link. */
 int xr_link_xdp_info(struct xr_link *l, struct xr_link_xdp_info *out);

@@ -5,8 +5,13 @@
  * completion without closing anything), the engine's non-zero counters,
  * the link's frame counts and the last events go to stderr. A program
  * that fails once in a hundred runs then leaves the evidence behind.
+ * SIGUSR1 (`timeout -s USR1`) prints it too, and then ends the program
+ * as the signal would have: a hung program leaves its evidence as well.
  */
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include "xrv.h"
 #include "xroce/regio.h"
@@ -19,7 +24,8 @@ static struct {
 	struct xr_context *xr;
 	struct xr_link *link;
 	bool hooked;
-} armed = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	int wake[2];   /* SIGUSR1's handler to the reporting thread */
+} armed = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = { -1, -1 } };
 
 /* Posting and successful completions are most of a healthy log: the
  * report keeps the rest (timeouts, retransmissions, NAKs, state changes). */
@@ -66,6 +72,21 @@ static void print_paths(struct xr_link *l)
 		h.rx_drop_bad_len, h.rx_drop_bad_index, h.peers_connected, h.peers_accepted, h.peers_gone);
 }
 
+/* The XDP link: its pool and drops (a pool run dry stops all receipt). */
+static void print_xdp(struct xr_link *l)
+{
+	struct xr_link_xdp_info i;
+
+	if (xr_link_xdp_info(l, &i))
+		return;
+	fprintf(stderr, "xroce:   xdp: pool %u free of %u, %u pending; drops rx no_frame %" PRIu64 " pending_full %" PRIu64
+		" oversize %" PRIu64 " not_ours %" PRIu64 "; kernel rx_dropped %" PRIu64 " ring_full %" PRIu64
+		" fill_empty %" PRIu64 " tx_empty %" PRIu64 "; filter roce %" PRIu64 " pass %" PRIu64 "\n",
+		i.pool_free, i.pool_frames, i.pending, i.rx_drop_no_frame, i.rx_drop_pending_full, i.rx_drop_oversize,
+		i.rx_drop_not_ours, i.k_rx_dropped, i.k_rx_ring_full, i.k_fill_empty, i.k_tx_ring_empty, i.filt_roce,
+		i.filt_pass);
+}
+
 static void report_locked(const char *when)
 {
 	struct xr_regio *r;
@@ -77,6 +98,7 @@ static void report_locked(const char *when)
 		when, armed.link->stats.tx_frames, armed.link->stats.rx_frames, armed.link->stats.tx_drops,
 		armed.link->stats.rx_drops);
 	print_paths(armed.link);
+	print_xdp(armed.link);
 	for (int i = 0; i < XR_CNT_COUNT; i++) {
 		uint64_t v = 0;
 		if (!xr_regio_read_counter(r, (enum xr_counter)i, &v) && v)
@@ -93,6 +115,55 @@ static void report_at_exit(void)
 	pthread_mutex_unlock(&armed.lock);
 }
 
+static void on_usr1(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	if (write(armed.wake[1], "r", 1) < 0) {
+		/* a report already owed */
+	}
+	errno = saved;
+}
+
+/* Reports outside the handler (it may have interrupted the engine with
+ * its locks held), then dies of the signal as without the handler. */
+static void *report_on_signal(void *arg)
+{
+	char c;
+
+	(void)arg;
+	while (read(armed.wake[0], &c, 1) < 0 && errno == EINTR)
+		;
+	pthread_mutex_lock(&armed.lock);
+	report_locked("SIGUSR1");
+	pthread_mutex_unlock(&armed.lock);
+	signal(SIGUSR1, SIG_DFL);
+	kill(getpid(), SIGUSR1);   /* to the process: this thread blocks it */
+	return NULL;
+}
+
+/* Only where the program left SIGUSR1 alone. Called with armed.lock. */
+static void hook_usr1(void)
+{
+	struct sigaction old, sa = { .sa_handler = on_usr1 };
+	sigset_t all, prev;
+	pthread_t t;
+
+	if (sigaction(SIGUSR1, NULL, &old) || old.sa_handler != SIG_DFL || pipe2(armed.wake, O_CLOEXEC))
+		return;
+	/* The reporting thread takes no signals of its own. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &prev);
+	if (pthread_create(&t, NULL, report_on_signal, NULL) == 0) {
+		pthread_detach(t);
+		sigemptyset(&sa.sa_mask);
+		sa.sa_flags = SA_RESTART;
+		sigaction(SIGUSR1, &sa, NULL);
+	}
+	pthread_sigmask(SIG_SETMASK, &prev, NULL);
+}
+
 void xrv_report_open(struct xr_context *xr, struct xr_link *link)
 {
 	const char *v = getenv("XROCE_EXIT_REPORT");
@@ -102,8 +173,10 @@ void xrv_report_open(struct xr_context *xr, struct xr_link *link)
 	pthread_mutex_lock(&armed.lock);
 	armed.xr = xr;
 	armed.link = link;
-	if (!armed.hooked && atexit(report_at_exit) == 0)
+	if (!armed.hooked && atexit(report_at_exit) == 0) {
 		armed.hooked = true;
+		hook_usr1();
+	}
 	pthread_mutex_unlock(&armed.lock);
 }
 

@@ -11,6 +11,7 @@
 struct frame_pool {
 	pthread_mutex_t lock;
 	struct xr_frame *free, *frames;
+	unsigned nfree;   /* frames in free: what a report shows of a pool run dry */
 };
 
 static inline int pool_init(struct frame_pool *p, unsigned n)
@@ -19,6 +20,7 @@ static inline int pool_init(struct frame_pool *p, unsigned n)
 	if (!p->frames)
 		return -1;
 	p->free = NULL;
+	p->nfree = n;
 	for (unsigned i = 0; i < n; i++) {
 		p->frames[i].next = p->free;
 		p->free = &p->frames[i];
@@ -33,8 +35,10 @@ static inline struct xr_frame *pool_get(struct frame_pool *p)
 
 	pthread_mutex_lock(&p->lock);
 	f = p->free;
-	if (f)
+	if (f) {
 		p->free = f->next;
+		p->nfree--;
+	}
 	pthread_mutex_unlock(&p->lock);
 	if (f) {
 		f->next = NULL;
@@ -51,6 +55,7 @@ static inline void pool_put(struct frame_pool *p, struct xr_frame *f)
 	pthread_mutex_lock(&p->lock);
 	f->next = p->free;
 	p->free = f;
+	p->nfree++;
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -64,6 +69,7 @@ static inline unsigned pool_get_n(struct frame_pool *p, struct xr_frame **f, uns
 		f[k] = p->free;
 		p->free = f[k]->next;
 	}
+	p->nfree -= k;
 	pthread_mutex_unlock(&p->lock);
 	for (unsigned i = 0; i < k; i++) {
 		f[i]->next = NULL;
@@ -80,6 +86,7 @@ static inline void pool_put_n(struct frame_pool *p, struct xr_frame **f, unsigne
 		f[i]->next = p->free;
 		p->free = f[i];
 	}
+	p->nfree += n;
 	pthread_mutex_unlock(&p->lock);
 }
 

@@ -681,6 +681,11 @@ int xr_link_xdp_info(struct xr_link *l, struct xr_link_xdp_info *out)
 		return -ENOTSUP;
 	x = l->priv;
 	*out = x->info;
+	pthread_mutex_lock(&x->pool.lock);
+	out->pool_free = x->pool.nfree;
+	pthread_mutex_unlock(&x->pool.lock);
+	out->pool_frames = XL_POOL_FRAMES;
+	out->pending = x->npending;
 	if (ncpu > 0 && (per = calloc((size_t)ncpu, sizeof(*per)))) {
 		uint64_t *dst[XC_MAX] = { &out->filt_roce, &out->filt_arp, &out->filt_nd, &out->filt_pfc,
 					 &out->filt_pass, &out->filt_no_xsk };

@@ -118,6 +118,18 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 kill $ipid 2>/dev/null; wait $ipid 2>/dev/null
 
+# A hung program leaves its evidence: with XROCE_EXIT_REPORT, SIGUSR1 (what
+# the interop harness's timeout sends) prints the report and ends it as the
+# signal would (timeout: 124); without, the signal ends it silently.
+next_port
+out=$(XROCE_EXIT_REPORT=1 timeout -s USR1 -k 5 1 "$run" --addr 127.0.0.1 ibv_rc_pingpong -d xroce0 -g 0 -p $port 2>&1); rc=$?
+echo "$out" | grep -q "xroce: report at SIGUSR1: link tx" && echo "$out" | grep -q "qp_state"
+check $(( (rc != 124) + $? )) "XROCE_EXIT_REPORT: SIGUSR1 prints the report of a waiting program, which then ends (rc $rc)"
+next_port
+out=$(timeout -s USR1 -k 5 1 "$run" --addr 127.0.0.1 ibv_rc_pingpong -d xroce0 -g 0 -p $port 2>&1); rc=$?
+echo "$out" | grep -q "report at"
+check $(( (rc != 124) + !$? )) "without XROCE_EXIT_REPORT SIGUSR1 just ends the program (rc $rc)"
+
 # Without -g the program asks for an IB LID path: refused at RTR, clearly.
 next_port
 timeout 20 "$run" --addr 127.0.0.1 ibv_rc_pingpong -d xroce0 -n 5 -p $port >/tmp/xrv_s.$$ 2>&1 &

@@ -91,6 +91,33 @@ def figure(text, lat):
 CLOCK_FAILURE = "Can't produce a report"
 
 
+# Both tools' exchange port. The client starts once the server listens there (a fixed wait cost 1.5-2 s
+# a row, and could still lose the race on a loaded machine).
+EXCHANGE_PORT = 18515
+
+
+def host_listening(proc, secs=10):
+    """Until the host end (proc, in NS) listens on the exchange port, it ends, or secs pass."""
+    end = time.time() + secs
+    while time.time() < end and proc.poll() is None:
+        ss = subprocess.run(["ip", "netns", "exec", NS, "ss", "-Hltn", f"sport = :{EXCHANGE_PORT}"],
+                            capture_output=True, text=True)
+        if ss.stdout.strip():
+            return
+        time.sleep(0.05)
+
+
+def vm_listening(vm, secs=10):
+    """Until the VM's end listens on the exchange port (/proc/net/tcp*: state 0A), or secs pass."""
+    pat = f":{EXCHANGE_PORT:04X} 00000000:0000 0A|:{EXCHANGE_PORT:04X} 00000000000000000000000000000000:0000 0A"
+    end = time.time() + secs
+    while time.time() < end:
+        rc, _ = vm.run(f"grep -Eq '{pat}' /proc/net/tcp /proc/net/tcp6", 10)
+        if rc == 0:
+            return
+        time.sleep(0.05)
+
+
 def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="udp", attempt=1, drop_in=False):
     """role 'vm-server': the perftest tool in the VM serves, xroce-perf connects; 'xroce-server': reverse.
     drop_in: the host end is the same Debian binary as the peer's (xroce_args its arguments, a string) on
@@ -101,7 +128,8 @@ def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="ud
     t0 = time.time()
     if drop_in:
         vm_cmd = dropin.peer_command(peer_tool, extra_peer, mtu)
-        host_cmd = ["timeout", "90"] + dropin.host_command(bindir, peer_tool, xroce_args, link, HOST, RAW_ADDR, mtu)
+        # USR1: the library prints its report before it ends (dropin.report)
+        host_cmd = ["timeout", "-s", "USR1", "-k", "5", "90"] + dropin.host_command(bindir, peer_tool, xroce_args, link, HOST, RAW_ADDR, mtu)
     else:
         vm_cmd = f"{peer_tool} -d rxe0 -x 1 {extra_peer}" if "pingpong" not in name else f"{peer_tool} -d rxe0 -g 1 {extra_peer}"
         # --retry7-forever: retry_cnt 7 read as rxe reads it (see dropin.host_command)
@@ -109,7 +137,7 @@ def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="ud
                                                            ["--link", link, "--ifname", "xr0", "--bind", RAW_ADDR])
     if role == "vm-server":
         vm.run(f"rm -f /tmp/rc /tmp/o; ( timeout 90 {vm_cmd} > /tmp/o 2>&1; echo $? > /tmp/rc ) &", 10)
-        time.sleep(2)
+        vm_listening(vm)
         h = subprocess.run(["ip", "netns", "exec", NS] + host_cmd + [PEER], capture_output=True, text=True)
         hout, hrc = h.stdout + h.stderr, h.returncode
         vrc = ""
@@ -123,7 +151,7 @@ def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="ud
     else:
         hp = subprocess.Popen(["ip", "netns", "exec", NS] + host_cmd, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
-        time.sleep(1.5)
+        host_listening(hp)
         vrc, vout = vm.run(f"timeout 90 {vm_cmd} {HOST}", 100)
         try:
             hout, _ = hp.communicate(timeout=100)
@@ -281,12 +309,14 @@ TESTS = [  # name, perftest tool, xroce-perf args, peer args
 
 
 def main():
+    t0 = time.time()
     built = subprocess.run([os.path.join(here, "build_image.sh")], env=dict(os.environ, CACHE=cache),
                            capture_output=True, text=True)
     image = built.stdout.strip().splitlines()[-1] if built.returncode == 0 else ""
     if not image.startswith("/"):
         print("FAIL: could not build the peer VM image:\n" + built.stdout + built.stderr)
         return 1
+    print(f"[{time.strftime('%T')}] the peer VM's image is ready ({time.time() - t0:.0f} s)", flush=True)
     versions = {}
     for mtu in ([1500] if quick else [1500, 9000]):
         teardown_ns()
@@ -299,7 +329,9 @@ def main():
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         vm = None
         try:
+            t0 = time.time()
             vm = VM(NS, image, PEER, "fd77::2", mtu, os.path.join(work, f"vm-mtu{mtu}.log"))
+            print(f"[{time.strftime('%T')}] IP MTU {mtu}: the peer VM is up ({time.time() - t0:.0f} s)", flush=True)
             if not versions:
                 versions["perftest"] = vm.run("ib_write_bw --version", 20)[1].strip()
                 versions["kernel"] = vm.run("uname -r", 10)[1].strip()
