@@ -90,6 +90,37 @@ def figure(text, lat):
 # says nothing about the RDMA traffic. Such a case runs again (up to 3 times), and the table says so.
 CLOCK_FAILURE = "Can't produce a report"
 
+# A hung row whose peer is rxe sending (its bandwidth client, xroce serving) may be rxe's own stall. With
+# retry_cnt 7 (what perftest asks for) rxe retries for ever, each retry counted; so if rxe timed out in this
+# row (it had packets xroce had not acknowledged) and its counters then stood still for 5 s, rxe's requester
+# stopped by itself: acknowledged since, it would post more or finish; not, it would retry. (It waits for its
+# in-flight packet buffers to come back from the VM's NIC and, sending nothing, never re-arms its timer.)
+# CI's row 162 of stop 25 ended so: one retry counted, then nothing for over a minute. Such a row runs once
+# more, its evidence printed; the note says so.
+RXE_COUNTERS = "/sys/class/infiniband/rxe0/ports/1/hw_counters"
+SAMPLE_AT = 70
+
+
+def sampler():
+    """A VM job: rxe's counters at the row's start, at SAMPLE_AT s and 5 s later."""
+    grab = f"grep -H . {RXE_COUNTERS}/*"
+    return (f"rm -f /tmp/c0 /tmp/c1 /tmp/c2; {grab} > /tmp/c0; ( sleep {SAMPLE_AT}; {grab} > /tmp/c1; sleep 5; "
+            f"{grab} > /tmp/c2 ) > /dev/null 2>&1 & echo $! > /tmp/sampler")
+
+
+def rxe_stalled(vm):
+    """Whether rxe retried in this row and its counters then stood still from SAMPLE_AT to 5 s later."""
+    _, out = vm.run("kill $(cat /tmp/sampler) 2>/dev/null; for f in c0 c1 c2; do cat /tmp/$f 2>/dev/null; echo ==; done", 10)
+    samples = []
+    for part in out.split("==")[:3]:
+        samples.append(dict((l.rsplit("/", 1)[-1].split(":")[0], l.rsplit(":", 1)[-1].strip())
+                            for l in part.splitlines() if ":" in l))
+    if len(samples) < 3 or not samples[2]:
+        return False
+    c0, c1, c2 = samples
+    retries = lambda c: int(c.get("completer_retry_err", "0") or 0)
+    return c1 == c2 and retries(c1) > retries(c0)
+
 
 # Both tools' exchange port. The client starts once the server listens there (a fixed wait cost 1.5-2 s
 # a row, and could still lose the race on a loaded machine).
@@ -118,7 +149,8 @@ def vm_listening(vm, secs=10):
         time.sleep(0.05)
 
 
-def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="udp", attempt=1, drop_in=False):
+def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="udp", attempt=1, drop_in=False,
+             before="perftest's clock calibration failed in the VM"):
     """role 'vm-server': the perftest tool in the VM serves, xroce-perf connects; 'xroce-server': reverse.
     drop_in: the host end is the same Debian binary as the peer's (xroce_args its arguments, a string) on
     xroce through the drop-in libibverbs, instead of xroce-perf (dropin.py)."""
@@ -126,6 +158,7 @@ def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="ud
     if "pingpong" in name and not drop_in:   # rc_pingpong exchanges no MTU: both ends are told it (-m)
         xroce_args = xroce_args + ["-m", str(mtu)]
     t0 = time.time()
+    vm.run(sampler(), 10)
     if drop_in:
         vm_cmd = dropin.peer_command(peer_tool, extra_peer, mtu)
         # USR1: the library prints its report before it ends (dropin.report)
@@ -165,6 +198,14 @@ def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="ud
     failure = dropin.verdict(peer_tool, role, hrc, vrc, hout, vout) if drop_in else ""
     ok = (hrc == 0 or unacked) and vrc == 0 and "FAILED" not in hout and "invalid data" not in vout and not failure
     fig = figure(vout, lat) or figure(hout, lat)
+    stalled = rxe_stalled(vm) and not ok and vrc != 0 and role == "xroce-server" and \
+        peer_tool in ("ib_send_bw", "ib_write_bw") and time.time() - t0 > SAMPLE_AT + 6
+    if stalled and attempt == 1:
+        print(f"     {name} {role} {link}: rxe stalled (its counters stood still from {SAMPLE_AT} to {SAMPLE_AT + 5} s); "
+              "xroce's report:\n     " + dropin.report(hout)[-3000:].replace("\n", "\n     ") + "\n     once more", flush=True)
+        explain_failure(vm)
+        return run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer, link, attempt=attempt + 1,
+                        drop_in=drop_in, before="rxe stalled")
     if not ok and attempt < 3 and CLOCK_FAILURE in vout:
         print(f"     {name} {role} {link}: perftest's clock calibration failed in the VM; once more", flush=True)
         return run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer, link, attempt=attempt + 1, drop_in=drop_in)
@@ -173,7 +214,7 @@ def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="ud
         xdp_mode.setdefault(current_mtu[0], bound.group(1).strip())
     checked = re.search(r"Data verification: (\d+) messages checked, 0 errors", hout)
     note = (f"{checked.group(1)} echoes verified" if checked else "") + ("; last ACK lost, peer confirmed" if unacked else "") \
-        + (f"; run {attempt}: perftest's clock calibration failed in the VM before" if attempt > 1 else "")
+        + (f"; run {attempt}: {before} before" if attempt > 1 else "")
     why = note if ok else (failure + ": " if failure else "") + ((hout.strip().splitlines() or [""])[-1][:120])
     results.append(dict(name=name, role=role, mtu=mtu, link=link, ok=ok, hrc=hrc, vrc=vrc, fig=fig, secs=time.time() - t0,
                         why=why, drop_in=drop_in, xfig=figure(hout, lat), pfig=figure(vout, lat)))
@@ -192,6 +233,11 @@ def explain_failure(vm):
     """Evidence for a failed case: rxe's counters and the last RoCE frames the capture on the tap holds."""
     counters = vm.run("cd /sys/class/infiniband/rxe0/ports/1/hw_counters && grep -H . * | grep -v ':0$'", 20)[1]
     print("     rxe counters: " + " ".join(l.replace(":", "=", 1) for l in counters.split()))
+    # Packets rxe handed to the VM's NIC that it has not given back (BQL's in-flight bytes), and its counts.
+    nic = vm.run("cd /sys/class/net/eth0 && echo inflight=$(cat queues/tx-0/byte_queue_limits/inflight) "
+                 "tx_packets=$(cat statistics/tx_packets) tx_dropped=$(cat statistics/tx_dropped) "
+                 "rx_packets=$(cat statistics/rx_packets) rx_dropped=$(cat statistics/rx_dropped)", 20)[1]
+    print("     the VM's NIC: " + " ".join(nic.split()))
     pc = os.path.join(work, f"interop-mtu{current_mtu[0]}.pcap")
     try:
         r = subprocess.run(["tshark", "-r", pc, "-Y", "infiniband", "-T", "fields", "-e", "frame.time_relative",
