@@ -99,6 +99,11 @@ else
   fail "hostile datagrams:"; grep -hE "^xroce xdp|error|FAIL" "$work/s.log" "$work/c.log" | sed 's/^/     /'
   wait "$srv" 2>/dev/null || true
 fi
+# Every frame of the link's pool came back (drops, multi-part frames, the
+# transfer): a frame lost on any path shows here, before it drains a pool.
+cases=$((cases + 1))
+if grep -qE "pool ([0-9]+) free of \1$" "$work/s.log"; then ok "the pool is whole at close: $(grep -oE 'pool [0-9]+ free of [0-9]+' "$work/s.log")"
+else fail "the pool at close: $(grep -oE 'pool [0-9]+ free of [0-9]+' "$work/s.log" || echo 'no line')"; fi
 ip -n "$B" addr flush dev vb
 
 # ---- the kernel's own traffic on va keeps working with the socket bound ----
