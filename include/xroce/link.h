@@ -69,6 +69,11 @@ struct xr_link_ops {
 	 * hold, in one unit of the link's choosing (frames, bytes); 0 or
 	 * -errno. NULL: unknown (the engine then never generates PFC). */
 	int (*rx_backlog)(struct xr_link *l, uint32_t *queued, uint32_t *capacity);
+	/* Whether frames send_burst took are still in the link, to leave only
+	 * on a later send or receive call (a delay it models, a ring the
+	 * kernel did not take): the engine then keeps calling while it sleeps.
+	 * NULL: never. */
+	bool (*tx_held)(struct xr_link *l);
 };
 
 struct xr_link {
@@ -95,6 +100,10 @@ static inline struct xr_frame *xr_link_frame_alloc(struct xr_link *l)
 static inline void xr_link_frame_free(struct xr_link *l, struct xr_frame *f)
 {
 	l->ops->frame_free(l, f);
+}
+static inline bool xr_link_tx_held(struct xr_link *l)
+{
+	return l->ops->tx_held && l->ops->tx_held(l);
 }
 void xr_link_close(struct xr_link *l);
 /* The MAC for a peer: the link's resolution, or all zeros without one. */

@@ -184,9 +184,21 @@ static int fault_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capac
 	return xr_link_rx_backlog(ft->inner, queued, capacity);
 }
 
+/* Delayed or reordered frames leave on the next call. */
+static bool fault_tx_held(struct xr_link *l)
+{
+	struct fault *ft = l->priv;
+	bool held;
+
+	pthread_mutex_lock(&ft->lock);
+	held = ft->nheld > 0;
+	pthread_mutex_unlock(&ft->lock);
+	return held || xr_link_tx_held(ft->inner);
+}
+
 static const struct xr_link_ops fault_ops = {
 	fault_send, fault_recv, fault_wait_fd, fault_alloc, fault_free, fault_is_up, fault_close, fault_resolve,
-	fault_rx_backlog,
+	fault_rx_backlog, fault_tx_held,
 };
 
 struct xr_link *xr_link_fault(struct xr_link *inner, const struct xr_fault_cfg *cfg)

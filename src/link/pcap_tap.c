@@ -114,8 +114,15 @@ static int tap_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capacit
 	return xr_link_rx_backlog(t->inner, queued, capacity);
 }
 
+static bool tap_tx_held(struct xr_link *l)
+{
+	struct tap *t = l->priv;
+	return xr_link_tx_held(t->inner);
+}
+
 static const struct xr_link_ops tap_ops = {
 	tap_send, tap_recv, tap_wait_fd, tap_alloc, tap_free, tap_is_up, tap_close, tap_resolve, tap_rx_backlog,
+	tap_tx_held,
 };
 
 struct xr_link *xr_link_pcap_tap(struct xr_link *inner, const char *path)

@@ -412,8 +412,21 @@ static void xdp_close(struct xr_link *l)
 	free(x);
 }
 
+/* Descriptors a kick left in the tx ring (the kernel busy, its completion
+ * ring full): the next receive call kicks again. */
+static bool xdp_tx_held(struct xr_link *l)
+{
+	struct xdp_link *x = l->priv;
+	bool held;
+
+	pthread_mutex_lock(&x->tx_lock);
+	held = tx_waiting(x->sock);
+	pthread_mutex_unlock(&x->tx_lock);
+	return held;
+}
+
 static const struct xr_link_ops xdp_ops = {
-	xdp_send, xdp_recv, xdp_wait_fd, xdp_alloc, xdp_free, xdp_is_up, xdp_close, xdp_resolve, NULL,
+	xdp_send, xdp_recv, xdp_wait_fd, xdp_alloc, xdp_free, xdp_is_up, xdp_close, xdp_resolve, NULL, xdp_tx_held,
 };
 
 /* ---- opening ---- */

@@ -683,7 +683,8 @@ bool xr_dp_tx_waiting(struct xr_engine *e)
 	bool waiting;
 
 	pthread_mutex_lock(&e->dp_mutex);
-	waiting = e->txq->n != 0;
+	/* Also frames the link took but sends only when called again. */
+	waiting = e->txq->n != 0 || xr_link_tx_held(e->link);
 	pthread_mutex_unlock(&e->dp_mutex);
 	return waiting;
 }

@@ -241,6 +241,31 @@ static void test_assisting_callers_beside_a_realtime_thread(void **state)
 	h_close(&p);
 }
 
+/* A link that took a frame but sends it only on a later call (the fault
+ * link's delay; the XDP link's tx ring after a kick the kernel refused):
+ * the thread must come back to it. Before, a responder's thread with no
+ * QP waiting slept untimed with its ACK in the link, until the requester
+ * timed out and retransmitted (1 s here, for every WRITE). */
+static void test_frames_held_by_the_link_are_sent(void **state)
+{
+	struct xr_fault_cfg f = { .seed = 5, .delay = 1.0, .delay_us = 200 };
+	struct h_opts o = { .mode = XR_PROGRESS_THREAD, .mtu = XR_MTU_1024, .buf_len = 4096, .timeout = 18,
+			    .retry_cnt = 7, .rnr_retry = 7, .fault = &f };
+	struct pair p;
+	struct xr_wc wc;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &o), 0);
+	for (int i = 0; i < 3; i++) {
+		usleep(5000);   /* a's thread is asleep */
+		post_write(&p, (uint64_t)i);
+		assert_int_equal(h_wait(&p, &p.b, &wc, 5000), 1);
+		assert_int_equal(wc.status, XR_WC_SUCCESS);
+	}
+	assert_int_equal(h_counter(&p.b, XR_CNT_ACK_TIMEOUTS), 0);
+	h_close(&p);
+}
+
 /* Two engines' post sections nested in one thread: the outer engine's
  * doorbell is not lost (the inner section reset the outer one's state, so
  * neither a pass nor a wakeup followed it). Watched on memory: a poll of
@@ -401,6 +426,7 @@ int main(void)
 		cmocka_unit_test(test_posted_receives_let_the_thread_sleep),
 		cmocka_unit_test(test_assisting_callers_beside_a_realtime_thread),
 		cmocka_unit_test(test_caller_driven_posts_cost_few_wakeups),
+		cmocka_unit_test(test_frames_held_by_the_link_are_sent),
 		cmocka_unit_test(test_nested_post_sections_of_two_engines),
 		cmocka_unit_test(test_drained_send_queue_hands_the_engine_back),
 		cmocka_unit_test(test_waiters_see_ack_timeouts_in_time),
