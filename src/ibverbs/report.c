@@ -115,30 +115,47 @@ static void report_at_exit(void)
 	pthread_mutex_unlock(&armed.lock);
 }
 
+static pid_t usr1_owner;   /* the process whose thread reports */
+
 static void on_usr1(int sig)
 {
 	int saved = errno;
 
-	(void)sig;
-	if (write(armed.wake[1], "r", 1) < 0) {
-		/* a report already owed */
+	if (getpid() != usr1_owner) {
+		/* A child forked without exec has the handler but not the
+		 * thread: it dies of the signal, as it would have. */
+		signal(sig, SIG_DFL);
+		raise(sig);
+	} else if (write(armed.wake[1], "r", 1) < 0) {
+		/* the pipe full: a report is owed already */
 	}
 	errno = saved;
 }
 
 /* Reports outside the handler (it may have interrupted the engine with
- * its locks held), then dies of the signal as without the handler. */
+ * its locks held), then dies of the signal as without the handler. The
+ * default comes back first: a report stuck behind a hung engine's lock
+ * still lets a second SIGUSR1 (or timeout's -k) end the program. */
 static void *report_on_signal(void *arg)
 {
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, was;
 	char c;
+	ssize_t r;
 
 	(void)arg;
-	while (read(armed.wake[0], &c, 1) < 0 && errno == EINTR)
+	while ((r = read(armed.wake[0], &c, 1)) < 0 && errno == EINTR)
 		;
+	if (r != 1)
+		return NULL;   /* the program closed our pipe: no signal came */
+	sigemptyset(&dfl.sa_mask);
+	sigaction(SIGUSR1, &dfl, &was);
+	if (was.sa_handler != on_usr1) {
+		sigaction(SIGUSR1, &was, NULL);   /* the program's own handler now: its signal */
+		return NULL;
+	}
 	pthread_mutex_lock(&armed.lock);
 	report_locked("SIGUSR1");
 	pthread_mutex_unlock(&armed.lock);
-	signal(SIGUSR1, SIG_DFL);
 	kill(getpid(), SIGUSR1);   /* to the process: this thread blocks it */
 	return NULL;
 }
@@ -152,6 +169,8 @@ static void hook_usr1(void)
 
 	if (sigaction(SIGUSR1, NULL, &old) || old.sa_handler != SIG_DFL || pipe2(armed.wake, O_CLOEXEC))
 		return;
+	fcntl(armed.wake[1], F_SETFL, O_NONBLOCK);   /* the handler never blocks */
+	usr1_owner = getpid();
 	/* The reporting thread takes no signals of its own. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &prev);

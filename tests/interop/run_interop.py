@@ -122,6 +122,29 @@ def rxe_stalled(vm):
     return c1 == c2 and retries(c1) > retries(c0)
 
 
+def rxe_unacknowledged(t0):
+    """Whether the capture shows rxe's last request since t0 beyond the last PSN xroce acknowledged then: rxe
+    had packets xroce had not acknowledged, so a live rxe would have gone on retrying them."""
+    pc = os.path.join(work, f"interop-mtu{current_mtu[0]}.pcap")
+    try:
+        r = subprocess.run(["tshark", "-r", pc, "-Y", f"infiniband && frame.time_epoch >= {t0:.3f}", "-T", "fields",
+                            "-e", "ip.src", "-e", "infiniband.bth.opcode", "-e", "infiniband.bth.psn"],
+                           capture_output=True, text=True, timeout=180)
+    except subprocess.TimeoutExpired:
+        return False
+    req = ack = None
+    for line in r.stdout.splitlines():
+        f = line.split("\t")
+        if len(f) < 3 or not f[1].isdigit() or not f[2].isdigit():
+            continue
+        op, psn = int(f[1]), int(f[2])
+        if f[0] == PEER and (op <= 0x0c or op in (0x13, 0x14)):   # RC requests: SEND, WRITE, READ, atomics
+            req = psn
+        elif f[0] == HOST and op == 0x11:   # ACK (or NAK): acknowledges up to its PSN
+            ack = psn
+    return req is not None and ack is not None and 0 < (req - ack) % (1 << 24) < (1 << 23)
+
+
 # Both tools' exchange port. The client starts once the server listens there (a fixed wait cost 1.5-2 s
 # a row, and could still lose the race on a loaded machine).
 EXCHANGE_PORT = 18515
@@ -136,17 +159,20 @@ def host_listening(proc, secs=10):
         if ss.stdout.strip():
             return
         time.sleep(0.05)
+    if proc.poll() is None:
+        print(f"     (xroce's server did not listen within {secs} s)", flush=True)
 
 
 def vm_listening(vm, secs=10):
-    """Until the VM's end listens on the exchange port (/proc/net/tcp*: state 0A), or secs pass."""
+    """Until the VM's end listens on the exchange port (/proc/net/tcp*: state 0A), ends (/tmp/rc), or secs pass."""
     pat = f":{EXCHANGE_PORT:04X} 00000000:0000 0A|:{EXCHANGE_PORT:04X} 00000000000000000000000000000000:0000 0A"
     end = time.time() + secs
     while time.time() < end:
-        rc, _ = vm.run(f"grep -Eq '{pat}' /proc/net/tcp /proc/net/tcp6", 10)
+        rc, _ = vm.run(f"grep -Eq '{pat}' /proc/net/tcp /proc/net/tcp6 || [ -e /tmp/rc ]", 10)
         if rc == 0:
             return
         time.sleep(0.05)
+    print(f"     (the VM's server did not listen within {secs} s)", flush=True)
 
 
 def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="udp", attempt=1, drop_in=False,
@@ -169,6 +195,8 @@ def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="ud
         host_cmd = ["timeout", "90", perf] + xroce_args + ["--retry7-forever"] + (["--link", "udp", "--bind", HOST] if link == "udp" else
                                                            ["--link", link, "--ifname", "xr0", "--bind", RAW_ADDR])
     if role == "vm-server":
+        # A server of an earlier row still listening (its client never came) would take this row's client.
+        vm.run("for p in $(ps | awk '/ib_[a-z]*_(bw|lat)|ibv_rc_pingpong/ && !/awk/ {print $1}'); do kill -9 $p; done", 10)
         vm.run(f"rm -f /tmp/rc /tmp/o; ( timeout 90 {vm_cmd} > /tmp/o 2>&1; echo $? > /tmp/rc ) &", 10)
         vm_listening(vm)
         h = subprocess.run(["ip", "netns", "exec", NS] + host_cmd + [PEER], capture_output=True, text=True)
@@ -198,8 +226,9 @@ def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="ud
     failure = dropin.verdict(peer_tool, role, hrc, vrc, hout, vout) if drop_in else ""
     ok = (hrc == 0 or unacked) and vrc == 0 and "FAILED" not in hout and "invalid data" not in vout and not failure
     fig = figure(vout, lat) or figure(hout, lat)
-    stalled = rxe_stalled(vm) and not ok and vrc != 0 and role == "xroce-server" and \
-        peer_tool in ("ib_send_bw", "ib_write_bw") and time.time() - t0 > SAMPLE_AT + 6
+    stalled = rxe_stalled(vm) and not ok and vrc in (124, None) and role == "xroce-server" and \
+        peer_tool in ("ib_send_bw", "ib_write_bw") and "loss" not in name and "reordered" not in name and \
+        time.time() - t0 > SAMPLE_AT + 6 and rxe_unacknowledged(t0)
     if stalled and attempt == 1:
         print(f"     {name} {role} {link}: rxe stalled (its counters stood still from {SAMPLE_AT} to {SAMPLE_AT + 5} s); "
               "xroce's report:\n     " + dropin.report(hout)[-3000:].replace("\n", "\n     ") + "\n     once more", flush=True)
@@ -233,10 +262,8 @@ def explain_failure(vm):
     """Evidence for a failed case: rxe's counters and the last RoCE frames the capture on the tap holds."""
     counters = vm.run("cd /sys/class/infiniband/rxe0/ports/1/hw_counters && grep -H . * | grep -v ':0$'", 20)[1]
     print("     rxe counters: " + " ".join(l.replace(":", "=", 1) for l in counters.split()))
-    # Packets rxe handed to the VM's NIC that it has not given back (BQL's in-flight bytes), and its counts.
-    nic = vm.run("cd /sys/class/net/eth0 && echo inflight=$(cat queues/tx-0/byte_queue_limits/inflight) "
-                 "tx_packets=$(cat statistics/tx_packets) tx_dropped=$(cat statistics/tx_dropped) "
-                 "rx_packets=$(cat statistics/rx_packets) rx_dropped=$(cat statistics/rx_dropped)", 20)[1]
+    nic = vm.run("cd /sys/class/net/eth0/statistics && echo tx_packets=$(cat tx_packets) tx_dropped=$(cat tx_dropped) "
+                 "rx_packets=$(cat rx_packets) rx_dropped=$(cat rx_dropped)", 20)[1]
     print("     the VM's NIC: " + " ".join(nic.split()))
     pc = os.path.join(work, f"interop-mtu{current_mtu[0]}.pcap")
     try:
