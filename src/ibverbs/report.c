@@ -98,13 +98,13 @@ static void report_locked(const char *when)
 		when, armed.link->stats.tx_frames, armed.link->stats.rx_frames, armed.link->stats.tx_drops,
 		armed.link->stats.rx_drops);
 	print_paths(armed.link);
-	print_xdp(armed.link);
 	for (int i = 0; i < XR_CNT_COUNT; i++) {
 		uint64_t v = 0;
 		if (!xr_regio_read_counter(r, (enum xr_counter)i, &v) && v)
 			fprintf(stderr, "xroce:   %-26s %" PRIu64 "\n", xr_counter_name((enum xr_counter)i), v);
 	}
 	print_events(r);
+	print_xdp(armed.link);   /* last: it takes the link's locks, which a hung link may hold */
 }
 
 static void report_at_exit(void)

@@ -696,14 +696,18 @@ int xr_link_xdp_info(struct xr_link *l, struct xr_link_xdp_info *out)
 	if (!l || l->ops != &xdp_ops || !out)
 		return -ENOTSUP;
 	x = l->priv;
+	/* The receive side counts under rx_lock, the transmit side under
+	 * tx_lock (taken inside rx_lock where both are: an ARP reply). */
+	pthread_mutex_lock(&x->rx_lock);
+	pthread_mutex_lock(&x->tx_lock);
 	*out = x->info;
+	out->pending = x->npending;
+	pthread_mutex_unlock(&x->tx_lock);
+	pthread_mutex_unlock(&x->rx_lock);
 	pthread_mutex_lock(&x->pool.lock);
 	out->pool_free = x->pool.nfree;
 	pthread_mutex_unlock(&x->pool.lock);
 	out->pool_frames = XL_POOL_FRAMES;
-	pthread_mutex_lock(&x->rx_lock);
-	out->pending = x->npending;
-	pthread_mutex_unlock(&x->rx_lock);
 	if (ncpu > 0 && (per = calloc((size_t)ncpu, sizeof(*per)))) {
 		uint64_t *dst[XC_MAX] = { &out->filt_roce, &out->filt_arp, &out->filt_nd, &out->filt_pfc,
 					 &out->filt_pass, &out->filt_no_xsk };
