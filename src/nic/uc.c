@@ -8,7 +8,9 @@
  * FIRST/ONLY while a message is open starts a new message (the IBTA
  * reading; rxe also drops that one, E4 ⚠), into the same receive WQE.
  * Length, access and R_Key errors drop the message silently and leave
- * the QP in RTS (E6); only an unusable receive WQE moves it to ERR.
+ * the QP in RTS (E6); only an unusable receive WQE moves it to ERR. On an
+ * SRQ a dropped message completes the WQE it took with the error (E4, E6,
+ * as rxe): kept for the next message it could outlive the QP unseen.
  */
 #include <string.h>
 
@@ -25,10 +27,13 @@ static void abandon(struct xr_qp *qp)
 	qp->resp.recv_offset = 0;
 }
 
-static void drop_msg(struct xr_engine *e, struct xr_qp *qp, enum xr_counter why)
+/* A WQE taken from an SRQ is not kept: it completes with wc_status. */
+static void drop_msg(struct xr_engine *e, struct xr_qp *qp, enum xr_counter why, uint8_t wc_status)
 {
 	xr_count(e, why, 1);
 	abandon(qp);
+	if (qp->ctx.srqn && wc_status != XR_WC_SUCCESS)
+		xr_resp_fail_rwqe(e, qp, wc_status);
 }
 
 static bool continues(const struct xr_resp *rs, uint32_t f)
@@ -61,7 +66,7 @@ static bool uc_send(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *
 	int err;
 
 	if ((uint64_t)rs->recv_offset + p->payload_len > qp->act->rwqe.length) {
-		drop_msg(e, qp, XR_CNT_DROP_UC_INVALID);   /* longer than the buffer */
+		drop_msg(e, qp, XR_CNT_DROP_UC_INVALID, XR_WC_REM_INV_REQ_ERR);   /* longer than the buffer */
 		return false;
 	}
 	if (p->payload_len && (err = xr_sgl_write(e, qp->ctx.pd, qp->act->rwqe.sge, qp->act->rwqe.num_sge,
@@ -98,7 +103,7 @@ static bool uc_write(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt 
 	}
 	if (derr == XR_DMA_OK &&
 	    ((f & XR_OPF_LAST) ? p->payload_len != rs->write_left : p->payload_len >= rs->write_left)) {
-		drop_msg(e, qp, XR_CNT_DROP_UC_INVALID);
+		drop_msg(e, qp, XR_CNT_DROP_UC_INVALID, XR_WC_REM_INV_REQ_ERR);
 		return false;
 	}
 	if (derr == XR_DMA_OK && p->payload_len)
@@ -107,7 +112,7 @@ static bool uc_write(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt 
 	if (derr != XR_DMA_OK) {
 		xr_count(e, derr == XR_DMA_BOUNDS ? XR_CNT_BOUNDS_VIOLATION :
 			    derr == XR_DMA_PERM ? XR_CNT_PERM_VIOLATION : XR_CNT_RKEY_VIOLATION, 1);
-		drop_msg(e, qp, XR_CNT_DROP_UC_INVALID);
+		drop_msg(e, qp, XR_CNT_DROP_UC_INVALID, XR_WC_REM_ACCESS_ERR);
 		return false;
 	}
 	if (p->payload_len)
@@ -129,25 +134,25 @@ void xr_uc_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 		return;   /* recv.c passes only UC opcodes, and UC has no others */
 	if (f & XR_OPF_FIRST) {
 		if (rs->in_msg != XR_RESP_IDLE)
-			drop_msg(e, qp, XR_CNT_DROP_UC_MSG);   /* the open message lost its end */
+			drop_msg(e, qp, XR_CNT_DROP_UC_MSG, XR_WC_REM_INV_REQ_ERR);   /* the open message lost its end */
 	} else if (rs->in_msg == XR_RESP_IDLE || p->psn != qp->ctx.rq_psn || !continues(rs, f)) {
 		/* A gap, no message open, or the other kind: this packet and
 		 * the rest of its message go (E3, E5). */
-		drop_msg(e, qp, XR_CNT_DROP_UC_MSG);
+		drop_msg(e, qp, XR_CNT_DROP_UC_MSG, XR_WC_REM_INV_REQ_ERR);
 		return;
 	}
 	qp->ctx.rq_psn = psn_add(p->psn, 1);
 	if ((f & XR_OPF_WRITE) && !(qp->ctx.access & XR_ACCESS_REMOTE_WRITE)) {
 		xr_count(e, XR_CNT_PERM_VIOLATION, 1);
-		drop_msg(e, qp, XR_CNT_DROP_UC_INVALID);
+		drop_msg(e, qp, XR_CNT_DROP_UC_INVALID, XR_WC_REM_ACCESS_ERR);
 		return;
 	}
 	if (!lengths_ok(qp, p)) {
-		drop_msg(e, qp, XR_CNT_DROP_UC_INVALID);
+		drop_msg(e, qp, XR_CNT_DROP_UC_INVALID, XR_WC_REM_INV_REQ_ERR);
 		return;
 	}
 	if ((f & XR_OPF_RWQE) && !xr_resp_take_rwqe(e, qp)) {
-		drop_msg(e, qp, XR_CNT_DROP_NO_RWQE);   /* no RNR on UC (E6) */
+		drop_msg(e, qp, XR_CNT_DROP_NO_RWQE, XR_WC_SUCCESS);   /* no RNR on UC (E6); nothing held */
 		return;
 	}
 	if (f & XR_OPF_FIRST)

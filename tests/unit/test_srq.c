@@ -259,6 +259,82 @@ static void test_ud_on_srq(void **state)
 	h_close(&p);
 }
 
+/* A UC SEND or WRITE of len bytes at off (with immediate when imm). */
+static void uc_post(struct xr_qp *qp, struct end *e, enum xr_wr_opcode op, uint32_t len, uint32_t imm,
+		    uint64_t raddr, uint32_t rkey)
+{
+	struct xr_sge sge = { (uintptr_t)h_data(e), len, e->mr->lkey };
+	struct xr_send_wr wr;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.imm_data = imm;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	assert_int_equal(xr_post_send(qp, &wr, NULL), 0);
+}
+
+/* E4/E6 with an SRQ: a UC message dropped for its length or its R_Key
+ * completes the SRQ WQE it had taken, with REM_INV_REQ_ERR or
+ * REM_ACCESS_ERR, and the QP stays in RTS; the next message takes the
+ * next WQE. Before, the WQE stayed in the QP for the next message: it
+ * completed under the wrong message, or, the QP reset or destroyed
+ * without an error state, never (the program lost its buffer). */
+static void test_uc_on_srq_errors_complete_the_wqe(void **state)
+{
+	struct h_opts o = d_opts(false);
+	struct xr_srq_init_attr sa = { { 8, 1, 0 } };
+	struct xr_qp_init_attr ia;
+	struct pair p;
+	struct xr_srq *srq;
+	struct xr_qp *dst, *src;
+	struct xr_wc wc;
+	uint64_t rbuf;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &o), 0);
+	srq = xr_create_srq(p.b.pd, &sa);
+	assert_non_null(srq);
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = XR_QPT_UC;
+	ia.cap.max_send_wr = 8;
+	ia.cap.max_recv_wr = 2;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	ia.send_cq = ia.recv_cq = p.a.cq;
+	src = xr_create_qp(p.a.pd, &ia);
+	ia.send_cq = ia.recv_cq = p.b.cq;
+	ia.srq = srq;
+	dst = xr_create_qp(p.b.pd, &ia);
+	assert_non_null(src);
+	assert_non_null(dst);
+	assert_int_equal(h_connect(src, dst, p.b.ctx, &o, 100, 700), 0);
+	assert_int_equal(h_connect(dst, src, p.a.ctx, &o, 700, 100), 0);
+	rbuf = (uintptr_t)h_data(&p.b) + 8192;
+	for (uint64_t id = 1; id <= 4; id++)
+		assert_int_equal(d_post_srq(srq, &p.b, (id - 1) * 64, 64, id), 0);
+
+	uc_post(src, &p.a, XR_WR_SEND, 2048, 0, 0, 0);   /* longer than the 64-byte WQE */
+	assert_int_equal(d_collect(&p, &p.b, &wc, 1, 1000), 1);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, XR_WC_REM_INV_REQ_ERR);
+	uc_post(src, &p.a, XR_WR_RDMA_WRITE_WITH_IMM, 8, 7, rbuf, p.b.mr->rkey + 1);   /* no such R_Key */
+	assert_int_equal(d_collect(&p, &p.b, &wc, 1, 1000), 1);
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, XR_WC_REM_ACCESS_ERR);
+	uc_post(src, &p.a, XR_WR_SEND, 8, 0, 0, 0);   /* the QP works on: the next WQE */
+	assert_int_equal(d_collect(&p, &p.b, &wc, 1, 1000), 1);
+	assert_int_equal(wc.wr_id, 3);
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 8);
+	assert_int_equal(d_quiet(&p, &p.b, 20), 0);
+	xr_destroy_qp(src);
+	xr_destroy_qp(dst);
+	assert_int_equal(xr_destroy_srq(srq), 0);
+	h_close(&p);
+}
+
 /* 16 RC QPs on one SRQ under load: every message arrives once, whole, in
  * its QP's order, on the QP its sender is connected to; the SRQ runs dry
  * (RNR retries recover) and the limit event fires once. */
@@ -346,6 +422,7 @@ int main(void)
 		cmocka_unit_test(test_rnr_and_sharing),
 		cmocka_unit_test(test_refusals_and_error),
 		cmocka_unit_test(test_ud_on_srq),
+		cmocka_unit_test(test_uc_on_srq_errors_complete_the_wqe),
 		cmocka_unit_test(test_sixteen_qps_under_load),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
