@@ -40,6 +40,8 @@ LINKS = os.environ.get("XR_LINKS", "udp,raw,xdp").split(",")
 results = []
 current_mtu = [1500]   # the phase running now: its capture is the one a failure is explained from
 rxe_rcvd = {}   # MTU phase -> rxe's rcvd_pkts at its end
+rxe_rcvd_before = {}   # MTU phase -> rcvd_pkts of the VMs restarted in it (restart_vm)
+vm_restarts = []   # the phases whose VM was restarted after its NIC stalled
 rd_atom = {}    # device -> its max_qp_rd_atom (ibv_devinfo -v), for the drop-in rows
 xdp_mode = {}   # MTU phase -> how the XDP link bound xr0, as it reported it
 CAPTURE_CAP = 1_000_000_000   # bytes per capture (tshark's filesize counts kB of 1000 bytes)
@@ -120,6 +122,24 @@ def rxe_stalled(vm):
     c0, c1, c2 = samples
     retries = lambda c: int(c.get("completer_retry_err", "0") or 0)
     return c1 == c2 and retries(c1) > retries(c0)
+
+
+def vm_nic_stalled(vm):
+    """The guest's lines of its NIC's transmit watchdog (empty: none since the VM booted). It fires when the
+    virtio TX queue took nothing for 5 s: qemu stopped serving it, and every frame rxe sends from then on
+    stays in the VM (CI: 'NETDEV WATCHDOG: transmit queue 0 timed out 194116 ms' under a loss case)."""
+    _, out = vm.run("busybox dmesg | grep -E 'NETDEV WATCHDOG|TX timeout' | tail -2", 10)
+    return out.strip()
+
+
+def restart_vm(vm):
+    """A fresh VM; rxe's rcvd_pkts so far are kept for the phase's frame count (accepted_by_rxe)."""
+    counters = vm.run(f"cat {RXE_COUNTERS}/rcvd_pkts", 10)[1].strip()
+    rxe_rcvd_before[current_mtu[0]] = rxe_rcvd_before.get(current_mtu[0], 0) + (int(counters) if counters.isdigit() else 0)
+    t0 = time.time()
+    vm.restart()
+    vm_restarts.append(current_mtu[0])
+    print(f"[{time.strftime('%T')}] the peer VM restarted ({time.time() - t0:.0f} s)", flush=True)
 
 
 def rxe_unacknowledged(t0):
@@ -226,6 +246,16 @@ def run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer="", link="ud
     failure = dropin.verdict(peer_tool, role, hrc, vrc, hout, vout) if drop_in else ""
     ok = (hrc == 0 or unacked) and vrc == 0 and "FAILED" not in hout and "invalid data" not in vout and not failure
     fig = figure(vout, lat) or figure(hout, lat)
+    nic = vm_nic_stalled(vm) if not ok else ""
+    if nic:
+        # Every row after this would fail the same way: the VM is restarted whatever the attempt.
+        print(f"     {name} {role} {link}: the VM's NIC stopped sending (its watchdog: {' / '.join(nic.splitlines())}); "
+              "xroce's report:\n     " + dropin.report(hout)[-3000:].replace("\n", "\n     "), flush=True)
+        explain_failure(vm)
+        restart_vm(vm)
+        if attempt == 1:
+            return run_case(vm, name, peer_tool, xroce_args, role, mtu, extra_peer, link, attempt=attempt + 1,
+                            drop_in=drop_in, before="the VM's NIC stalled (its transmit watchdog fired)")
     stalled = rxe_stalled(vm) and not ok and vrc in (124, None) and role == "xroce-server" and \
         peer_tool in ("ib_send_bw", "ib_write_bw") and "loss" not in name and "reordered" not in name and \
         time.time() - t0 > SAMPLE_AT + 6 and rxe_unacknowledged(t0)
@@ -428,7 +458,7 @@ def main():
             counters = vm.run("for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo $(basename $f)=$(cat $f); done", 20)[1]
             versions[f"rxe counters after mtu {mtu}"] = " ".join(x for x in counters.split() if not x.endswith("=0"))
             m = re.search(r"\brcvd_pkts=(\d+)", counters)
-            rxe_rcvd[mtu] = int(m.group(1)) if m else None
+            rxe_rcvd[mtu] = int(m.group(1)) + rxe_rcvd_before.get(mtu, 0) if m else None
         except Exception as e:  # a boot failure or a harness error is a failed run, never a skip
             print(f"FAIL: {e}")
             results.append(dict(name="harness", role="-", link="-", mtu=mtu, ok=False, hrc=None, vrc=None, fig="", secs=0, why=str(e)[:120]))
@@ -456,6 +486,8 @@ def main():
                 else:
                     guessed += n
     versions["frames whose payload Wireshark guessed as another protocol and called malformed"] = str(guessed)
+    if vm_restarts:
+        versions["peer VM restarted after its NIC stalled (IP MTU phase of each)"] = ", ".join(map(str, vm_restarts))
     for mtu, mode in xdp_mode.items():
         versions[f"XDP link on xr0 (veth), mtu {mtu}"] = mode
     write_doc(versions, malformed)

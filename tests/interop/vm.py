@@ -10,6 +10,13 @@ import time
 
 class VM:
     def __init__(self, ns, image, ip, ip6, mtu, log):
+        self.args = (ns, image, ip, ip6, mtu, log)
+        self.boots = 0
+        self._boot()
+
+    def _boot(self):
+        ns, image, ip, ip6, mtu, log = self.args
+        self.boots += 1
         self.log = open(log, "ab")
         cmd = ["ip", "netns", "exec", ns, "qemu-system-x86_64", "-accel", "tcg", "-m", "768", "-smp", "1",
                "-nographic", "-no-reboot", "-kernel", os.path.join(image, "vmlinuz"),
@@ -62,6 +69,11 @@ class VM:
                 return int(tail.rstrip("_").strip() or "255"), head
             if not ok2:
                 return None, text
+
+    def restart(self):
+        """A fresh VM on the same tap (the tap outlives qemu: setup_ns made it)."""
+        self.close()
+        self._boot()
 
     def close(self):
         try:
