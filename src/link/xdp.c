@@ -422,7 +422,8 @@ static bool xdp_tx_held(struct xr_link *l)
 	pthread_mutex_lock(&x->tx_lock);
 	held = tx_waiting(x->sock);
 	pthread_mutex_unlock(&x->tx_lock);
-	return held;
+	/* Down, no kick can send them: the engine need not keep trying. */
+	return held && xdp_is_up(l);
 }
 
 static const struct xr_link_ops xdp_ops = {

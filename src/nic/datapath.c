@@ -659,6 +659,12 @@ int xr_dp_pass(struct xr_engine *e, bool block, bool *ran)
 	pass_owner = e;
 	if (!(xr_reg_get(e, XR_REG_CTRL) & XR_CTRL_SOFT_RESET))
 		work = progress_locked(e, &movable);
+	/* A caller's pass left frames in the link that leave only on a later
+	 * call, with nothing else due: the thread, asleep without a timeout,
+	 * must look again (its own sleep checks this under dp_mutex). */
+	if (!xr_progress_is_thread(e) && e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping) &&
+	    atomic_load(&e->progress.untimed) && xr_link_tx_held(e->link))
+		arm_tick(e);
 	pass_owner = NULL;
 	pthread_mutex_unlock(&e->dp_mutex);
 	/* A caller's pass left work that cannot wait for its next call: the

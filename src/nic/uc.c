@@ -133,8 +133,11 @@ void xr_uc_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 	if (!(f & (XR_OPF_SEND | XR_OPF_WRITE)))
 		return;   /* recv.c passes only UC opcodes, and UC has no others */
 	if (f & XR_OPF_FIRST) {
-		if (rs->in_msg != XR_RESP_IDLE)
+		if (rs->in_msg != XR_RESP_IDLE) {
 			drop_msg(e, qp, XR_CNT_DROP_UC_MSG, XR_WC_REM_INV_REQ_ERR);   /* the open message lost its end */
+			if (qp->ctx.state == XR_QPS_ERR)
+				return;   /* its completion overran the CQ: the QP takes nothing more */
+		}
 	} else if (rs->in_msg == XR_RESP_IDLE || p->psn != qp->ctx.rq_psn || !continues(rs, f)) {
 		/* A gap, no message open, or the other kind: this packet and
 		 * the rest of its message go (E3, E5). */
@@ -144,7 +147,7 @@ void xr_uc_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 	qp->ctx.rq_psn = psn_add(p->psn, 1);
 	if ((f & XR_OPF_WRITE) && !(qp->ctx.access & XR_ACCESS_REMOTE_WRITE)) {
 		xr_count(e, XR_CNT_PERM_VIOLATION, 1);
-		drop_msg(e, qp, XR_CNT_DROP_UC_INVALID, XR_WC_REM_ACCESS_ERR);
+		drop_msg(e, qp, XR_CNT_DROP_UC_INVALID, XR_WC_SUCCESS);   /* before any WQE is taken: silent */
 		return;
 	}
 	if (!lengths_ok(qp, p)) {

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "progress_harness.h"
+#include "dgram_harness.h"
 
 /* The doorbell rung between begin and end is served by end's own pass:
  * the WRITE leaves from this thread (the thread, asleep, is not needed). */
@@ -266,6 +267,52 @@ static void test_frames_held_by_the_link_are_sent(void **state)
 	h_close(&p);
 }
 
+/* The same when the caller's own pass (xr_engine_post_end) put the frame
+ * in the link and nothing waits after it (a UD SEND completes once sent):
+ * the sleeping thread is told to look again, or the frame stayed in b's
+ * link until something else woke b. */
+static void test_frames_a_callers_pass_left_in_the_link_are_sent(void **state)
+{
+	struct xr_fault_cfg f = { .seed = 6, .delay = 1.0, .delay_us = 200 };
+	struct h_opts o = { .mode = XR_PROGRESS_THREAD, .mtu = XR_MTU_1024, .buf_len = 4096, .timeout = 18,
+			    .retry_cnt = 7, .rnr_retry = 7, .fault = &f };
+	struct pair p;
+	struct xr_qp *src, *dst;
+	struct xr_ah *ah;
+	struct xr_wc wc;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &o), 0);
+	src = d_ud_qp(&p.b, 9, NULL);
+	dst = d_ud_qp(&p.a, 9, NULL);
+	ah = d_ah(&p.b, &p.a, 64, 0);
+	assert_non_null(src);
+	assert_non_null(dst);
+	assert_non_null(ah);
+	for (int i = 0; i < 3; i++) {
+		uint64_t until;
+		int got = 0;
+
+		assert_int_equal(d_post_recv(dst, &p.a, 0, 256, (uint64_t)i), 0);
+		usleep(5000);   /* b's thread is asleep */
+		xr_engine_post_begin(eng(&p.b));
+		assert_int_equal(d_ud_send(src, &p.b, ah, xr_qp_num(dst), 9, 0, 64, 0, (uint64_t)i), 0);
+		xr_engine_post_end(eng(&p.b));
+		/* Only a's side is called from here on. */
+		for (until = h_now_ms() + 1000; !got && h_now_ms() < until;)
+			got = xr_poll_cq(p.a.cq, 1, &wc);
+		assert_int_equal(got, 1);
+		assert_int_equal(wc.status, XR_WC_SUCCESS);
+		assert_int_equal(wc.opcode, XR_WC_RECV);
+		while (xr_poll_cq(p.b.cq, 1, &wc) == 1)
+			assert_int_equal(wc.status, XR_WC_SUCCESS);
+	}
+	xr_destroy_ah(ah);
+	xr_destroy_qp(src);
+	xr_destroy_qp(dst);
+	h_close(&p);
+}
+
 /* Two engines' post sections nested in one thread: the outer engine's
  * doorbell is not lost (the inner section reset the outer one's state, so
  * neither a pass nor a wakeup followed it). Watched on memory: a poll of
@@ -427,6 +474,7 @@ int main(void)
 		cmocka_unit_test(test_assisting_callers_beside_a_realtime_thread),
 		cmocka_unit_test(test_caller_driven_posts_cost_few_wakeups),
 		cmocka_unit_test(test_frames_held_by_the_link_are_sent),
+		cmocka_unit_test(test_frames_a_callers_pass_left_in_the_link_are_sent),
 		cmocka_unit_test(test_nested_post_sections_of_two_engines),
 		cmocka_unit_test(test_drained_send_queue_hands_the_engine_back),
 		cmocka_unit_test(test_waiters_see_ack_timeouts_in_time),
