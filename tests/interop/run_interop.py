@@ -530,7 +530,11 @@ def write_doc(versions, malformed):
                 "xroce-perf connects; `xroce-server` = the reverse. Pingpong runs with `ibv_rc_pingpong -c` and\n"
                 "`xroce-perf --verify`: every echo is compared with what was sent. The second table runs Debian's own\n"
                 "perftest and ibv_rc_pingpong on xroce too, through the drop-in libibverbs. Figures are from the emulated\n"
-                "VM (TCG) on a shared 2-core host, a functional peer, not a speed reference.\n\n")
+                "VM (TCG) on a shared 2-core host, a functional peer, not a speed reference. A row runs a second time\n"
+                "only when the peer failed by itself, and its note says why: perftest's clock calibration failed in the\n"
+                "VM; the VM's NIC stopped sending (its transmit watchdog fired; the VM is restarted); or rxe stalled\n"
+                "(it had retried in the row, with packets xroce had not acknowledged, then its counters stood still\n"
+                "though it retries for ever).\n\n")
         for k, v in versions.items():
             f.write(f"- {k}: `{v}`\n")
         f.write(f"- frames whose RoCE headers tshark found malformed: {malformed}\n\n")
