@@ -66,6 +66,13 @@ static void arm_tick(struct xr_engine *e)
 		timerfd_settime(e->progress.tick_fd, 0, &its, NULL);
 }
 
+/* The thread sleeps without a timeout: only a doorbell, a frame or the
+ * tick wakes it. */
+static bool thread_sleeps_untimed(struct xr_engine *e)
+{
+	return e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping) && atomic_load(&e->progress.untimed);
+}
+
 /* The busy list is a ring, oldest first (busy_lock held): twice as long,
  * in order from slot 0. */
 static bool busy_grow(struct xr_engine *e)
@@ -142,7 +149,7 @@ wake:
 	 * without a timeout, which it does only when no QP was busy. */
 	atomic_thread_fence(memory_order_seq_cst);   /* nbusy before untimed: pairs with sleep_on_fds */
 	if (pass_owner == e) {
-		if (e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping) && atomic_load(&e->progress.untimed))
+		if (thread_sleeps_untimed(e))
 			arm_tick(e);
 		return;
 	}
@@ -441,7 +448,7 @@ static void park(struct xr_engine *e, struct xr_qp *qp, uint64_t due)
 	if (due < e->wait_due_ns)
 		e->wait_due_ns = due;
 	/* A thread asleep without a timeout: the tick takes the timer over. */
-	if (e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping) && atomic_load(&e->progress.untimed))
+	if (thread_sleeps_untimed(e))
 		arm_tick(e);
 }
 
@@ -662,8 +669,7 @@ int xr_dp_pass(struct xr_engine *e, bool block, bool *ran)
 	/* A caller's pass left frames in the link that leave only on a later
 	 * call, with nothing else due: the thread, asleep without a timeout,
 	 * must look again (its own sleep checks this under dp_mutex). */
-	if (!xr_progress_is_thread(e) && e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping) &&
-	    atomic_load(&e->progress.untimed) && xr_link_tx_held(e->link))
+	if (!xr_progress_is_thread(e) && thread_sleeps_untimed(e) && xr_link_tx_held(e->link))
 		arm_tick(e);
 	pass_owner = NULL;
 	pthread_mutex_unlock(&e->dp_mutex);

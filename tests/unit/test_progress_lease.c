@@ -107,6 +107,38 @@ static uint64_t land_on_quiet_b(struct pair *p, uint8_t stamp, uint64_t stopped,
 	return took;
 }
 
+/* An unsignaled WRITE from b, polled for until its ACK (b's caller holds
+ * the lease: the thread, woken by the ACK, stands by), then warm_ms and ms
+ * of empty polls: the engine threads' wakeups in the last ms. *delay gets
+ * their run delay so far (the round's start, for round_disturbed); w.last
+ * is the last poll. */
+static long ack_then_poll(struct pair *p, const pid_t *t, int n, uint64_t id, unsigned warm_ms, unsigned ms,
+			  struct watch *w, uint64_t *delay)
+{
+	uint64_t acks = h_counter(&p->b, XR_CNT_RX_ACK);
+	long woke;
+
+	post_write_flags(p, id, 0);
+	poll_empty(p, 5000, acks + 1, w);
+	assert_int_equal(h_counter(&p->b, XR_CNT_RX_ACK), acks + 1);
+	*delay = threads_run_delay(t, n);
+	if (warm_ms) {
+		watch_rest(w);
+		poll_empty(p, warm_ms, 0, w);
+	}
+	woke = -threads_wakeups(t, n);
+	watch_rest(w);
+	poll_empty(p, ms, 0, w);
+	return woke + threads_wakeups(t, n);
+}
+
+/* The caller off its core for much of a lease (it lapses), or the engine
+ * thread kept from one (it does not look): the round proves nothing. */
+static bool round_disturbed(const struct watch *w, uint64_t delay)
+{
+	return w->gap > 300000 || delay > 300000;
+}
+
 /* A round counts for the lease when the thread stood by through it (it
  * looked a few times). In others it slept armed on the link instead: the
  * caller took the ACK before the thread armed, or the thread went to
@@ -141,19 +173,10 @@ static void test_a_renewed_lease_is_looked_at_less_often(void **state)
 		uint64_t took, delay, stopped;
 		long woke;
 
-		/* An unsignaled WRITE: its ACK wakes b's thread, which finds
-		 * the lease held and stands by (no completion hands back). */
-		post_write_flags(&p, (uint64_t)r, 0);
-		poll_empty(&p, 5000, (uint64_t)r + 1, &w);
-		assert_int_equal(h_counter(&p.b, XR_CNT_RX_ACK), r + 1);
-		delay = threads_run_delay(t, n);
-		watch_rest(&w);
-		poll_empty(&p, 10, 0, &w);   /* the lease grows */
-		woke = -threads_wakeups(t, n);
-		watch_rest(&w);
-		poll_empty(&p, 50, 0, &w);
+		/* No completion hands back: the lease grows over the first
+		 * 10 ms and the looks are counted over the next 50. */
+		woke = ack_then_poll(&p, t, n, (uint64_t)r, 10, 50, &w, &delay);
 		stopped = w.last;
-		woke += threads_wakeups(t, n);
 		watch_rest(&w);
 		took = land_on_quiet_b(&p, (uint8_t)(r + 1), stopped, &w);
 		/* From before the lease grew: a thread kept from its core does
@@ -162,9 +185,7 @@ static void test_a_renewed_lease_is_looked_at_less_often(void **state)
 		printf("round %d: engine threads woke %ld times in 50 ms of polling; a WRITE landed %.2f ms "
 		       "after b's last poll (caller away %.2f ms, threads %.2f)\n",
 		       r, woke, (double)took / 1e6, (double)w.gap / 1e6, (double)delay / 1e6);
-		/* The caller off its core for much of a lease (it lapses), or
-		 * the engine thread kept from one: proves nothing. */
-		if (w.gap > 300000 || delay > 300000)
+		if (round_disturbed(&w, delay))
 			continue;
 		rounds++;
 		/* Whatever the thread did, a look more often than every 2 ms
@@ -194,20 +215,13 @@ static void test_a_lease_taken_again_starts_short(void **state)
 	n = open_pair_rt_b(&p, t);
 	/* The thread must wake after the lease is taken again: some rounds. */
 	for (int r = 0; r < 48 && conclusive < 16; r++) {
-		uint64_t took, delay, stopped, until = h_now_ms() + 5000, acks = h_counter(&p.b, XR_CNT_RX_ACK);
+		uint64_t took, delay, stopped, until = h_now_ms() + 5000;
 		struct watch w = { 0, 0 };
 		long woke;
 		struct xr_wc wc;
 		int got = 0;
 
-		post_write_flags(&p, (uint64_t)r, 0);
-		poll_empty(&p, 5000, acks + 1, &w);
-		assert_int_equal(h_counter(&p.b, XR_CNT_RX_ACK), acks + 1);
-		delay = threads_run_delay(t, n);
-		woke = -threads_wakeups(t, n);
-		watch_rest(&w);
-		poll_empty(&p, 25, 0, &w);   /* the lease grows: 0.5, 1, 2, 4 ms */
-		woke += threads_wakeups(t, n);
+		woke = ack_then_poll(&p, t, n, (uint64_t)r, 0, 25, &w, &delay);   /* the lease grows: 0.5, 1, 2, 4 ms */
 		watch_rest(&w);
 		post_write_flags(&p, (uint64_t)r, XR_SEND_SIGNALED);
 		while (!got && h_now_ms() < until) {   /* its completion hands back */
@@ -223,7 +237,7 @@ static void test_a_lease_taken_again_starts_short(void **state)
 		printf("round %d: %ld looks in 25 ms; a WRITE landed %.2f ms after b's last poll "
 		       "(caller away %.2f ms, threads %.2f)\n",
 		       r, woke, (double)took / 1e6, (double)w.gap / 1e6, (double)delay / 1e6);
-		if (w.gap > 300000 || delay > 300000)
+		if (round_disturbed(&w, delay))
 			continue;
 		rounds++;
 		assert_true(took < 2500000);   /* a 500 us lease and a wakeup */
