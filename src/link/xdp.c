@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef XROCE_HAVE_XDP
@@ -511,7 +512,7 @@ static int sock_bind(struct xdp_link *x, const struct xr_link_xdp_opts *o)
 	struct xdp_sock *s = x->sock;
 	struct xsk_umem_config uc = { .fill_size = XL_RX_CHUNKS, .comp_size = XL_TX_CHUNKS, .frame_size = XL_CHUNK,
 				      .frame_headroom = 0, .flags = 0 };
-	int err = -EINVAL, xsks_fd;
+	int err = -EINVAL, xsks_fd, waited_ms = 0;
 
 	for (size_t t = o->no_zerocopy ? 1 : 0; t < sizeof(tries) / sizeof(tries[0]); t++) {
 		struct xsk_socket_config sc = { .rx_size = XL_RX_CHUNKS, .tx_size = XL_TX_CHUNKS,
@@ -531,6 +532,16 @@ static int sock_bind(struct xdp_link *x, const struct xr_link_xdp_opts *o)
 		s->xsk = NULL;
 		xsk_umem__delete(s->umem);
 		s->umem = NULL;
+		/* The queue is still held by a socket closed a moment ago (the
+		 * kernel releases it from deferred work): claim() showed that no
+		 * live xroce link owns the interface, so wait for it, a while. */
+		if (err == -EBUSY && waited_ms < XL_QUEUE_WAIT_MS) {
+			struct timespec ts = { 0, 2 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+			waited_ms += 2;
+			t--;
+			continue;
+		}
 		if (err == -EPERM || err == -EBUSY || err == -ENODEV)
 			return err;
 	}

@@ -39,6 +39,7 @@
 #define XL_RX_BATCH 64u
 #define XL_TX_BURST 32u
 #define XL_KICK_TRIES 16
+#define XL_QUEUE_WAIT_MS 1000   /* for a queue a socket closed a moment ago still holds */
 #define XL_POOL_FRAMES 4096
 
 /* The filter's counters, as xdp_filter.bpf.c numbers them. */

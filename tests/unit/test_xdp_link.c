@@ -3,13 +3,18 @@
  * The XDP link's refusals, each with its errno and the sentence a user
  * sees through xr_link_open: bad arguments, no such interface, a link of
  * another kind asked for XDP details, and (as root) the same open after
- * dropping to an unprivileged user. Traffic is tests/net/xdp_link.sh's.
+ * dropping to an unprivileged user; and (as root, on a veth of a network
+ * namespace of its own) a link opened again the moment the last one
+ * closed. Traffic is tests/net/xdp_link.sh's.
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -103,6 +108,41 @@ static void no_privileges(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* 5. Closed and opened again at once, as a program run twice in a row
+ * does: the kernel lets go of a closed AF_XDP socket's queue a little
+ * later (deferred work), and a bind meanwhile is told EBUSY. The link
+ * waits for the queue rather than refusing. */
+static void reopened_at_once(void **state)
+{
+	pid_t pid;
+	int st;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();   /* namespaces and XDP need root */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* The namespace, and the veth in it, go with this child. */
+		if (unshare(CLONE_NEWNET) ||
+		    system("ip link add xa type veth peer name xb && ip link set xa up && ip link set xb up"))
+			_exit(2);
+		for (int i = 0; i < 20; i++) {
+			struct xr_link_xdp_opts o = { .quiet = true };
+			struct xr_link *l = xr_link_xdp("xa", "10.0.0.1", &o);
+			if (!l) {
+				fprintf(stderr, "open %d: %s\n", i, strerror(errno));
+				_exit(1);
+			}
+			xr_link_close(l);
+		}
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -110,6 +150,7 @@ int main(void)
 		cmocka_unit_test(no_interface),
 		cmocka_unit_test(info_of_other_link),
 		cmocka_unit_test(no_privileges),
+		cmocka_unit_test(reopened_at_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
