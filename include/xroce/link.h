@@ -114,7 +114,9 @@ int xr_link_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capacity);
 
 /*
  * Two connected in-memory links (a and b), for two engines in one process.
- * Each direction queues up to `depth` frames (0: 4096). 0 or -errno.
+ * Each direction queues up to `depth` frames (0: 1024). An end has one
+ * user at a time (an engine, or one thread): the ends take no locks, and
+ * each may be driven from its own thread. 0 or -errno.
  */
 int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth);
 
