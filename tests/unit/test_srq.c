@@ -335,6 +335,110 @@ static void test_uc_on_srq_errors_complete_the_wqe(void **state)
 	h_close(&p);
 }
 
+/* Runs a's engine alone until `want` frames wait at b's end of the link,
+ * and takes them: the test then decides which ones b gets. */
+static int frames_from_a(struct pair *p, struct xr_frame **f, int want)
+{
+	struct xr_wc wc;
+	uint64_t t0 = h_now_ms();
+	int got = 0;
+
+	while (got < want && h_now_ms() - t0 < 1000) {
+		(void)xr_poll_cq(p->a.cq, 1, &wc);   /* UC: the send completes at once */
+		int n = xr_link_recv(p->lb, f + got, (unsigned)(want - got));
+		got += n > 0 ? n : 0;
+	}
+	return got;
+}
+
+/* A 3-packet UC SEND of which b gets the packets in keep (a bit each). */
+static void uc_send_cut(struct pair *p, struct xr_qp *src, uint32_t len, unsigned keep)
+{
+	struct xr_frame *f[3], *kept[3];
+	unsigned n = 0;
+
+	uc_post(src, &p->a, XR_WR_SEND, len, 0, 0, 0);
+	assert_int_equal(frames_from_a(p, f, 3), 3);
+	for (unsigned i = 0; i < 3; i++) {
+		if (keep & (1u << i))
+			kept[n++] = f[i];
+		else
+			xr_link_frame_free(p->lb, f[i]);
+	}
+	assert_int_equal(xr_link_send(p->la, kept, n), (int)n);   /* on to b, as if never held */
+}
+
+/* E3/E4 with an SRQ: a UC SEND cut short, by a gap (its MIDDLE lost) or
+ * by the next message's FIRST (its LAST lost), completes the SRQ WQE it
+ * had taken with REM_INV_REQ_ERR; the QP stays in RTS and the next
+ * message lands whole in the next WQE, none of the cut one's bytes in it. */
+static void test_uc_on_srq_cut_messages_complete_the_wqe(void **state)
+{
+	enum { LEN = 2500, WQE = 4096 };   /* FIRST, MIDDLE, LAST at MTU 1024 */
+	struct h_opts o = d_opts(false);
+	struct xr_srq_init_attr sa = { { 8, 1, 0 } };
+	struct xr_qp_init_attr ia;
+	struct pair p;
+	struct xr_srq *srq;
+	struct xr_qp *dst, *src;
+	struct xr_wc wc;
+	uint64_t cut_before;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &o), 0);
+	srq = xr_create_srq(p.b.pd, &sa);
+	assert_non_null(srq);
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = XR_QPT_UC;
+	ia.cap.max_send_wr = 8;
+	ia.cap.max_recv_wr = 2;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	ia.send_cq = ia.recv_cq = p.a.cq;
+	src = xr_create_qp(p.a.pd, &ia);
+	ia.send_cq = ia.recv_cq = p.b.cq;
+	ia.srq = srq;
+	dst = xr_create_qp(p.b.pd, &ia);
+	assert_non_null(src);
+	assert_non_null(dst);
+	assert_int_equal(h_connect(src, dst, p.b.ctx, &o, 100, 700), 0);
+	assert_int_equal(h_connect(dst, src, p.a.ctx, &o, 700, 100), 0);
+	for (uint64_t id = 1; id <= 4; id++)
+		assert_int_equal(d_post_srq(srq, &p.b, (id - 1) * WQE, WQE, id), 0);
+	for (uint32_t i = 0; i < LEN; i++)
+		h_data(&p.a)[i] = (uint8_t)(i * 7 + 3);
+	memset(h_data(&p.b), 0, 4 * WQE);
+	cut_before = d_counter(&p.b, XR_CNT_DROP_UC_MSG);
+
+	uc_send_cut(&p, src, LEN, 1u | 4u);   /* the MIDDLE lost: a gap */
+	assert_int_equal(d_collect(&p, &p.b, &wc, 1, 1000), 1);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, XR_WC_REM_INV_REQ_ERR);
+	assert_int_equal(d_quiet(&p, &p.b, 20), 0);
+	uc_post(src, &p.a, XR_WR_SEND, 8, 0, 0, 0);
+	assert_int_equal(d_collect(&p, &p.b, &wc, 1, 1000), 1);
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 8);
+	assert_memory_equal(h_data(&p.b) + WQE, h_data(&p.a), 8);
+
+	uc_send_cut(&p, src, LEN, 1u | 2u);   /* the LAST lost: cut by the next FIRST */
+	uc_post(src, &p.a, XR_WR_SEND, LEN, 0, 0, 0);
+	assert_int_equal(d_collect(&p, &p.b, &wc, 1, 1000), 1);
+	assert_int_equal(wc.wr_id, 3);
+	assert_int_equal(wc.status, XR_WC_REM_INV_REQ_ERR);
+	assert_int_equal(d_collect(&p, &p.b, &wc, 1, 1000), 1);
+	assert_int_equal(wc.wr_id, 4);
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, LEN);
+	assert_memory_equal(h_data(&p.b) + 3 * WQE, h_data(&p.a), LEN);
+	assert_true(d_counter(&p.b, XR_CNT_DROP_UC_MSG) >= cut_before + 2);
+	assert_int_equal(d_quiet(&p, &p.b, 20), 0);
+	xr_destroy_qp(src);
+	xr_destroy_qp(dst);
+	assert_int_equal(xr_destroy_srq(srq), 0);
+	h_close(&p);
+}
+
 /* 16 RC QPs on one SRQ under load: every message arrives once, whole, in
  * its QP's order, on the QP its sender is connected to; the SRQ runs dry
  * (RNR retries recover) and the limit event fires once. */
@@ -423,6 +527,7 @@ int main(void)
 		cmocka_unit_test(test_refusals_and_error),
 		cmocka_unit_test(test_ud_on_srq),
 		cmocka_unit_test(test_uc_on_srq_errors_complete_the_wqe),
+		cmocka_unit_test(test_uc_on_srq_cut_messages_complete_the_wqe),
 		cmocka_unit_test(test_sixteen_qps_under_load),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
