@@ -36,6 +36,30 @@ bool xr_progress_is_thread(const struct xr_engine *e)
 #define BURST_WORK 4
 #define STREAM_SPIN_NS 50000
 
+/* A woken thread runs on the core it last ran on (real-time), or stays
+ * there (normal: on a VM that shows no cache topology the scheduler looks
+ * for an idle core only within that one). A receiver woken by its sender
+ * thus came back on the sender's core burst after burst: it took the
+ * burst, spun STREAM_SPIN_NS for the next, which could not come while it
+ * held the sender's core, and slept, while the other core idled
+ * (ib_write_bw's server, perf sched: every 80 us). One burst and then a
+ * whole spin with nothing is that sign: the thread moves to another core
+ * before it sleeps, and wakes there from then on. */
+static void move_off_this_core(void)
+{
+	cpu_set_t all, others;
+	int me = sched_getcpu();
+
+	if (me < 0 || sched_getaffinity(0, sizeof(all), &all) || CPU_COUNT(&all) < 2 || !CPU_ISSET(me, &all))
+		return;
+	others = all;
+	CPU_CLR(me, &others);
+	/* Leaving the allowed set moves it at once; the whole set back
+	 * leaves it where it landed. */
+	if (!sched_setaffinity(0, sizeof(others), &others))
+		sched_setaffinity(0, sizeof(all), &all);
+}
+
 /* A caller that assisted holds the engine this long at first (the
  * lease): the thread stands by (stand_by) until the caller stops
  * assisting for a lease or ends it itself. The lease bounds the delay
@@ -223,6 +247,7 @@ static void *progress_thread(void *arg)
 	struct xr_engine *e = arg;
 	uint64_t last_work = mono_ns(), now;
 	bool streaming = false, worked = false;
+	unsigned bursts = 0;   /* passes that moved a burst since the thread last slept */
 
 	thread_of = e;
 
@@ -250,6 +275,7 @@ static void *progress_thread(void *arg)
 		if (work) {
 			worked = true;   /* the time is read at the first idle pass */
 			streaming = work >= BURST_WORK;
+			bursts += streaming;
 			continue;
 		}
 		now = mono_ns();
@@ -268,6 +294,9 @@ static void *progress_thread(void *arg)
 		 * way: a wakeup per burst would cost both ends more than this. */
 		if (streaming && now - last_work < STREAM_SPIN_NS)
 			continue;
+		if (streaming && bursts == 1)
+			move_off_this_core();
+		bursts = 0;
 		streaming = false;
 		if (!sleep_armed(e))
 			last_work = mono_ns();
