@@ -47,7 +47,7 @@ bool xr_progress_is_thread(const struct xr_engine *e)
  * before it sleeps, and wakes there from then on. */
 static void move_off_this_core(void)
 {
-	cpu_set_t all, others;
+	cpu_set_t all, others, now;
 	int me = sched_getcpu();
 
 	if (me < 0 || sched_getaffinity(0, sizeof(all), &all) || CPU_COUNT(&all) < 2 || !CPU_ISSET(me, &all))
@@ -55,10 +55,16 @@ static void move_off_this_core(void)
 	others = all;
 	CPU_CLR(me, &others);
 	/* Leaving the allowed set moves it at once; the whole set back
-	 * leaves it where it landed. */
-	if (!sched_setaffinity(0, sizeof(others), &others))
+	 * leaves it where it landed (unless someone else set the thread's
+	 * affinity meanwhile: theirs stands). */
+	if (!sched_setaffinity(0, sizeof(others), &others) && !sched_getaffinity(0, sizeof(now), &now) &&
+	    CPU_EQUAL(&now, &others))
 		sched_setaffinity(0, sizeof(all), &all);
 }
+
+/* At most one move in this long: a workload that shows the sign every
+ * time (a paced sender) must not have the thread change cores per burst. */
+#define MOVE_GAP_NS 10000000
 
 /* A caller that assisted holds the engine this long at first (the
  * lease): the thread stands by (stand_by) until the caller stops
@@ -248,6 +254,7 @@ static void *progress_thread(void *arg)
 	uint64_t last_work = mono_ns(), now;
 	bool streaming = false, worked = false;
 	unsigned bursts = 0;   /* passes that moved a burst since the thread last slept */
+	uint64_t last_move = 0;
 
 	thread_of = e;
 
@@ -261,6 +268,7 @@ static void *progress_thread(void *arg)
 		if (atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed) && assisted_lately(e)) {
 			enum standby_end why = stand_by(e);
 			streaming = false;
+			bursts = 0;
 			if (why == DOORBELL)
 				xr_dp_pass(e, true, NULL);
 			/* Handed back by the caller (xr_engine_assist_end): what
@@ -294,8 +302,10 @@ static void *progress_thread(void *arg)
 		 * way: a wakeup per burst would cost both ends more than this. */
 		if (streaming && now - last_work < STREAM_SPIN_NS)
 			continue;
-		if (streaming && bursts == 1)
+		if (streaming && bursts == 1 && now - last_move >= MOVE_GAP_NS) {
 			move_off_this_core();
+			last_move = now;
+		}
 		bursts = 0;
 		streaming = false;
 		if (!sleep_armed(e))

@@ -114,6 +114,11 @@ static void test_a_receiver_on_its_senders_core_moves(void **state)
 	assert_int_equal(done, posted);
 	assert_int_equal(sched_setaffinity(0, sizeof(mine), &mine), 0);
 	assert_true(moved);
+	{
+		cpu_set_t now;   /* moved, and allowed everywhere again */
+		assert_int_equal(sched_getaffinity(tb, sizeof(now), &now), 0);
+		assert_true(CPU_EQUAL(&now, &all));
+	}
 	h_close(&p);
 }
 
