@@ -276,6 +276,33 @@ static void uc_post(struct xr_qp *qp, struct end *e, enum xr_wr_opcode op, uint3
 	assert_int_equal(xr_post_send(qp, &wr, NULL), 0);
 }
 
+/* A UC QP on a (src) connected to one on b (dst) that takes its receive
+ * WQEs from srq (8 deep, empty). */
+static void uc_on_srq_open(struct pair *p, const struct h_opts *o, struct xr_srq **srq, struct xr_qp **src,
+			   struct xr_qp **dst)
+{
+	struct xr_srq_init_attr sa = { { 8, 1, 0 } };
+	struct xr_qp_init_attr ia;
+
+	assert_int_equal(h_open(p, o), 0);
+	*srq = xr_create_srq(p->b.pd, &sa);
+	assert_non_null(*srq);
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = XR_QPT_UC;
+	ia.cap.max_send_wr = 8;
+	ia.cap.max_recv_wr = 2;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	ia.send_cq = ia.recv_cq = p->a.cq;
+	*src = xr_create_qp(p->a.pd, &ia);
+	ia.send_cq = ia.recv_cq = p->b.cq;
+	ia.srq = *srq;
+	*dst = xr_create_qp(p->b.pd, &ia);
+	assert_non_null(*src);
+	assert_non_null(*dst);
+	assert_int_equal(h_connect(*src, *dst, p->b.ctx, o, 100, 700), 0);
+	assert_int_equal(h_connect(*dst, *src, p->a.ctx, o, 700, 100), 0);
+}
+
 /* E4/E6 with an SRQ: a UC message dropped for its length or its R_Key
  * completes the SRQ WQE it had taken, with REM_INV_REQ_ERR or
  * REM_ACCESS_ERR, and the QP stays in RTS; the next message takes the
@@ -285,8 +312,6 @@ static void uc_post(struct xr_qp *qp, struct end *e, enum xr_wr_opcode op, uint3
 static void test_uc_on_srq_errors_complete_the_wqe(void **state)
 {
 	struct h_opts o = d_opts(false);
-	struct xr_srq_init_attr sa = { { 8, 1, 0 } };
-	struct xr_qp_init_attr ia;
 	struct pair p;
 	struct xr_srq *srq;
 	struct xr_qp *dst, *src;
@@ -294,23 +319,7 @@ static void test_uc_on_srq_errors_complete_the_wqe(void **state)
 	uint64_t rbuf;
 
 	(void)state;
-	assert_int_equal(h_open(&p, &o), 0);
-	srq = xr_create_srq(p.b.pd, &sa);
-	assert_non_null(srq);
-	memset(&ia, 0, sizeof(ia));
-	ia.qp_type = XR_QPT_UC;
-	ia.cap.max_send_wr = 8;
-	ia.cap.max_recv_wr = 2;
-	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-	ia.send_cq = ia.recv_cq = p.a.cq;
-	src = xr_create_qp(p.a.pd, &ia);
-	ia.send_cq = ia.recv_cq = p.b.cq;
-	ia.srq = srq;
-	dst = xr_create_qp(p.b.pd, &ia);
-	assert_non_null(src);
-	assert_non_null(dst);
-	assert_int_equal(h_connect(src, dst, p.b.ctx, &o, 100, 700), 0);
-	assert_int_equal(h_connect(dst, src, p.a.ctx, &o, 700, 100), 0);
+	uc_on_srq_open(&p, &o, &srq, &src, &dst);
 	rbuf = (uintptr_t)h_data(&p.b) + 8192;
 	for (uint64_t id = 1; id <= 4; id++)
 		assert_int_equal(d_post_srq(srq, &p.b, (id - 1) * 64, 64, id), 0);
@@ -376,8 +385,6 @@ static void test_uc_on_srq_cut_messages_complete_the_wqe(void **state)
 {
 	enum { LEN = 2500, WQE = 4096 };   /* FIRST, MIDDLE, LAST at MTU 1024 */
 	struct h_opts o = d_opts(false);
-	struct xr_srq_init_attr sa = { { 8, 1, 0 } };
-	struct xr_qp_init_attr ia;
 	struct pair p;
 	struct xr_srq *srq;
 	struct xr_qp *dst, *src;
@@ -385,23 +392,7 @@ static void test_uc_on_srq_cut_messages_complete_the_wqe(void **state)
 	uint64_t cut_before;
 
 	(void)state;
-	assert_int_equal(h_open(&p, &o), 0);
-	srq = xr_create_srq(p.b.pd, &sa);
-	assert_non_null(srq);
-	memset(&ia, 0, sizeof(ia));
-	ia.qp_type = XR_QPT_UC;
-	ia.cap.max_send_wr = 8;
-	ia.cap.max_recv_wr = 2;
-	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-	ia.send_cq = ia.recv_cq = p.a.cq;
-	src = xr_create_qp(p.a.pd, &ia);
-	ia.send_cq = ia.recv_cq = p.b.cq;
-	ia.srq = srq;
-	dst = xr_create_qp(p.b.pd, &ia);
-	assert_non_null(src);
-	assert_non_null(dst);
-	assert_int_equal(h_connect(src, dst, p.b.ctx, &o, 100, 700), 0);
-	assert_int_equal(h_connect(dst, src, p.a.ctx, &o, 700, 100), 0);
+	uc_on_srq_open(&p, &o, &srq, &src, &dst);
 	for (uint64_t id = 1; id <= 4; id++)
 		assert_int_equal(d_post_srq(srq, &p.b, (id - 1) * WQE, WQE, id), 0);
 	for (uint32_t i = 0; i < LEN; i++)
