@@ -277,9 +277,10 @@ static void uc_post(struct xr_qp *qp, struct end *e, enum xr_wr_opcode op, uint3
 }
 
 /* A UC QP on a (src) connected to one on b (dst) that takes its receive
- * WQEs from srq (8 deep, empty). */
-static void uc_on_srq_open(struct pair *p, const struct h_opts *o, struct xr_srq **srq, struct xr_qp **src,
-			   struct xr_qp **dst)
+ * WQEs from srq (8 deep), with WQEs 1 to 4 posted, wqe_len bytes each,
+ * back to back from the start of b's buffer. */
+static void uc_on_srq_open(struct pair *p, const struct h_opts *o, uint32_t wqe_len, struct xr_srq **srq,
+			   struct xr_qp **src, struct xr_qp **dst)
 {
 	struct xr_srq_init_attr sa = { { 8, 1, 0 } };
 	struct xr_qp_init_attr ia;
@@ -301,6 +302,8 @@ static void uc_on_srq_open(struct pair *p, const struct h_opts *o, struct xr_srq
 	assert_non_null(*dst);
 	assert_int_equal(h_connect(*src, *dst, p->b.ctx, o, 100, 700), 0);
 	assert_int_equal(h_connect(*dst, *src, p->a.ctx, o, 700, 100), 0);
+	for (uint64_t id = 1; id <= 4; id++)
+		assert_int_equal(d_post_srq(*srq, &p->b, (id - 1) * wqe_len, wqe_len, id), 0);
 }
 
 /* E4/E6 with an SRQ: a UC message dropped for its length or its R_Key
@@ -319,10 +322,8 @@ static void test_uc_on_srq_errors_complete_the_wqe(void **state)
 	uint64_t rbuf;
 
 	(void)state;
-	uc_on_srq_open(&p, &o, &srq, &src, &dst);
+	uc_on_srq_open(&p, &o, 64, &srq, &src, &dst);
 	rbuf = (uintptr_t)h_data(&p.b) + 8192;
-	for (uint64_t id = 1; id <= 4; id++)
-		assert_int_equal(d_post_srq(srq, &p.b, (id - 1) * 64, 64, id), 0);
 
 	uc_post(src, &p.a, XR_WR_SEND, 2048, 0, 0, 0);   /* longer than the 64-byte WQE */
 	assert_int_equal(d_collect(&p, &p.b, &wc, 1, 1000), 1);
@@ -392,9 +393,7 @@ static void test_uc_on_srq_cut_messages_complete_the_wqe(void **state)
 	uint64_t cut_before;
 
 	(void)state;
-	uc_on_srq_open(&p, &o, &srq, &src, &dst);
-	for (uint64_t id = 1; id <= 4; id++)
-		assert_int_equal(d_post_srq(srq, &p.b, (id - 1) * WQE, WQE, id), 0);
+	uc_on_srq_open(&p, &o, WQE, &srq, &src, &dst);
 	for (uint32_t i = 0; i < LEN; i++)
 		h_data(&p.a)[i] = (uint8_t)(i * 7 + 3);
 	memset(h_data(&p.b), 0, 4 * WQE);
