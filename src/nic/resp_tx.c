@@ -221,7 +221,8 @@ static void run_held(struct xr_engine *e, struct xr_qp *qp)
  * wakeup across cores costs both ends tens of microseconds, the ACK's
  * own included). Only a lone positive ACK of a QP in conversation (it
  * answered the last request it got with one of its own), only while it
- * has nothing to send, and never past XR_ACK_HOLD_NS. */
+ * has nothing to send, and never past XR_ACK_HOLD_NS (below the shortest
+ * ACK timeout a requester can set). */
 static bool ack_waits(struct xr_qp *qp, uint64_t now)
 {
 	const struct xr_resp *rs = &qp->resp;
@@ -234,14 +235,8 @@ static bool ack_waits(struct xr_qp *qp, uint64_t now)
 	it = xr_resp_q_at(qp, 0);
 	if (it->kind != XR_ITEM_ACK || (it->syndrome & XR_AETH_TYPE_MASK) != XR_AETH_ACK)
 		return false;
-	if (!qp->act->ack_hold_ns) {
-		/* A quarter of the QP's own ACK timeout at most: a peer set up
-		 * alike must not time out while it waits (4.096 us << timeout). */
-		uint64_t hold = XR_ACK_HOLD_NS;
-		if (qp->ctx.timeout && (4096ull << (qp->ctx.timeout & 31)) / 4 < hold)
-			hold = (4096ull << (qp->ctx.timeout & 31)) / 4;
-		qp->act->ack_hold_ns = now + hold;
-	}
+	if (!qp->act->ack_hold_ns)
+		qp->act->ack_hold_ns = now + XR_ACK_HOLD_NS;
 	return now < qp->act->ack_hold_ns;
 }
 
