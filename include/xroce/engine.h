@@ -19,11 +19,6 @@ extern "C" {
 
 struct xr_engine;
 
-/* The longest a responder's positive ACK waits for a request of its own
- * QP to leave with (a QP in conversation: it answered the last request it
- * got); far below any ACK timeout a requester can set (4.096 us * 2^1). */
-#define XR_ACK_HOLD_NS 4000
-
 /* A new engine at power-on: CTRL.soft_reset set, all tables empty.
  * NULL with errno ENOMEM on failure. */
 struct xr_engine *xr_engine_create(void);

@@ -391,7 +391,7 @@ static bool qp_can_move(const struct xr_qp *qp)
 		return qp_has_work(qp);
 	if (qp->cc.held || qp->cc.cnp_owed)
 		return qp->cc.cnp_owed;
-	return (xr_resp_has_work(qp) && !xr_resp_ack_waits(qp)) || r->cur_active || r->retx_pending ||
+	return xr_resp_has_work(qp) || r->cur_active || r->retx_pending ||
 	       (r->head != qp->sq_pi && (qp->ctx.state == XR_QPS_RTS || qp->ctx.state == XR_QPS_SQE));
 }
 
@@ -405,7 +405,7 @@ static bool qp_can_move(const struct xr_qp *qp)
  * 1,000 QPs waiting for ACKs left a quarter of one QP's goodput. */
 static bool qp_waits(const struct xr_engine *e, const struct xr_qp *qp, const struct xr_tx *tx)
 {
-	if (tx->full || e->pfc.paused || qp->ctx.state == XR_QPS_ERR || qp->cc.cnp_owed || xr_resp_ack_waits(qp))
+	if (tx->full || e->pfc.paused || qp->ctx.state == XR_QPS_ERR || qp->cc.cnp_owed)
 		return false;
 	/* WQEs posted that it could not start for want of memory: each pass
 	 * tries again. */
@@ -498,7 +498,7 @@ static void serve_qp(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, ui
 	case XR_QPS_ERR:
 		if (xr_pfc_qp_hold(e, qp, now))
 			return;   /* the fatal NAK waits for the pause to end */
-		xr_resp_tx(e, qp, tx, now);   /* a fatal NAK still leaves */
+		xr_resp_tx(e, qp, tx);   /* a fatal NAK still leaves */
 		xr_qp_flush(e, qp);
 		return;
 	default:
@@ -510,7 +510,7 @@ static void serve_qp(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, ui
 		xr_cc_timers(e, qp, now);
 		if (!xr_cc_tx(e, qp, tx, now) || held)
 			return;
-		xr_resp_tx(e, qp, tx, now);
+		xr_resp_tx(e, qp, tx);
 		if (qp->ctx.state == XR_QPS_RTS || qp->ctx.state == XR_QPS_SQD)
 			xr_req_tx(e, qp, tx, now);
 		if (qp->ctx.state == XR_QPS_ERR)
@@ -620,8 +620,6 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 				park(e, qp, qp_due(qp, now));
 			} else {
 				uint64_t d = xr_cc_next_due(qp, now);
-				if (xr_resp_ack_waits(qp) && qp->act->ack_hold_ns < d)
-					d = qp->act->ack_hold_ns;
 				*movable = *movable || qp_can_move(qp);
 				if (d < due)
 					due = d;

@@ -88,12 +88,6 @@ struct xr_resp_item {
 
 enum xr_resp_msg { XR_RESP_IDLE, XR_RESP_IN_SEND, XR_RESP_IN_WRITE };
 
-/* xr_resp.turns: the QP sent a request since the last one that asked for
- * an ACK arrived; when that one arrived, the QP had sent one since the
- * one before (a conversation: its ACKs may wait for its next request). */
-#define XR_TURN_SENT 1u
-#define XR_TURN_ANSWERS 2u
-
 /* Responder state of a QP (resp.c, resp_tx.c, uc.c, ud.c). The receive
  * WQE being filled, the response queue and the held requests live in the
  * QP's active block; the READ/atomic resources are allocated at the first
@@ -106,7 +100,6 @@ struct xr_resp {
 	bool     acked_any;          /* ack_psn is valid */
 	uint8_t  q_head, q_len;      /* the response queue (act->q) */
 	uint8_t  held_head, held_len;/* requests held (act->held) */
-	uint8_t  turns;              /* XR_TURN_*: does the QP answer what it gets (resp_tx.c) */
 	uint16_t rwqe_index;         /* its slot (in the RQ, or in the SRQ) */
 	uint16_t rq_head;            /* next receive WQE to take (free-running) */
 	uint32_t recv_offset;        /* bytes placed in it */
@@ -165,7 +158,6 @@ struct xr_qp_act {
 	struct xr_resp_item q[XR_RESP_QUEUE];/* responder: what it owes, in PSN order */
 	struct xr_resp_held *held;           /* requests held behind READ responses (resp_tx.c) */
 	struct xr_qp_act *next_spare;        /* kept for reuse (qp.c) */
-	uint64_t ack_hold_ns;                /* responder: a lone ACK waits for a reply until then (0: not waiting) */
 	uint32_t meta_slots;                 /* 1 << the SQ's log size */
 	struct xr_swqe_meta meta[];          /* one per SQ slot; zero outside [tail, started_end) */
 };
@@ -420,8 +412,6 @@ static inline uint32_t mtu_bytes(uint8_t path_mtu)
 
 /* resp.c: responses owed, and dropping them when the QP fails. */
 bool xr_resp_has_work(const struct xr_qp *qp);
-/* An ACK waits for the QP's next request (until act->ack_hold_ns). */
-bool xr_resp_ack_waits(const struct xr_qp *qp);
 void xr_resp_flush(struct xr_qp *qp);
 
 /* Puts a QP on the busy list (caller holds qp->lock). */
@@ -487,7 +477,7 @@ const struct xr_hw_rwqe *xr_rq_slot(const struct xr_qp *qp, uint16_t idx);
 struct xr_tx;   /* a burst of frames being built (datapath.c) */
 void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t now);
 void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, struct xr_tx *tx);
-void xr_resp_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t now);
+void xr_resp_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx);
 void xr_comp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p);
 /* ud.c / uc.c: the responders of the unacknowledged transports, and the
  * UD address of a send (after xr_tx_begin). */

@@ -172,8 +172,6 @@ bool xr_qp_act_get(struct xr_engine *e, struct xr_qp *qp)
 	} else {
 		a = act_alloc(e, sq_slots(&qp->ctx));
 	}
-	if (a)
-		a->ack_hold_ns = 0;
 	qp->act = a;
 	return a != NULL;
 }

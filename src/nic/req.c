@@ -355,7 +355,6 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 	}
 	xr_tx_commit(e, tx, f, &p);
 	xr_cc_sent(e, qp, now, f->len);
-	qp->resp.turns |= XR_TURN_SENT;
 	{
 		/* Responses may now carry PSNs up to this packet's (a READ's: up
 		 * to its last response); anything later is forged or stale. */

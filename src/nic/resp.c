@@ -514,10 +514,8 @@ void xr_resp_run(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 	if (f & (XR_OPF_SEND | XR_OPF_WRITE)) {
 		rs->ack_psn = psn;
 		rs->acked_any = true;
-		if (p->ackreq) {
-			rs->turns = (rs->turns & XR_TURN_SENT) ? XR_TURN_ANSWERS : 0;
+		if (p->ackreq)
 			queue_ack(e, qp, XR_AETH_ACK_UNLIMITED, psn, false);
-		}
 	}
 }
 

@@ -216,44 +216,11 @@ static void run_held(struct xr_engine *e, struct xr_qp *qp)
 		rs->held_len = 0;
 }
 
-/* An ACK that can wait for the QP's next request to leave with it: the
- * two frames then wake the peer's engine once, not twice (on a VM a
- * wakeup across cores costs both ends tens of microseconds, the ACK's
- * own included). Only a lone positive ACK of a QP in conversation (it
- * answered the last request it got with one of its own), only while it
- * has nothing to send, and never past XR_ACK_HOLD_NS (below the shortest
- * ACK timeout a requester can set). */
-static bool ack_waits(struct xr_qp *qp, uint64_t now)
+void xr_resp_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx)
 {
-	const struct xr_resp *rs = &qp->resp;
-	const struct xr_req *r = &qp->req;
-	const struct xr_resp_item *it;
-
-	if (rs->q_len != 1 || rs->held_len || !(rs->turns & XR_TURN_ANSWERS) || qp->ctx.state != XR_QPS_RTS ||
-	    qp->ctx.type != XR_QPT_RC || r->cur_active || r->retx_pending || r->head != qp->sq_pi)
-		return false;
-	it = xr_resp_q_at(qp, 0);
-	if (it->kind != XR_ITEM_ACK || (it->syndrome & XR_AETH_TYPE_MASK) != XR_AETH_ACK)
-		return false;
-	if (!qp->act->ack_hold_ns)
-		qp->act->ack_hold_ns = now + XR_ACK_HOLD_NS;
-	return now < qp->act->ack_hold_ns;
-}
-
-void xr_resp_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t now)
-{
-	if (ack_waits(qp, now))
-		return;
 	/* Each round empties the queue and then runs at least one request. */
 	while (xr_resp_send_queued(e, qp, tx) && qp->resp.held_len)
 		run_held(e, qp);
-	if (qp->act)
-		qp->act->ack_hold_ns = 0;
-}
-
-bool xr_resp_ack_waits(const struct xr_qp *qp)
-{
-	return qp->act && qp->act->ack_hold_ns && qp->resp.q_len;
 }
 
 bool xr_resp_has_work(const struct xr_qp *qp)

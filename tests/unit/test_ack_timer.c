@@ -6,10 +6,6 @@
  * timer is judged, so a healthy QP neither retransmits for nothing nor,
  * late again and again, spends its retry count; a ring that never
  * empties still lets the timer fire.
- *
- * And the responder's side of the timing: an ACK of a QP in conversation
- * waits (at most XR_ACK_HOLD_NS) for the QP's own next request, and the
- * two leave together; a QP that only receives ACKs at once.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,7 +15,6 @@
 #include <string.h>
 
 #include "rc_harness.h"
-#include "xroce/engine.h"
 
 static uint64_t fake_now = 1000000;
 
@@ -70,23 +65,16 @@ static void traffic_to_a(unsigned n)
 	}
 }
 
-/* A WRITE of len bytes from end `from`'s QP q to the other end. */
-static void post_write_from(struct end *from, unsigned q, uint64_t wr_id, uint32_t len, unsigned flags)
-{
-	struct end *to = from == &P.a ? &P.b : &P.a;
-	struct xr_sge s = { (uintptr_t)h_data(from), len, from->mr->lkey };
-	struct xr_send_wr wr = { .wr_id = wr_id, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
-				 .send_flags = flags };
-
-	wr.wr.rdma.remote_addr = (uintptr_t)h_data(to);
-	wr.wr.rdma.rkey = to->mr->rkey;
-	assert_int_equal(xr_post_send(from->qp[q], &wr, NULL), 0);
-}
-
 /* A WRITE of len bytes on A's QP q, signaled or not. */
 static void post_write(unsigned q, uint64_t wr_id, uint32_t len, unsigned flags)
 {
-	post_write_from(&P.a, q, wr_id, len, flags);
+	struct xr_sge s = { (uintptr_t)h_data(&P.a), len, P.a.mr->lkey };
+	struct xr_send_wr wr = { .wr_id = wr_id, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+				 .send_flags = flags };
+
+	wr.wr.rdma.remote_addr = (uintptr_t)h_data(&P.b);
+	wr.wr.rdma.rkey = P.b.mr->rkey;
+	assert_int_equal(xr_post_send(P.a.qp[q], &wr, NULL), 0);
 }
 
 static struct xr_engine *engine_a(void)
@@ -182,90 +170,12 @@ static void test_busy_link_still_lets_the_timer_fire(void **state)
 	h_close(&P);
 }
 
-/* One pass of `from`'s engine; what it sent is taken off the link before
- * the other engine sees it (opcodes into ops, at most 4), then passed on. */
-static int pass_and_take(struct end *from, uint8_t ops[4])
-{
-	struct xr_link *tap = from == &P.a ? P.lb : P.la, *onward = from == &P.a ? P.la : P.lb;
-	struct xr_frame *f[4];
-	int n;
-
-	xr_engine_progress(xr_context_engine(from->ctx));
-	n = xr_link_recv(tap, f, 4);
-	assert_true(n >= 0);
-	for (int i = 0; i < n; i++) {
-		struct xr_pkt p;
-		assert_int_equal(xr_pkt_parse(f[i]->data, f[i]->len, 0, 0, &p), XR_PARSE_OK);
-		ops[i] = p.opcode;
-	}
-	if (n)
-		assert_int_equal(xr_link_send(onward, f, (unsigned)n), n);
-	return n;
-}
-
-/* A WRITE ping-pong: the first WRITE B gets is ACKed at once (B has sent
- * nothing: nobody to wait for); once both have answered each other, the
- * ACK waits for its QP's next WRITE and leaves with it, or alone when
- * XR_ACK_HOLD_NS has passed; a WRITE that B does not answer makes B's
- * next ACK leave at once again. */
-static void test_ack_waits_for_the_reply_in_a_conversation(void **state)
-{
-	uint8_t op[4];
-	(void)state;
-
-	open_pair(1, 0);
-	post_write_from(&P.a, 0, 1, 8, XR_SEND_SIGNALED);
-	assert_int_equal(pass_and_take(&P.a, op), 1);
-	assert_int_equal(pass_and_take(&P.b, op), 1);          /* no conversation yet */
-	assert_int_equal(op[0], XR_OP_RC_ACKNOWLEDGE);
-	assert_int_equal(pass_and_take(&P.a, op), 0);          /* A takes the ACK */
-
-	post_write_from(&P.b, 0, 2, 8, XR_SEND_SIGNALED);      /* B answers */
-	assert_int_equal(pass_and_take(&P.b, op), 1);
-	assert_int_equal(op[0], XR_OP_RC_RDMA_WRITE_ONLY);
-	assert_int_equal(pass_and_take(&P.a, op), 0);          /* A had written: its ACK waits */
-	fake_now += XR_ACK_HOLD_NS / 2;
-	assert_int_equal(pass_and_take(&P.a, op), 0);
-	post_write_from(&P.a, 0, 3, 8, XR_SEND_SIGNALED);      /* A answers: both leave */
-	assert_int_equal(pass_and_take(&P.a, op), 2);
-	assert_int_equal(op[0], XR_OP_RC_ACKNOWLEDGE);
-	assert_int_equal(op[1], XR_OP_RC_RDMA_WRITE_ONLY);
-
-	assert_int_equal(pass_and_take(&P.b, op), 0);          /* B's ACK waits for B... */
-	fake_now += XR_ACK_HOLD_NS - 1;
-	assert_int_equal(pass_and_take(&P.b, op), 0);
-	fake_now += 1;                                         /* ...no longer than this */
-	assert_int_equal(pass_and_take(&P.b, op), 1);
-	assert_int_equal(op[0], XR_OP_RC_ACKNOWLEDGE);
-	assert_int_equal(pass_and_take(&P.a, op), 0);
-
-	post_write_from(&P.a, 0, 4, 8, XR_SEND_SIGNALED);      /* B never answered the last */
-	assert_int_equal(pass_and_take(&P.a, op), 1);
-	assert_int_equal(pass_and_take(&P.b, op), 1);
-	assert_int_equal(op[0], XR_OP_RC_ACKNOWLEDGE);
-	assert_int_equal(pass_and_take(&P.a, op), 0);
-
-	/* Every WRITE completed, once, and nothing was sent twice. */
-	for (int want = 1, got = 0; want; want = 0) {
-		struct xr_wc wc[4];
-		got = xr_poll_cq(P.a.cq, 4, wc);
-		assert_int_equal(got, 3);
-		got = xr_poll_cq(P.b.cq, 4, wc);
-		assert_int_equal(got, 1);
-	}
-	assert_int_equal(h_counter(&P.a, XR_CNT_RETRANSMITS) + h_counter(&P.b, XR_CNT_RETRANSMITS), 0);
-	assert_int_equal(h_counter(&P.b, XR_CNT_TX_ACK), 3);
-	assert_int_equal(h_counter(&P.a, XR_CNT_TX_ACK), 1);
-	h_close(&P);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ack_in_the_ring_beats_the_timer),
 		cmocka_unit_test(test_full_ring_still_lets_the_timer_fire),
 		cmocka_unit_test(test_busy_link_still_lets_the_timer_fire),
-		cmocka_unit_test(test_ack_waits_for_the_reply_in_a_conversation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
