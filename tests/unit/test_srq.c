@@ -429,6 +429,79 @@ static void test_uc_on_srq_cut_messages_complete_the_wqe(void **state)
 	h_close(&p);
 }
 
+/* A UC message on an SRQ cut by the next message's FIRST, when the cut
+ * one's error completion overruns the receive CQ: the QP goes to ERR and
+ * the new message takes no SRQ WQE (other QPs share them). The next WQE
+ * stays in the SRQ, untouched, and the next QP on it gets it. */
+static void test_uc_on_srq_overrun_takes_no_wqe(void **state)
+{
+	enum { LEN = 2500, WQE = 4096 };
+	struct h_opts o = d_opts(false);
+	struct xr_qp_init_attr ia;
+	struct xr_qp_attr at;
+	struct xr_qp_init_attr init;
+	struct xr_qp *dst, *src, *dst2, *src2;
+	struct xr_srq *srq;
+	struct xr_cq *cq2;
+	struct xr_wc wc;
+	struct pair p;
+	uint64_t until;
+	int got = 0;
+
+	(void)state;
+	o.cq_depth = 2;
+	uc_on_srq_open(&p, &o, WQE, &srq, &src, &dst);
+	cq2 = xr_create_cq(p.b.ctx, 16);
+	assert_non_null(cq2);
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = XR_QPT_UC;
+	ia.cap.max_send_wr = 8;
+	ia.cap.max_recv_wr = 2;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	ia.send_cq = ia.recv_cq = p.a.cq;
+	src2 = xr_create_qp(p.a.pd, &ia);
+	ia.send_cq = ia.recv_cq = cq2;
+	ia.srq = srq;
+	dst2 = xr_create_qp(p.b.pd, &ia);
+	assert_non_null(src2);
+	assert_non_null(dst2);
+	assert_int_equal(h_connect(src2, dst2, p.b.ctx, &o, 300, 900), 0);
+	assert_int_equal(h_connect(dst2, src2, p.a.ctx, &o, 900, 300), 0);
+	memset(h_data(&p.b), 0, 4 * WQE);
+
+	uc_post(src, &p.a, XR_WR_SEND, 8, 0, 0, 0);   /* WQEs 1 and 2: the CQ (2 CQEs) is full */
+	uc_post(src, &p.a, XR_WR_SEND, 8, 0, 0, 0);
+	for (int i = 0; i < 20; i++)
+		h_progress(&p);
+	uc_send_cut(&p, src, LEN, 1u | 2u);           /* WQE 3 taken, its LAST lost */
+	uc_post(src, &p.a, XR_WR_SEND, LEN, 0, 0, 0); /* its FIRST cuts WQE 3: the CQE overruns */
+	for (int i = 0; i < 20; i++)
+		h_progress(&p);
+	assert_int_equal(xr_query_qp(dst, &at, XR_QP_STATE, &init), 0);
+	assert_int_equal(at.qp_state, XR_QPS_ERR);
+	assert_true(d_counter(&p.b, XR_CNT_CQ_OVERFLOW) >= 1);
+	for (uint32_t i = 0; i < WQE; i++)
+		assert_int_equal(h_data(&p.b)[3 * WQE + i], 0);   /* WQE 4: no byte of the new message */
+
+	uc_post(src2, &p.a, XR_WR_SEND, 8, 0, 0, 0);  /* the SRQ's last WQE is still there */
+	for (until = h_now_ms() + 1000; !got && h_now_ms() < until;) {
+		h_progress(&p);
+		got = xr_poll_cq(cq2, 1, &wc);
+	}
+	assert_int_equal(got, 1);
+	assert_int_equal(wc.wr_id, 4);
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 8);
+	assert_memory_equal(h_data(&p.b) + 3 * WQE, h_data(&p.a), 8);
+	xr_destroy_qp(src2);
+	xr_destroy_qp(dst2);
+	xr_destroy_qp(src);
+	xr_destroy_qp(dst);
+	assert_int_equal(xr_destroy_srq(srq), 0);
+	assert_int_equal(xr_destroy_cq(cq2), 0);
+	h_close(&p);
+}
+
 /* 16 RC QPs on one SRQ under load: every message arrives once, whole, in
  * its QP's order, on the QP its sender is connected to; the SRQ runs dry
  * (RNR retries recover) and the limit event fires once. */
@@ -518,6 +591,7 @@ int main(void)
 		cmocka_unit_test(test_ud_on_srq),
 		cmocka_unit_test(test_uc_on_srq_errors_complete_the_wqe),
 		cmocka_unit_test(test_uc_on_srq_cut_messages_complete_the_wqe),
+		cmocka_unit_test(test_uc_on_srq_overrun_takes_no_wqe),
 		cmocka_unit_test(test_sixteen_qps_under_load),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
