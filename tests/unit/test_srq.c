@@ -279,15 +279,13 @@ static void uc_post(struct xr_qp *qp, struct end *e, enum xr_wr_opcode op, uint3
 /* A UC QP on a (src) connected to one on b (dst) that takes its receive
  * WQEs from srq (8 deep), with WQEs 1 to 4 posted, wqe_len bytes each,
  * back to back from the start of b's buffer. */
-static void uc_on_srq_open(struct pair *p, const struct h_opts *o, uint32_t wqe_len, struct xr_srq **srq,
-			   struct xr_qp **src, struct xr_qp **dst)
+/* A connected UC pair: src on a (a's CQ), dst on b taking its receive
+ * WQEs from srq, its completions on b_cq; first PSNs src_psn and dst_psn. */
+static void uc_pair_on_srq(struct pair *p, const struct h_opts *o, struct xr_srq *srq, struct xr_cq *b_cq,
+			   uint32_t src_psn, uint32_t dst_psn, struct xr_qp **src, struct xr_qp **dst)
 {
-	struct xr_srq_init_attr sa = { { 8, 1, 0 } };
 	struct xr_qp_init_attr ia;
 
-	assert_int_equal(h_open(p, o), 0);
-	*srq = xr_create_srq(p->b.pd, &sa);
-	assert_non_null(*srq);
 	memset(&ia, 0, sizeof(ia));
 	ia.qp_type = XR_QPT_UC;
 	ia.cap.max_send_wr = 8;
@@ -295,13 +293,24 @@ static void uc_on_srq_open(struct pair *p, const struct h_opts *o, uint32_t wqe_
 	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
 	ia.send_cq = ia.recv_cq = p->a.cq;
 	*src = xr_create_qp(p->a.pd, &ia);
-	ia.send_cq = ia.recv_cq = p->b.cq;
-	ia.srq = *srq;
+	ia.send_cq = ia.recv_cq = b_cq;
+	ia.srq = srq;
 	*dst = xr_create_qp(p->b.pd, &ia);
 	assert_non_null(*src);
 	assert_non_null(*dst);
-	assert_int_equal(h_connect(*src, *dst, p->b.ctx, o, 100, 700), 0);
-	assert_int_equal(h_connect(*dst, *src, p->a.ctx, o, 700, 100), 0);
+	assert_int_equal(h_connect(*src, *dst, p->b.ctx, o, src_psn, dst_psn), 0);
+	assert_int_equal(h_connect(*dst, *src, p->a.ctx, o, dst_psn, src_psn), 0);
+}
+
+static void uc_on_srq_open(struct pair *p, const struct h_opts *o, uint32_t wqe_len, struct xr_srq **srq,
+			   struct xr_qp **src, struct xr_qp **dst)
+{
+	struct xr_srq_init_attr sa = { { 8, 1, 0 } };
+
+	assert_int_equal(h_open(p, o), 0);
+	*srq = xr_create_srq(p->b.pd, &sa);
+	assert_non_null(*srq);
+	uc_pair_on_srq(p, o, *srq, p->b.cq, 100, 700, src, dst);
 	for (uint64_t id = 1; id <= 4; id++)
 		assert_int_equal(d_post_srq(*srq, &p->b, (id - 1) * wqe_len, wqe_len, id), 0);
 }
@@ -437,7 +446,6 @@ static void test_uc_on_srq_overrun_takes_no_wqe(void **state)
 {
 	enum { LEN = 2500, WQE = 4096 };
 	struct h_opts o = d_opts(false);
-	struct xr_qp_init_attr ia;
 	struct xr_qp_attr at;
 	struct xr_qp_init_attr init;
 	struct xr_qp *dst, *src, *dst2, *src2;
@@ -453,20 +461,7 @@ static void test_uc_on_srq_overrun_takes_no_wqe(void **state)
 	uc_on_srq_open(&p, &o, WQE, &srq, &src, &dst);
 	cq2 = xr_create_cq(p.b.ctx, 16);
 	assert_non_null(cq2);
-	memset(&ia, 0, sizeof(ia));
-	ia.qp_type = XR_QPT_UC;
-	ia.cap.max_send_wr = 8;
-	ia.cap.max_recv_wr = 2;
-	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-	ia.send_cq = ia.recv_cq = p.a.cq;
-	src2 = xr_create_qp(p.a.pd, &ia);
-	ia.send_cq = ia.recv_cq = cq2;
-	ia.srq = srq;
-	dst2 = xr_create_qp(p.b.pd, &ia);
-	assert_non_null(src2);
-	assert_non_null(dst2);
-	assert_int_equal(h_connect(src2, dst2, p.b.ctx, &o, 300, 900), 0);
-	assert_int_equal(h_connect(dst2, src2, p.a.ctx, &o, 900, 300), 0);
+	uc_pair_on_srq(&p, &o, srq, cq2, 300, 900, &src2, &dst2);
 	memset(h_data(&p.b), 0, 4 * WQE);
 
 	uc_post(src, &p.a, XR_WR_SEND, 8, 0, 0, 0);   /* WQEs 1 and 2: the CQ (2 CQEs) is full */
