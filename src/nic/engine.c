@@ -72,6 +72,7 @@ struct xr_engine *xr_engine_create(void)
 	if (!e->mrs || !e->mr_variant || !e->cqs || !e->srqs)
 		goto nomem;
 	pthread_mutex_init(&e->reg_lock, NULL);
+	pthread_mutex_init(&e->evlog_lock, NULL);
 	e->debug.listen_fd = -1;
 	e->t0_ns = xr_now_ns();
 	xr_datapath_init(e);
@@ -107,6 +108,7 @@ void xr_engine_destroy(struct xr_engine *e)
 		pthread_mutex_destroy(&e->srqs[i].lock);
 	free(e->srqs);
 	pthread_mutex_destroy(&e->reg_lock);
+	pthread_mutex_destroy(&e->evlog_lock);
 	free(e);
 }
 
@@ -123,9 +125,11 @@ void xr_engine_soft_reset(struct xr_engine *e)
 	e->latch_valid = false;
 	memset(&e->evlog_latched, 0, sizeof(e->evlog_latched));
 	e->evlog_latched_valid = false;
+	pthread_mutex_lock(&e->evlog_lock);   /* events from outside the pass too */
 	for (unsigned i = 0; i < XR_EVLOG_ENTRIES; i++)
 		atomic_store_explicit(&e->evlog[i].tag, 0, memory_order_relaxed);
 	atomic_store(&e->evlog_seq, 0);
+	pthread_mutex_unlock(&e->evlog_lock);
 	/* The shadow windows and command status go back to reset values too. */
 	for (uint32_t off = XR_REG_QP_SEL; off < 0x400; off += 4) {
 		const struct xr_reg_desc *d = xr_reg_by_offset(off);
@@ -151,9 +155,12 @@ void xr_evlog_add(struct xr_engine *e, enum xr_event_type t, uint32_t qpn, uint3
 
 	if ((unsigned)t < 32 && (xr_reg_get(e, XR_REG_EVLOG_MASK) >> t & 1))
 		return;   /* filtered (EVLOG_MASK): nor is its interrupt raised */
+	ts = xr_engine_now(e) - e->t0_ns;
+	/* Events are rare (none per packet): writers take turns, so the
+	 * slot always holds the newest event that maps to it. */
+	pthread_mutex_lock(&e->evlog_lock);
 	seq = atomic_fetch_add_explicit(&e->evlog_seq, 1, memory_order_relaxed);
 	sl = &e->evlog[seq % XR_EVLOG_ENTRIES];
-	ts = xr_engine_now(e) - e->t0_ns;
 
 	atomic_store_explicit(&sl->tag, 2 * seq + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);   /* the odd tag before the fields */
@@ -163,6 +170,7 @@ void xr_evlog_add(struct xr_engine *e, enum xr_event_type t, uint32_t qpn, uint3
 	__atomic_store_n(&sl->ev.arg0, a0, __ATOMIC_RELAXED);
 	__atomic_store_n(&sl->ev.arg1, a1, __ATOMIC_RELAXED);
 	atomic_store_explicit(&sl->tag, 2 * seq + 2, memory_order_release);
+	pthread_mutex_unlock(&e->evlog_lock);
 	if (e->event_irq)
 		e->event_irq(e->event_irq_ctx, t, qpn);
 }

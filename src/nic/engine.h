@@ -265,6 +265,8 @@ struct xr_engine {
 
 	struct xr_evlog_slot evlog[XR_EVLOG_ENTRIES];
 	_Atomic uint64_t evlog_seq;            /* events ever logged (or being logged) */
+	pthread_mutex_t evlog_lock;            /* writers, one at a time: a writer lapped in the ring
+						* while preempted would put its older event over a newer one */
 	uint64_t t0_ns;
 	uint64_t (*clock_fn)(void *ctx);       /* the timer clock (NULL: monotonic) */
 	void *clock_ctx;
