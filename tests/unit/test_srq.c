@@ -276,9 +276,6 @@ static void uc_post(struct xr_qp *qp, struct end *e, enum xr_wr_opcode op, uint3
 	assert_int_equal(xr_post_send(qp, &wr, NULL), 0);
 }
 
-/* A UC QP on a (src) connected to one on b (dst) that takes its receive
- * WQEs from srq (8 deep), with WQEs 1 to 4 posted, wqe_len bytes each,
- * back to back from the start of b's buffer. */
 /* A connected UC pair: src on a (a's CQ), dst on b taking its receive
  * WQEs from srq, its completions on b_cq; first PSNs src_psn and dst_psn. */
 static void uc_pair_on_srq(struct pair *p, const struct h_opts *o, struct xr_srq *srq, struct xr_cq *b_cq,
@@ -302,6 +299,9 @@ static void uc_pair_on_srq(struct pair *p, const struct h_opts *o, struct xr_srq
 	assert_int_equal(h_connect(*dst, *src, p->a.ctx, o, dst_psn, src_psn), 0);
 }
 
+/* A UC QP on a (src) connected to one on b (dst) that takes its receive
+ * WQEs from srq (8 deep), with WQEs 1 to 4 posted, wqe_len bytes each,
+ * back to back from the start of b's buffer. */
 static void uc_on_srq_open(struct pair *p, const struct h_opts *o, uint32_t wqe_len, struct xr_srq **srq,
 			   struct xr_qp **src, struct xr_qp **dst)
 {
