@@ -61,6 +61,15 @@ int xr_engine_assist(struct xr_engine *e);
  * so the thread takes over now, not when the lease runs out (500 us,
  * doubled each time the thread found it renewed, up to 4 ms). */
 void xr_engine_assist_end(struct xr_engine *e);
+/* xr_engine_assist_end for a caller whose last completion emptied its
+ * send queue and that may spin on memory next: where the link can, the
+ * thread is not woken but left to the frames that come next (the link
+ * armed for it), so a caller back first (a ping-pong's next post and
+ * poll) costs no wakeup at all. Otherwise xr_engine_assist_end. */
+void xr_engine_assist_pause(struct xr_engine *e);
+/* Frames received so far other than plain ACKs (requests, responses,
+ * NAKs): what a caller waiting on its peer waits for. */
+uint64_t xr_engine_answers_in(const struct xr_engine *e);
 /* Doorbells this thread rings between begin and end do not wake the
  * engine's thread: end runs the pass that sends the work itself (an
  * ibverbs post_send: the packets leave from the caller's thread), and

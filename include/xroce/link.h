@@ -74,6 +74,13 @@ struct xr_link_ops {
 	 * kernel did not take): the engine then keeps calling while it sleeps.
 	 * NULL: never. */
 	bool (*tx_held)(struct xr_link *l);
+	/* Optional (NULL: none), together: the engine's thread standing by
+	 * while a caller drives polls standby_fd's fd, which frames leave
+	 * unreadable (any arming withdrawn; -1: not now); arm(l, true) then
+	 * has frames make it readable (returns 1 when one already waits,
+	 * -1: not now), arm(l, false) withdraws the last arming. */
+	int (*standby_fd)(struct xr_link *l);
+	int (*arm)(struct xr_link *l, bool arm);
 };
 
 struct xr_link {

@@ -84,20 +84,20 @@ int xr_destroy_cq(struct xr_cq *cq)
 	return 0;
 }
 
-static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained);
+static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, struct xr_qp **drained);
 
 /* With the engine's thread running, a caller polling an empty CQ lends
  * its core for a pass and holds a lease (the thread stands by meanwhile: on
  * a small machine it would take the core the caller spins on), and one
  * whose completions emptied the send queue of the last send completion's
  * QP hands the engine back to the thread, since it may now stop calling
- * (spin on memory for the peer's answer). Unsignaled WRs keep a queue from
+ * (spin on memory for the peer's answer; linger.c). Unsignaled WRs keep a queue from
  * looking empty: the lease then just runs out (500 us; up to 4 ms for a
  * caller that kept polling or posting). */
 int xr_poll_cq(struct xr_cq *cq, int n, struct xr_wc *wc)
 {
 	struct xr_context *ctx = cq->ctx;
-	bool drained = false;
+	struct xr_qp *drained = NULL;
 	int got;
 
 	if (n < 0)
@@ -110,11 +110,11 @@ int xr_poll_cq(struct xr_cq *cq, int n, struct xr_wc *wc)
 	if (!got && n && xr_engine_assist(ctx->engine) > 0)
 		got = take_cqes(cq, n, wc, &drained);
 	if (drained)
-		xr_engine_assist_end(ctx->engine);
+		xr_linger_hand_back(cq, drained);
 	return got;
 }
 
-static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained)
+static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, struct xr_qp **drained)
 {
 	struct xr_context *ctx = cq->ctx;
 	uint32_t mask = (1u << cq->log_size) - 1;
@@ -148,7 +148,7 @@ static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained
 				__atomic_store_n(&qp->rq_ci, (uint16_t)(c->wqe_index + 1), __ATOMIC_RELEASE);
 			else {
 				__atomic_store_n(&qp->sq_ci, (uint16_t)(c->wqe_index + 1), __ATOMIC_RELEASE);
-				*sq_drained = qp->sq_ci == __atomic_load_n(&qp->sq_pi, __ATOMIC_RELAXED);
+				*drained = qp->sq_ci == __atomic_load_n(&qp->sq_pi, __ATOMIC_RELAXED) ? qp : NULL;
 			}
 		}
 		__atomic_store_n(&cq->ci, cq->ci + 1, __ATOMIC_RELAXED);
@@ -162,7 +162,9 @@ static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained
 
 int xr_req_notify_cq(struct xr_cq *cq, int solicited_only)
 {
-	/* The caller is about to wait for the event: the thread must deliver it. */
+	/* The caller is about to wait for the event: the thread must deliver
+	 * it; and completions of this CQ are not waited on by spinning. */
+	__atomic_store_n(&cq->evented, true, __ATOMIC_RELAXED);
 	if (cq->ctx->progress == XR_PROGRESS_THREAD)
 		xr_engine_assist_end(cq->ctx->engine);
 	return xr_regio_write(cq->ctx->regs, XR_REG_DB_CQ_ARM + 8 * cq->cqn, solicited_only ? 2 : 1) ? EIO : 0;

@@ -132,8 +132,10 @@ int xr_post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **ba
 	struct xr_engine *e = qp->ctx->progress == XR_PROGRESS_THREAD ? qp->ctx->engine : NULL;
 	int rc;
 
-	if (e)
+	if (e) {
+		xr_linger_posted(qp);
 		xr_engine_post_begin(e);
+	}
 	rc = post_send(qp, wr, bad, false);
 	if (e) {
 		if ((uint16_t)(qp->sq_pi - __atomic_load_n(&qp->sq_ci, __ATOMIC_ACQUIRE)) > 1)

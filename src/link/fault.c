@@ -198,7 +198,7 @@ static bool fault_tx_held(struct xr_link *l)
 
 static const struct xr_link_ops fault_ops = {
 	fault_send, fault_recv, fault_wait_fd, fault_alloc, fault_free, fault_is_up, fault_close, fault_resolve,
-	fault_rx_backlog, fault_tx_held,
+	fault_rx_backlog, fault_tx_held, NULL, NULL,
 };
 
 struct xr_link *xr_link_fault(struct xr_link *inner, const struct xr_fault_cfg *cfg)

@@ -51,6 +51,16 @@ static int host_wait_fd(struct xr_link *l)
 	return host_ep_wait_fd(((struct host_link *)l->priv)->ep);
 }
 
+static int host_standby_fd(struct xr_link *l)
+{
+	return host_ep_standby_fd(((struct host_link *)l->priv)->ep);
+}
+
+static int host_arm(struct xr_link *l, bool arm)
+{
+	return host_ep_arm(((struct host_link *)l->priv)->ep, arm);
+}
+
 /* A slot of the last peer's connection, so that sending copies nothing;
  * our own pool before the first peer or while the peer holds every slot. */
 static struct xr_frame *host_alloc(struct xr_link *l)
@@ -98,6 +108,7 @@ static int host_resolve(struct xr_link *l, const xr_gid *gid, uint8_t mac[6])
 
 static const struct xr_link_ops host_ops = {
 	host_send, host_recv, host_wait_fd, host_alloc, host_free, host_is_up, host_close, host_resolve, NULL, NULL,
+	host_standby_fd, host_arm,
 };
 
 struct xr_link *xr_link_host(const char *addr)

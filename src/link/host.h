@@ -53,6 +53,12 @@ struct host_out {
 	/* Bumped each time we arm before sleeping: the peer writes our
 	 * eventfd once per new value (it cannot clear a flag of ours). */
 	_Alignas(64) _Atomic uint32_t sleeps;
+	/* The arming numbered this is withdrawn (our engine is driven by a
+	 * caller that takes the frames itself): the peer writes our eventfd
+	 * only for a `sleeps` value other than this one. In the line of
+	 * `sleeps`, which the peer reads with it: the layout is version 3's,
+	 * and a peer that ignores it only wakes us for nothing. */
+	_Atomic uint32_t awake;
 	_Alignas(64) _Atomic uint32_t sent[HOST_SLOTS];   /* our slots, for the peer */
 	_Alignas(64) _Atomic uint32_t ret[HOST_SLOTS];    /* the peer's slots, given back */
 };
@@ -156,6 +162,13 @@ unsigned host_ep_recv(struct host_ep *h, struct xr_frame **f, unsigned n);
 bool host_ep_release(struct host_ep *h, struct xr_frame *f);
 /* Arms the wakeup and returns the eventfd to poll. */
 int host_ep_wait_fd(struct host_ep *h);
+/* A thread that stands by while a caller drives: the eventfd drained,
+ * any arming withdrawn (frames wake nobody until host_ep_arm). */
+int host_ep_standby_fd(struct host_ep *h);
+/* Arms the wakeup for the thread standing by on host_ep_standby_fd's fd
+ * (1: a frame already waits: nothing will write the fd for it), or
+ * withdraws the last arming (arm false; returns 0). */
+int host_ep_arm(struct host_ep *h, bool arm);
 void host_ep_stats(struct host_ep *h, struct xr_link_host_stats *out);
 
 /* host_ep.c, for host_path.c: a connection to the device at addr

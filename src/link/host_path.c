@@ -15,7 +15,7 @@
  *
  * Wakeups as the mem link: the receiver arms before sleeping (bumps its
  * `sleeps`), the sender writes the receiver's eventfd only when armed (a
- * value it has not woken it for yet).
+ * value it has not woken it for yet, and not withdrawn by `awake`).
  */
 #include <errno.h>
 #include <string.h>
@@ -139,7 +139,7 @@ static void publish(struct host_conn *c)
 	 * pass sees the frame, or we see it armed (a new `sleeps`). */
 	atomic_thread_fence(memory_order_seq_cst);
 	sleeps = atomic_load_explicit(&c->in->sleeps, memory_order_relaxed);
-	if (sleeps != c->woken) {
+	if (sleeps != c->woken && sleeps != atomic_load_explicit(&c->in->awake, memory_order_relaxed)) {
 		c->woken = sleeps;
 		if (write(c->peer_efd, &one, sizeof(one)) < 0) {
 			/* a full counter wakes the peer anyway */
@@ -465,6 +465,40 @@ int host_ep_wait_fd(struct host_ep *h)
 		}
 	}
 	return h->efd;
+}
+
+int host_ep_standby_fd(struct host_ep *h)
+{
+	uint64_t v;
+
+	if (read(h->efd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: nothing pending */
+	}
+	host_ep_arm(h, false);
+	return h->efd;
+}
+
+int host_ep_arm(struct host_ep *h, bool arm)
+{
+	bool waiting = false;
+
+	pthread_mutex_lock(&h->lock);
+	adopt_pending(h);
+	for (unsigned i = 0; i < h->nconn; i++) {
+		struct host_out *o = h->conn[i]->out;
+		if (arm)
+			atomic_fetch_add(&o->sleeps, 1);   /* only we write both: no race */
+		else
+			atomic_store(&o->awake, atomic_load_explicit(&o->sleeps, memory_order_relaxed));
+	}
+	/* Pairs with publish's fence: armed, either the peer sees the new
+	 * `sleeps` or we see its frame; withdrawn, either it sees `awake` or
+	 * it writes the fd (a wakeup that finds the frame taken). */
+	atomic_thread_fence(memory_order_seq_cst);
+	for (unsigned i = 0; i < h->nconn && arm && !waiting; i++)
+		waiting = atomic_load_explicit(&h->conn[i]->in->tail, memory_order_acquire) != h->conn[i]->rx_head;
+	pthread_mutex_unlock(&h->lock);
+	return waiting;
 }
 
 void host_ep_stats(struct host_ep *h, struct xr_link_host_stats *out)

@@ -247,6 +247,34 @@ static int mem_wait_fd(struct xr_link *l)
 	return e->efd;
 }
 
+static int mem_arm(struct xr_link *l, bool arm);
+
+/* Standing by while a caller drives: frames wake nobody until mem_arm. */
+static int mem_standby_fd(struct xr_link *l)
+{
+	int me;
+	struct end *e = &pair_of(l, &me)->end[me];
+	uint64_t v;
+
+	if (read(e->efd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: nothing pending */
+	}
+	mem_arm(l, false);
+	return e->efd;
+}
+
+static int mem_arm(struct xr_link *l, bool arm)
+{
+	int me;
+	struct end *e = &pair_of(l, &me)->end[me];
+
+	atomic_store(&e->armed, arm);
+	/* As mem_wait_fd's; withdrawn, a sender that still saw it armed
+	 * writes the fd: a wakeup that finds the frame taken. */
+	atomic_thread_fence(memory_order_seq_cst);
+	return arm && ring_count(&e->in) != 0;
+}
+
 static bool mem_is_up(struct xr_link *l)
 {
 	(void)l;
@@ -300,6 +328,7 @@ static int mem_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capacit
 
 static const struct xr_link_ops mem_ops = {
 	mem_send, mem_recv, mem_wait_fd, mem_alloc, mem_free, mem_is_up, mem_close, mem_resolve, mem_rx_backlog, NULL,
+	mem_standby_fd, mem_arm,
 };
 
 int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth)

@@ -479,6 +479,32 @@ static int udp_wait_fd(struct xr_link *l)
 	return u->raw_fd >= 0 ? u->raw_fd : u->fd;
 }
 
+/* Only while every frame so far came by the host path: a standing-by
+ * thread polls the socket too, and datagrams arriving while a caller
+ * drives would wake it for nothing. */
+static int udp_standby_fd(struct xr_link *l)
+{
+	struct udp_link *u = l->priv;
+
+	if (!u->host || u->rx_net)
+		return -1;
+	u->rx.skip = 0;   /* a pass after a wakeup reads the socket */
+	u->rx.backoff = 0;
+	host_ep_standby_fd(u->host);
+	return u->wait_ep;
+}
+
+static int udp_arm(struct xr_link *l, bool arm)
+{
+	struct udp_link *u = l->priv;
+
+	if (!u->host)
+		return -1;
+	if (!arm)
+		return host_ep_arm(u->host, false);
+	return u->rx_net ? -1 : host_ep_arm(u->host, true);
+}
+
 static struct xr_frame *udp_alloc(struct xr_link *l)
 {
 	return pool_get(&((struct udp_link *)l->priv)->pool);
@@ -522,6 +548,7 @@ static void udp_close(struct xr_link *l)
 
 static const struct xr_link_ops udp_ops = {
 	udp_send, udp_recv, udp_wait_fd, udp_alloc, udp_free, udp_is_up, udp_close, NULL, NULL, NULL,
+	udp_standby_fd, udp_arm,
 };
 
 /* Whether a and b (of family fam) agree under mask. */

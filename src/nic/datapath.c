@@ -197,10 +197,12 @@ int xr_engine_post_end(struct xr_engine *e)
 	 * one with a single WR out may spin on memory next, and the thread
 	 * must stay armed for the frames that answer it. A pass that could
 	 * not run (another one was under way) leaves the doorbell to the
-	 * thread, woken if it sleeps or stands by, and takes no lease. */
+	 * thread, and takes no lease: woken whatever it does (in the midst of
+	 * a pass, it would otherwise stand by after it, deaf to the doorbell;
+	 * a thread awake finds the eventfd readable and does not sleep). */
 	if (ran && post_streaming)
 		xr_progress_lease(e);
-	if (!ran && e->doorbell_efd >= 0 && (atomic_load(&e->progress.sleeping) || atomic_load(&e->progress.standby)))
+	if (!ran && e->doorbell_efd >= 0 && atomic_load(&e->progress.run) && !xr_progress_is_thread(e))
 		xr_dp_wake_thread(e);
 	return work;
 }
@@ -675,30 +677,10 @@ int xr_dp_pass(struct xr_engine *e, bool block, bool *ran)
 	pthread_mutex_unlock(&e->dp_mutex);
 	/* A caller's pass left work that cannot wait for its next call: the
 	 * sleeping thread takes it (the thread's own pass loops by itself). */
-	if (movable && !xr_progress_is_thread(e) && e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping))
+	if (movable && !xr_progress_is_thread(e) && e->doorbell_efd >= 0 &&
+	    (atomic_load(&e->progress.sleeping) || atomic_load(&e->progress.paused)))
 		xr_dp_wake_thread(e);
 	return work;
-}
-
-int xr_dp_link_wait_fd(struct xr_engine *e)
-{
-	int fd;
-
-	pthread_mutex_lock(&e->dp_mutex);
-	fd = e->link->ops->wait_fd(e->link);
-	pthread_mutex_unlock(&e->dp_mutex);
-	return fd;
-}
-
-bool xr_dp_tx_waiting(struct xr_engine *e)
-{
-	bool waiting;
-
-	pthread_mutex_lock(&e->dp_mutex);
-	/* Also frames the link took but sends only when called again. */
-	waiting = e->txq->n != 0 || xr_link_tx_held(e->link);
-	pthread_mutex_unlock(&e->dp_mutex);
-	return waiting;
 }
 
 int xr_engine_progress(struct xr_engine *e)

@@ -204,3 +204,13 @@ uint64_t xr_evlog_count(struct xr_engine *e)
 {
 	return atomic_load(&e->evlog_seq);
 }
+
+uint64_t xr_engine_answers_in(const struct xr_engine *e)
+{
+	/* Frames first: a pass counts an ACK when it takes it and its frames
+	 * at the end of the burst, so the difference can only lag (a caller
+	 * waiting for it looks again), never count an ACK as an answer. */
+	uint64_t frames = atomic_load(&e->counters[XR_CNT_RX_PKTS]);
+
+	return frames - atomic_load(&e->counters[XR_CNT_RX_ACK]);
+}

@@ -311,6 +311,9 @@ struct xr_engine {
 		bool started;
 		_Atomic uint64_t assist_ns;    /* the lease: last stamp of a polling caller (xr_engine_assist) or streaming poster; 0: none */
 		atomic_bool standby;           /* standing by while a caller drives (stand_by) */
+		atomic_bool paused;            /* the caller holding the lease is away: frames are the thread's (assist_pause) */
+		uint64_t link_arms;            /* armings of the link so far (under dp_mutex) */
+		uint64_t paused_arm;           /* the pause's, withdrawn only if still the last */
 	} progress;
 };
 
@@ -558,6 +561,14 @@ int xr_dp_pass(struct xr_engine *e, bool block, bool *ran);
  * hold: the link's wait fd (taking it may reset receive state a pass
  * reads), and whether frames the link refused wait in txq. */
 int xr_dp_link_wait_fd(struct xr_engine *e);
+/* The link's standby fd (struct xr_link_ops) for the thread standing by,
+ * or -1, armed while a caller is paused (*waiting: a frame already is);
+ * a caller's pause arms the link for it (1: a frame already waits, -1:
+ * the link cannot, frames wait to leave, or the pass lock is busy) and
+ * its return withdraws that arming, unless the thread has armed the link
+ * for its own sleep since or sleeps on an older arming. */
+int xr_dp_link_standby_fd(struct xr_engine *e, bool *waiting);
+int xr_dp_link_arm(struct xr_engine *e, bool arm);
 bool xr_dp_tx_waiting(struct xr_engine *e);
 /* Wakes the engine's thread through its doorbell eventfd. */
 void xr_dp_wake_thread(struct xr_engine *e);

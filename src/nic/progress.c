@@ -95,6 +95,17 @@ static uint64_t mono_ns(void)
 void xr_progress_lease(struct xr_engine *e)
 {
 	atomic_store_explicit(&e->progress.assist_ns, mono_ns(), memory_order_relaxed);
+	/* Back from a pause with a request out (a ping-pong's post, then
+	 * polls for its ACK): the frames are ours to take again, not the
+	 * thread's to wake for (a frame between the two wakes it: it finds
+	 * the lease and stands by again). With nothing out, the pause stands:
+	 * a loop polling until its CQ is empty, then spinning on memory,
+	 * takes a lease it will not keep, and a frame must still wake the
+	 * thread, not wait for a lease grown to 4 ms. */
+	if (atomic_load_explicit(&e->progress.paused, memory_order_relaxed) &&
+	    (__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) || __atomic_load_n(&e->nwaiting, __ATOMIC_ACQUIRE)) &&
+	    atomic_exchange(&e->progress.paused, false))
+		xr_dp_link_arm(e, false);
 }
 
 int xr_engine_assist(struct xr_engine *e)
@@ -114,6 +125,7 @@ static bool assisted_lately(struct xr_engine *e)
 
 void xr_engine_assist_end(struct xr_engine *e)
 {
+	atomic_store(&e->progress.paused, false);   /* the thread arms for itself from now */
 	if (!atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed))
 		return;
 	atomic_store(&e->progress.assist_ns, 0);
@@ -125,6 +137,47 @@ void xr_engine_assist_end(struct xr_engine *e)
 		xr_dp_wake_thread(e);
 }
 
+/* The hand-back without a wakeup: the caller keeps its lease but leaves
+ * the frames that come next to the thread, which stands by polling the
+ * link's standby fd, armed for it (and armed again each time it stands
+ * by while paused). A frame that comes before the caller is back wakes
+ * it, as a hand-back would have; a caller back first (a ping-pong's next
+ * post and poll) withdraws the arming, and the round costs no system
+ * call. Only with nothing timed: the thread standing by serves no
+ * timers. Links that cannot (-1), or frames still coming: the hand-back. */
+void xr_engine_assist_pause(struct xr_engine *e)
+{
+	int r;
+
+	if (!atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed))
+		return;
+	/* Paused before armed: a thread that stands by from here on arms the
+	 * link itself (xr_dp_link_standby_fd) rather than withdraw ours. */
+	atomic_store(&e->progress.paused, true);
+	r = xr_dp_link_arm(e, true);
+	for (int i = 0; r > 0 && i < 3; i++) {   /* a frame came meanwhile: ours */
+		xr_engine_progress(e);
+		r = xr_dp_link_arm(e, true);
+	}
+	/* After the passes: what they left timed is the thread's to serve. */
+	if (r != 0 || e->doorbell_efd < 0 || __atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&e->nwaiting, __ATOMIC_ACQUIRE))
+		xr_engine_assist_end(e);
+}
+
+/* Woken while the caller is paused (away): what comes next is ours, the
+ * timers included, as after a hand-back; the lease ends unless the
+ * caller is back meanwhile (a new stamp, which the exchange leaves). */
+static void take_over(struct xr_engine *e)
+{
+	uint64_t last = atomic_load(&e->progress.assist_ns);
+
+	if (!atomic_load_explicit(&e->progress.paused, memory_order_relaxed) || !atomic_exchange(&e->progress.paused, false))
+		return;
+	if (last)
+		atomic_compare_exchange_strong(&e->progress.assist_ns, &last, 0);
+}
+
 /* A caller drives the engine (xr_engine_assist): the thread neither spins
  * beside it nor sleeps with the link armed, where every frame the caller's
  * next pass would take anyway cost a wakeup and a pass fighting the
@@ -132,19 +185,29 @@ void xr_engine_assist_end(struct xr_engine *e)
  * went quiet), to be ended (xr_engine_assist_end: the caller got its last
  * completion or blocks on an event, and may now spin on memory), or for a
  * doorbell another thread could not serve itself (xr_engine_post_end). */
-enum standby_end { LEASE_EXPIRED, LEASE_ENDED, DOORBELL, STOPPING };
+enum standby_end { LEASE_EXPIRED, LEASE_ENDED, DOORBELL, LINK, STOPPING };
 
 static enum standby_end stand_by(struct xr_engine *e)
 {
-	struct pollfd pf = { e->doorbell_efd, POLLIN, 0 };
+	bool waiting = false;
+	struct pollfd pf[2] = { { e->doorbell_efd, POLLIN, 0 }, { xr_dp_link_standby_fd(e, &waiting), POLLIN, 0 } };
 	uint64_t lease = ASSIST_LEASE_NS, v;
 	enum standby_end why;
 
 	/* Standing by from here to the return: a lease ended at any moment
-	 * in between rings the doorbell (xr_engine_assist_end), so one ended
-	 * and taken again is never mistaken for one renewed. */
+	 * in between rings the doorbell (xr_engine_assist_end) or arms the
+	 * link (xr_engine_assist_pause), so one ended and taken again is
+	 * never mistaken for one renewed. */
 	atomic_store(&e->progress.standby, true);
 	atomic_thread_fence(memory_order_seq_cst);   /* pairs with xr_engine_assist_end */
+	/* Paused, and the link can no longer (a UDP link's first datagram
+	 * from the network): deaf to frames, we would leave them to the
+	 * lease's end. The lease ends now, unless the caller is back. */
+	if (pf[1].fd < 0 && atomic_load(&e->progress.paused)) {
+		uint64_t last = atomic_load(&e->progress.assist_ns);
+		atomic_store(&e->progress.paused, false);
+		atomic_compare_exchange_strong(&e->progress.assist_ns, &last, 0);
+	}
 	for (;;) {
 		uint64_t last = atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed);
 		uint64_t now = mono_ns();   /* after the stamp: never behind it */
@@ -159,13 +222,21 @@ static enum standby_end stand_by(struct xr_engine *e)
 			why = LEASE_ENDED;
 			break;
 		}
+		if (waiting) {
+			why = LINK;   /* came before a pause's arming, which the caller left to us */
+			break;
+		}
 		if (now - last >= lease) {
 			why = LEASE_EXPIRED;
 			break;
 		}
 		ts.tv_sec = (time_t)((lease - (now - last)) / 1000000000u);
 		ts.tv_nsec = (long)((lease - (now - last)) % 1000000000u);
-		ready = ppoll(&pf, 1, &ts, NULL);
+		ready = ppoll(pf, pf[1].fd >= 0 ? 2 : 1, &ts, NULL);
+		if (ready > 0 && (pf[1].revents & POLLIN)) {
+			why = LINK;   /* armed by a pause, or a frame that raced a withdrawal */
+			break;
+		}
 		if (ready > 0 && read(e->doorbell_efd, &v, sizeof(v)) == sizeof(v) &&
 		    atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed)) {
 			why = DOORBELL;   /* rung while the lease holds: a pass is owed */
@@ -245,6 +316,7 @@ static bool sleep_armed(struct xr_engine *e)
 	}
 	sleep_on_fds(e, link_fd);
 	atomic_store(&e->progress.sleeping, false);
+	take_over(e);   /* a caller that paused while we slept armed */
 	return true;
 }
 
@@ -269,8 +341,18 @@ static void *progress_thread(void *arg)
 			enum standby_end why = stand_by(e);
 			streaming = false;
 			bursts = 0;
-			if (why == DOORBELL)
+			if (why == DOORBELL) {
+				take_over(e);   /* rung while paused: a post left work we must time */
 				xr_dp_pass(e, true, NULL);
+			}
+			/* A frame the caller left to us (or one that raced its
+			 * return: its passes take what a busy pass lock keeps from us). */
+			else if (why == LINK) {
+				take_over(e);
+				if (xr_dp_pass(e, false, NULL))
+					last_work = mono_ns();
+			} else if (why == LEASE_EXPIRED)
+				take_over(e);
 			/* Handed back by the caller (xr_engine_assist_end): what
 			 * comes next are the peer's frames, so sleep armed for them
 			 * at once rather than spin beside a caller that may go on
