@@ -84,20 +84,20 @@ int xr_destroy_cq(struct xr_cq *cq)
 	return 0;
 }
 
-static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, struct xr_qp **drained);
+static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained);
 
 /* With the engine's thread running, a caller polling an empty CQ lends
  * its core for a pass and holds a lease (the thread stands by meanwhile: on
  * a small machine it would take the core the caller spins on), and one
  * whose completions emptied the send queue of the last send completion's
  * QP hands the engine back to the thread, since it may now stop calling
- * (spin on memory for the peer's answer; linger.c). Unsignaled WRs keep a queue from
- * looking empty: the lease then just runs out (500 us; up to 4 ms for a
- * caller that kept polling or posting). */
+ * (spin on memory for the peer's answer; linger.c). Unsignaled WRs keep
+ * a queue from looking empty: the lease then just runs out (500 us; up
+ * to 4 ms for a caller that kept polling or posting). */
 int xr_poll_cq(struct xr_cq *cq, int n, struct xr_wc *wc)
 {
 	struct xr_context *ctx = cq->ctx;
-	struct xr_qp *drained = NULL;
+	bool drained = false;
 	int got;
 
 	if (n < 0)
@@ -110,11 +110,11 @@ int xr_poll_cq(struct xr_cq *cq, int n, struct xr_wc *wc)
 	if (!got && n && xr_engine_assist(ctx->engine) > 0)
 		got = take_cqes(cq, n, wc, &drained);
 	if (drained)
-		xr_linger_hand_back(cq, drained);
+		xr_linger_hand_back(cq);
 	return got;
 }
 
-static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, struct xr_qp **drained)
+static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained)
 {
 	struct xr_context *ctx = cq->ctx;
 	uint32_t mask = (1u << cq->log_size) - 1;
@@ -148,7 +148,7 @@ static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, struct xr_qp **d
 				__atomic_store_n(&qp->rq_ci, (uint16_t)(c->wqe_index + 1), __ATOMIC_RELEASE);
 			else {
 				__atomic_store_n(&qp->sq_ci, (uint16_t)(c->wqe_index + 1), __ATOMIC_RELEASE);
-				*drained = qp->sq_ci == __atomic_load_n(&qp->sq_pi, __ATOMIC_RELAXED) ? qp : NULL;
+				*sq_drained = qp->sq_ci == __atomic_load_n(&qp->sq_pi, __ATOMIC_RELAXED);
 			}
 		}
 		__atomic_store_n(&cq->ci, cq->ci + 1, __ATOMIC_RELAXED);

@@ -57,6 +57,13 @@ struct xr_cq {
 	int efd;
 	pthread_mutex_t lock;
 	bool evented;                  /* armed for an event once: its callers block, not spin */
+	/* linger.c, for the QPs sending into this CQ (here, not in a QP that
+	 * may be destroyed while its last completion lingers); atomics:
+	 * posts and polls race. */
+	struct xr_linger {
+		uint64_t answers_at_post;  /* xr_engine_answers_in at the last post_send */
+		uint16_t skip, backoff;    /* hand-backs left without a linger, and the next such run */
+	} linger;
 };
 
 struct xr_srq {
@@ -88,16 +95,12 @@ struct xr_qp {
 	uint32_t sq_log, rq_log;
 	uint16_t sq_pi, sq_ci, rq_pi, rq_ci;
 	pthread_mutex_t sq_lock, rq_lock;
-	struct xr_linger {             /* linger.c; its fields atomic: posts and polls race */
-		uint64_t answers_at_post;  /* xr_engine_answers_in at the last post_send */
-		uint16_t skip, backoff;    /* hand-backs left without a linger, and the next such run */
-	} linger;
 };
 
 /* linger.c: a post_send of thread mode notes what had come in by then;
- * a completion that emptied qp's send queue hands the engine back. */
+ * a completion that emptied a send queue hands the engine back. */
 void xr_linger_posted(struct xr_qp *qp);
-void xr_linger_hand_back(struct xr_cq *cq, struct xr_qp *qp);
+void xr_linger_hand_back(struct xr_cq *cq);
 
 /* Writes receive WR wr into ring slot q (a QP's RQ or an SRQ): 0, or
  * EINVAL for more than max_sge SGEs or a total beyond 2^31 bytes (the

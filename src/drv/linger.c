@@ -9,14 +9,14 @@
  * completion came from. Passing on until it comes takes it on the
  * caller's own core; handed back at once, it wakes the engine's thread,
  * which on a VM costs both ends tens of microseconds. So the caller
- * lingers: until a frame other than a plain ACK has come since the QP's
- * last post (the answer, or a READ's response, which shows none is
- * coming), for at most LINGER_NS. A linger that found nothing (nobody
- * answers: a one-way sender, the end of a run) makes the QP skip the next
- * 1, 2, 4 ... LINGER_BACKOFF_MAX hand-backs' lingers; one that found its
- * answer halves that. CQs armed for events are not lingered on: their callers
- * block. Then the engine is paused, not handed back with a wakeup
- * (xr_engine_assist_pause).
+ * lingers: until a frame other than a plain ACK has come since the last
+ * post to a QP that sends into this CQ (the answer, or a READ's response,
+ * which shows none is coming), for at most LINGER_NS. A linger that found
+ * nothing (nobody answers: a one-way sender, the end of a run) makes the
+ * CQ skip the next 1, 2, 4 ... LINGER_BACKOFF_MAX hand-backs' lingers;
+ * one that found its answer halves that. CQs armed for events are not
+ * lingered on: their callers block. Then the engine is paused, not handed
+ * back with a wakeup (xr_engine_assist_pause).
  */
 #include <time.h>
 
@@ -38,7 +38,10 @@ static uint64_t mono_ns(void)
 
 void xr_linger_posted(struct xr_qp *qp)
 {
-	__atomic_store_n(&qp->linger.answers_at_post, xr_engine_answers_in(qp->ctx->engine), __ATOMIC_RELAXED);
+	struct xr_cq *cq = qp->init.send_cq;
+
+	if (cq)
+		__atomic_store_n(&cq->linger.answers_at_post, xr_engine_answers_in(qp->ctx->engine), __ATOMIC_RELAXED);
 }
 
 /* Anything but an ACK since the QP's last post. */
@@ -60,10 +63,10 @@ static bool linger(struct xr_engine *e, uint64_t at_post)
 	return true;
 }
 
-void xr_linger_hand_back(struct xr_cq *cq, struct xr_qp *qp)
+void xr_linger_hand_back(struct xr_cq *cq)
 {
 	struct xr_engine *e = cq->ctx->engine;
-	struct xr_linger *l = &qp->linger;
+	struct xr_linger *l = &cq->linger;
 	uint64_t at_post = __atomic_load_n(&l->answers_at_post, __ATOMIC_RELAXED);
 	uint16_t skip = __atomic_load_n(&l->skip, __ATOMIC_RELAXED), b;
 

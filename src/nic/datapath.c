@@ -153,7 +153,8 @@ wake:
 			arm_tick(e);
 		return;
 	}
-	wake = e->doorbell_efd >= 0 && atomic_load(&e->progress.sleeping);
+	/* Paused: the thread stands by for a caller who is away. */
+	wake = e->doorbell_efd >= 0 && (atomic_load(&e->progress.sleeping) || atomic_load(&e->progress.paused));
 	if (wake)
 		xr_dp_wake_thread(e);
 }
@@ -197,12 +198,16 @@ int xr_engine_post_end(struct xr_engine *e)
 	 * one with a single WR out may spin on memory next, and the thread
 	 * must stay armed for the frames that answer it. A pass that could
 	 * not run (another one was under way) leaves the doorbell to the
-	 * thread, and takes no lease: woken whatever it does (in the midst of
-	 * a pass, it would otherwise stand by after it, deaf to the doorbell;
-	 * a thread awake finds the eventfd readable and does not sleep). */
+	 * thread, and takes no lease: woken if it sleeps or stands by, or
+	 * will once its pass is done (a lease is held or paused: it would
+	 * stand by deaf to the doorbell; awake, it finds the eventfd
+	 * readable and does not sleep). An awake thread with no lease finds
+	 * the work itself. */
 	if (ran && post_streaming)
 		xr_progress_lease(e);
-	if (!ran && e->doorbell_efd >= 0 && atomic_load(&e->progress.run) && !xr_progress_is_thread(e))
+	if (!ran && e->doorbell_efd >= 0 && !xr_progress_is_thread(e) &&
+	    (atomic_load(&e->progress.sleeping) || atomic_load(&e->progress.standby) ||
+	     atomic_load(&e->progress.assist_ns) || atomic_load(&e->progress.paused)))
 		xr_dp_wake_thread(e);
 	return work;
 }

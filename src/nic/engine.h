@@ -312,6 +312,9 @@ struct xr_engine {
 		_Atomic uint64_t assist_ns;    /* the lease: last stamp of a polling caller (xr_engine_assist) or streaming poster; 0: none */
 		atomic_bool standby;           /* standing by while a caller drives (stand_by) */
 		atomic_bool paused;            /* the caller holding the lease is away: frames are the thread's (assist_pause) */
+		_Atomic uint32_t pauses;       /* pauses taken: a lease paused since is not one renewed */
+		atomic_bool standby_deaf;      /* standing by without the link's standby fd */
+		_Atomic uint64_t standby_until;   /* when the thread standing by looks next */
 		uint64_t link_arms;            /* armings of the link so far (under dp_mutex) */
 		uint64_t paused_arm;           /* the pause's, withdrawn only if still the last */
 	} progress;

@@ -22,19 +22,24 @@ int xr_dp_link_wait_fd(struct xr_engine *e)
 int xr_dp_link_standby_fd(struct xr_engine *e, bool *waiting)
 {
 	const struct xr_link_ops *ops = e->link->ops;
-	int fd = -1;
+	int fd;
 
 	*waiting = false;
+	if (!ops->standby_fd || !ops->arm)
+		return -1;
+	/* Waited for, not tried: the thread, woken onto the core of a caller
+	 * preempted in its pass, would try in vain until its time slice
+	 * ended (it stood by deaf, and every pause fell back to a wakeup). */
 	pthread_mutex_lock(&e->dp_mutex);
-	if (ops->standby_fd && ops->arm)
-		fd = ops->standby_fd(e->link);
+	fd = ops->standby_fd(e->link);
 	/* A caller paused: the frames are ours (under the lock: a caller back
-	 * meanwhile withdraws this arming, xr_progress_lease). */
+	 * meanwhile withdraws this arming, xr_progress_lease), and so are
+	 * frames waiting to leave, which only a pass sends. */
 	if (fd >= 0 && atomic_load(&e->progress.paused)) {
 		int r = ops->arm(e->link, true);
 		if (r >= 0)
 			e->progress.paused_arm = ++e->progress.link_arms;
-		*waiting = r > 0;
+		*waiting = r > 0 || e->txq->n || xr_link_tx_held(e->link);
 	}
 	pthread_mutex_unlock(&e->dp_mutex);
 	return fd;
@@ -44,10 +49,10 @@ int xr_dp_link_standby_fd(struct xr_engine *e, bool *waiting)
  * would sleep on the mutex, the wakeup a pause is there to save. */
 int xr_dp_link_arm(struct xr_engine *e, bool arm)
 {
-	const struct xr_link_ops *ops = e->link->ops;
+	const struct xr_link_ops *ops = e->link ? e->link->ops : NULL;
 	int r = -1;
 
-	if (!ops->arm || pthread_mutex_trylock(&e->dp_mutex))
+	if (!ops || !ops->arm || pthread_mutex_trylock(&e->dp_mutex))
 		return -1;   /* withdrawing: the thread withdraws when it next stands by */
 	if (arm) {
 		/* Frames the link refused leave only through a pass. */

@@ -151,6 +151,10 @@ void xr_engine_assist_pause(struct xr_engine *e)
 
 	if (!atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed))
 		return;
+	if (!assisted_lately(e)) {   /* run out already: the thread's, as it is */
+		xr_engine_assist_end(e);
+		return;
+	}
 	/* Paused before armed: a thread that stands by from here on arms the
 	 * link itself (xr_dp_link_standby_fd) rather than withdraw ours. */
 	atomic_store(&e->progress.paused, true);
@@ -161,7 +165,20 @@ void xr_engine_assist_pause(struct xr_engine *e)
 	}
 	/* After the passes: what they left timed is the thread's to serve. */
 	if (r != 0 || e->doorbell_efd < 0 || __atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) ||
-	    __atomic_load_n(&e->nwaiting, __ATOMIC_ACQUIRE))
+	    __atomic_load_n(&e->nwaiting, __ATOMIC_ACQUIRE)) {
+		xr_engine_assist_end(e);
+		return;
+	}
+	atomic_fetch_add(&e->progress.pauses, 1);
+	/* A thread standing by deaf to the link (its standby fd was busy or
+	 * gone), or asleep for longer than a fresh lease (the lease grew
+	 * while the caller drove): a caller back with a request out would
+	 * leave it the frames for that long. The hand-back, once: from then
+	 * on the thread stands by for short leases while pauses come. */
+	atomic_thread_fence(memory_order_seq_cst);   /* pairs with stand_by's entry */
+	if (atomic_load(&e->progress.standby) &&
+	    (atomic_load(&e->progress.standby_deaf) ||
+	     atomic_load(&e->progress.standby_until) > mono_ns() + ASSIST_LEASE_NS))
 		xr_engine_assist_end(e);
 }
 
@@ -192,14 +209,17 @@ static enum standby_end stand_by(struct xr_engine *e)
 	bool waiting = false;
 	struct pollfd pf[2] = { { e->doorbell_efd, POLLIN, 0 }, { xr_dp_link_standby_fd(e, &waiting), POLLIN, 0 } };
 	uint64_t lease = ASSIST_LEASE_NS, v;
+	uint32_t pauses = atomic_load(&e->progress.pauses);
 	enum standby_end why;
 
 	/* Standing by from here to the return: a lease ended at any moment
 	 * in between rings the doorbell (xr_engine_assist_end) or arms the
 	 * link (xr_engine_assist_pause), so one ended and taken again is
 	 * never mistaken for one renewed. */
+	atomic_store(&e->progress.standby_deaf, pf[1].fd < 0);
+	atomic_store(&e->progress.standby_until, UINT64_MAX);   /* not yet asleep: not yet known */
 	atomic_store(&e->progress.standby, true);
-	atomic_thread_fence(memory_order_seq_cst);   /* pairs with xr_engine_assist_end */
+	atomic_thread_fence(memory_order_seq_cst);   /* pairs with xr_engine_assist_end and _pause */
 	/* Paused, and the link can no longer (a UDP link's first datagram
 	 * from the network): deaf to frames, we would leave them to the
 	 * lease's end. The lease ends now, unless the caller is back. */
@@ -232,10 +252,25 @@ static enum standby_end stand_by(struct xr_engine *e)
 		}
 		ts.tv_sec = (time_t)((lease - (now - last)) / 1000000000u);
 		ts.tv_nsec = (long)((lease - (now - last)) % 1000000000u);
+		atomic_store(&e->progress.standby_until, last + lease);
 		ready = ppoll(pf, pf[1].fd >= 0 ? 2 : 1, &ts, NULL);
-		if (ready > 0 && (pf[1].revents & POLLIN)) {
-			why = LINK;   /* armed by a pause, or a frame that raced a withdrawal */
-			break;
+		if (ready > 0 && pf[1].fd >= 0 && (pf[1].revents & POLLIN)) {
+			if (atomic_load(&e->progress.paused)) {
+				why = LINK;   /* armed by a pause: the caller is away */
+				break;
+			}
+			/* A frame that raced a withdrawal (or a datagram waiting
+			 * in a UDP socket): the caller's to take. Deaf to the link
+			 * from here on; a pause then wakes us (_pause, after its
+			 * `paused`, reads `standby_deaf`; we, after it, `paused`). */
+			pf[1].fd = -1;
+			atomic_store(&e->progress.standby_deaf, true);
+			atomic_thread_fence(memory_order_seq_cst);
+			if (atomic_load(&e->progress.paused)) {
+				why = LINK;
+				break;
+			}
+			continue;
 		}
 		if (ready > 0 && read(e->doorbell_efd, &v, sizeof(v)) == sizeof(v) &&
 		    atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed)) {
@@ -246,7 +281,14 @@ static enum standby_end stand_by(struct xr_engine *e)
 		 * driving. (A doorbell or a signal proves nothing.) */
 		if (ready == 0) {
 			uint64_t again = atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed);
-			if (again && again != last)
+			uint32_t p = atomic_load(&e->progress.pauses);
+			/* Paused meanwhile: the caller may go quiet after any
+			 * round, and a lease grown to 4 ms would keep its last
+			 * frames that long. Short leases while pauses come. */
+			if (p != pauses) {
+				pauses = p;
+				lease = ASSIST_LEASE_NS;
+			} else if (again && again != last)
 				lease = lease * 2 < ASSIST_LEASE_MAX_NS ? lease * 2 : ASSIST_LEASE_MAX_NS;
 		}
 	}

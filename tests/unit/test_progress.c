@@ -34,7 +34,10 @@ static void test_post_end_sends_from_the_caller(void **state)
 	open_pair(&p);
 	assert_int_equal(xr_engine_post_end(eng(&p.b)), 0);   /* nothing posted: no pass */
 	for (int i = 0; i < 100; i++) {
-		usleep(2000);   /* the thread goes to sleep */
+		/* The thread goes to sleep: after the last completion it stands
+		 * by for the rest of the caller's lease (a pause), then sleeps;
+		 * awake, its pass could be the one in the way. */
+		usleep(6000);
 		xr_engine_post_begin(eng(&p.b));
 		post_write(&p, (uint64_t)i);
 		assert_true(xr_engine_post_end(eng(&p.b)) > 0);
