@@ -417,11 +417,18 @@ static void socket_frame(struct udp_link *u, struct xr_frame *f, struct msghdr *
  * every pass. Data resets it, and so does the engine going to sleep on the
  * link's descriptor (udp_wait_fd): the pass after a wakeup always reads. */
 #define RX_SKIP_MAX 4
+/* ... and 64 while every frame so far came by the host path: there the
+ * socket is for a network peer that may never come, and a caller passing
+ * in a tight loop (polling its CQ, lingering for an answer) paid a system
+ * call in every fifth pass for it, a third of its time in
+ * `ib_write_lat`. A first datagram waits 64 passes more at most (a few
+ * microseconds), or wakes a sleeping thread through the socket. */
+#define RX_SKIP_MAX_LOCAL 64
 
 static int socket_recv(struct udp_link *u, struct xr_frame **f, unsigned n)
 {
 	struct rx_ring *r = &u->rx;
-	unsigned want;
+	unsigned want, max = u->host && !u->rx_net ? RX_SKIP_MAX_LOCAL : RX_SKIP_MAX;
 	int got;
 
 	if (r->skip) {
@@ -434,7 +441,7 @@ static int socket_recv(struct udp_link *u, struct xr_frame **f, unsigned n)
 	got = want ? recvmmsg(u->raw_fd >= 0 ? u->raw_fd : u->fd, r->msg, want, MSG_DONTWAIT, NULL) : 0;
 	if (got <= 0) {
 		r->skip = r->backoff;
-		r->backoff = r->backoff ? (r->backoff * 2 > RX_SKIP_MAX ? RX_SKIP_MAX : r->backoff * 2) : 1;
+		r->backoff = r->backoff ? (r->backoff * 2 > max ? max : r->backoff * 2) : 1;
 		return 0;
 	}
 	r->backoff = 0;
