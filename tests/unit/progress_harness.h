@@ -117,4 +117,23 @@ static inline long threads_wakeups(const pid_t *t, int n)
 	return sum;
 }
 
+/* Time the threads t[0..n) waited for a core (schedstat's run delay). */
+static inline uint64_t threads_run_delay(const pid_t *t, int n)
+{
+	uint64_t sum = 0;
+
+	for (int i = 0; i < n; i++) {
+		char path[64];
+		unsigned long long run, wait = 0;
+		FILE *f;
+		snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)t[i]);
+		f = fopen(path, "r");
+		if (f && fscanf(f, "%llu %llu", &run, &wait) == 2)
+			sum += wait;
+		if (f)
+			fclose(f);
+	}
+	return sum;
+}
+
 #endif

@@ -63,25 +63,6 @@ static void poll_empty(struct pair *p, unsigned ms, uint64_t acks, struct watch 
 	}
 }
 
-/* Time the engine threads waited for a core (schedstat's run delay). */
-static uint64_t threads_run_delay(const pid_t *t, int n)
-{
-	uint64_t sum = 0;
-
-	for (int i = 0; i < n; i++) {
-		char path[64];
-		unsigned long long run, wait = 0;
-		FILE *f;
-		snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)t[i]);
-		f = fopen(path, "r");
-		if (f && fscanf(f, "%llu %llu", &run, &wait) == 2)
-			sum += wait;
-		if (f)
-			fclose(f);
-	}
-	return sum;
-}
-
 /* a writes stamp into b's buffer (at MSG) while b calls nothing: returns
  * when it landed there (by b's engine thread), in ns from b's last poll,
  * stopped. The watch goes on while it waits. */

@@ -142,25 +142,6 @@ static uint64_t b_pauses(struct pair *p, uint64_t id)
 	return last;
 }
 
-/* Time the engine threads waited for a core (schedstat's run delay). */
-static uint64_t run_delay(const pid_t *t, int n)
-{
-	uint64_t sum = 0;
-
-	for (int i = 0; i < n; i++) {
-		char path[64];
-		unsigned long long run, wait = 0;
-		FILE *f;
-		snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)t[i]);
-		f = fopen(path, "r");
-		if (f && fscanf(f, "%llu %llu", &run, &wait) == 2)
-			sum += wait;
-		if (f)
-			fclose(f);
-	}
-	return sum;
-}
-
 /* After the pause b calls nothing (a program spinning on memory for its
  * peer's answer): a's WRITE must wake b's thread, not wait for the lease
  * b holds to run out (4 ms by then). A pause that did not arm the link
@@ -186,7 +167,7 @@ static void test_a_frame_after_a_pause_wakes_the_thread(void **state)
 		struct xr_wc wc;
 
 		last = b_pauses(&p, (uint64_t)r);
-		delay = run_delay(t, n);
+		delay = threads_run_delay(t, n);
 		h_data(&p.a)[MSG] = stamp;
 		wr.wr.rdma.remote_addr = (uintptr_t)landed;
 		wr.wr.rdma.rkey = p.b.mr->rkey;
@@ -195,7 +176,7 @@ static void test_a_frame_after_a_pause_wakes_the_thread(void **state)
 		while (*landed != stamp && h_now_ms() < until)
 			;
 		took = h_now_ns() - last;
-		delay = run_delay(t, n) - delay;
+		delay = threads_run_delay(t, n) - delay;
 		assert_int_equal(*landed, stamp);
 		for (int got = 0; !got && h_now_ms() < until;)
 			got = xr_poll_cq(p.a.cq, 1, &wc);
@@ -223,100 +204,83 @@ static void write_byte(struct end *from, struct end *to, unsigned off, uint8_t v
 	assert_int_equal(xr_post_send(from->qp[0], &wr, NULL), 0);
 }
 
-/* b's thread takes the ACK of b's WRITE while b is away (5 ms) and sleeps
- * armed on the link; b then polls the completion (a pause), posts again
- * and polls once (back with a request out: the pause's arming is
- * withdrawn) and goes quiet. a's WRITE wakes the thread, which finds b's
- * lease and takes the WRITE when it runs out: 0.5 ms. The link's arming
- * counter is the sleeping thread's too: withdrawn, it left the thread
- * deaf, and the WRITE waited for the timer tick the post armed (1 ms),
- * or with nothing timed for ever. */
-static void test_a_return_leaves_the_sleeping_thread_armed(void **state)
+/* b's caller: a signaled WRITE to a, then away for 5 ms (b's thread
+ * takes the ACK and sleeps armed), then polls its completion (a pause). */
+static uint64_t b_pauses_away(struct pair *p, uint64_t id)
+{
+	uint64_t until = h_now_ms() + 5000;
+	struct xr_wc wc;
+	int got = 0;
+
+	post_write(p, id);
+	usleep(5000);
+	while (!got && h_now_ms() < until)
+		got = xr_poll_cq(p->b.cq, 1, &wc);
+	assert_int_equal(got, 1);
+	return h_now_ns();
+}
+
+/* Rounds of: b pauses (pause), comes back with a request out (an
+ * unsignaled WRITE, one empty poll: the pause's arming is withdrawn) and
+ * goes quiet; a's WRITE must land within limit_ns, in every round b's
+ * engine thread was not kept from a core. */
+static void return_then_quiet(uint64_t (*pause_b)(struct pair *, uint64_t), int rounds, uint64_t limit_ns)
 {
 	struct pair p;
 	pid_t t[8];
 	int n, conclusive = 0;
 
-	(void)state;
 	open_pair(&p);
 	n = other_threads(t, 8);
 	if (geteuid() == 0)
 		assert_int_equal(xr_engine_thread_realtime(eng(&p.b), 1), 0);
-	for (int r = 0; r < 20 && conclusive < 5; r++) {
+	for (int r = 0; r < rounds && conclusive < 5; r++) {
 		volatile uint8_t *landed = h_data(&p.b) + MSG;
 		uint8_t stamp = (uint8_t)(r + 1);
 		uint64_t t0, took, delay, until = h_now_ms() + 5000;
 		struct xr_wc wc;
-		int got = 0;
 
-		post_write(&p, (uint64_t)r);
-		usleep(5000);
-		while (!got && h_now_ms() < until)
-			got = xr_poll_cq(p.b.cq, 1, &wc);
-		assert_int_equal(got, 1);
+		pause_b(&p, (uint64_t)r);
 		post_write_flags(&p, 100u + (unsigned)r, 0);
 		assert_int_equal(xr_poll_cq(p.b.cq, 1, &wc), 0);
-		delay = run_delay(t, n);
+		delay = threads_run_delay(t, n);
 		t0 = h_now_ns();
 		write_byte(&p.a, &p.b, MSG, stamp, 0);
 		while (*landed != stamp && h_now_ms() < until)
 			;
 		took = h_now_ns() - t0;
-		delay = run_delay(t, n) - delay;
+		delay = threads_run_delay(t, n) - delay;
 		assert_int_equal(*landed, stamp);
 		printf("round %d: a's WRITE landed after %.3f ms (engine threads kept waiting %.3f ms)\n", r,
 		       (double)took / 1e6, (double)delay / 1e6);
 		if (delay > 100000)
 			continue;
 		conclusive++;
-		assert_true(took < 800000);
+		assert_true(took < limit_ns);
 	}
 	h_close(&p);
 	assert_true(conclusive >= 1);
 }
 
+/* b's thread sleeps armed on the link when b pauses; a's WRITE wakes it,
+ * and it finds b's lease and takes the WRITE when it runs out: 0.5 ms.
+ * The link's arming counter is the sleeping thread's too: withdrawn, it
+ * left the thread deaf, and the WRITE waited for the timer tick the post
+ * armed (1 ms), or with nothing timed for ever. */
+static void test_a_return_leaves_the_sleeping_thread_armed(void **state)
+{
+	(void)state;
+	return_then_quiet(b_pauses_away, 20, 800000);
+}
+
 /* As above, but b polled for 25 ms first: the thread stands by for a
- * lease grown to 4 ms. A caller back from its pause with a request out,
- * polling once, then going quiet, left a's WRITE to that lease; it must
+ * lease grown to 4 ms. That lease kept a's WRITE up to 4 ms; it must
  * wait no longer than for a lease taken afresh (0.5 ms): the pause wakes
  * a thread asleep for longer, and the leases stay short while pauses come. */
 static void test_a_return_after_a_grown_lease_starts_short(void **state)
 {
-	struct pair p;
-	pid_t t[8];
-	int n, conclusive = 0;
-
 	(void)state;
-	open_pair(&p);
-	n = other_threads(t, 8);
-	if (geteuid() == 0)
-		assert_int_equal(xr_engine_thread_realtime(eng(&p.b), 1), 0);
-	for (int r = 0; r < 12 && conclusive < 5; r++) {
-		volatile uint8_t *landed = h_data(&p.b) + MSG;
-		uint8_t stamp = (uint8_t)(r + 1);
-		uint64_t t0, took, delay, until = h_now_ms() + 5000;
-		struct xr_wc wc;
-
-		b_pauses(&p, (uint64_t)r);
-		post_write_flags(&p, 100u + (unsigned)r, 0);
-		assert_int_equal(xr_poll_cq(p.b.cq, 1, &wc), 0);
-		delay = run_delay(t, n);
-		t0 = h_now_ns();
-		write_byte(&p.a, &p.b, MSG, stamp, 0);
-		while (*landed != stamp && h_now_ms() < until)
-			;
-		took = h_now_ns() - t0;
-		delay = run_delay(t, n) - delay;
-		assert_int_equal(*landed, stamp);
-		printf("round %d: a's WRITE landed after %.3f ms (engine threads kept waiting %.3f ms)\n", r,
-		       (double)took / 1e6, (double)delay / 1e6);
-		if (delay > 100000)
-			continue;
-		conclusive++;
-		assert_true(took < 1500000);
-	}
-	h_close(&p);
-	assert_true(conclusive >= 1);
+	return_then_quiet(b_pauses, 12, 1500000);
 }
 
 /* After a pause, a's WRITE wakes b's thread; b's program sees it land
