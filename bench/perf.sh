@@ -6,7 +6,8 @@
 #   latency      8-byte WRITE half round trip, busy polling, next to a
 #                cache-line ping-pong between the two cores and the bare
 #                mem link's frame ping-pong                  (<= 0.6 us)
-#   message rate 64-byte WRITE (1 QP, 8 QPs) and SEND, next to an SPSC
+#   message rate 64-byte WRITE and SEND (1 QP, 8 QPs; and 1 QP with
+#                perftest's -l 16, one doorbell per 16 WRs), next to an SPSC
 #                ring passing 64-byte messages between the cores (>= 8 Mpps)
 #   progress     --progress thread against inline: bandwidth (>= 0.9) and
 #                latency (<= 1.3x), beside one cross-core wakeup
@@ -41,6 +42,10 @@ run lat_thread write_lat -s 8 -n "$lat_iters" --progress=thread
 run mr_write1 write_bw -s 64 -n "$msg_iters"
 run mr_write8 write_bw -s 64 -n "$msg_iters" -q 8
 run mr_send1 send_bw -s 64 -n "$msg_iters"
+run mr_send8 send_bw -s 64 -n "$msg_iters" -q 8
+# perftest's -l: a list of 16 WRs per post call, one doorbell per list.
+run mr_write1l write_bw -s 64 -n "$msg_iters" -l 16
+run mr_send1l send_bw -s 64 -n "$msg_iters" -l 16
 
 python3 - "$tmp" "$crc" "$line" "$spsc" "$wake" "$link" "$stream" "$gather" <<'PY'
 import json, sys
@@ -65,7 +70,9 @@ print(f"write_lat 8 B, mem link:   {lat:.3f} us half round trip; a cache-line pi
       f"   [target <= 0.6 us: {verdict(lat <= 0.6)}]")
 # What the link alone costs a frame each way; the rest is the engines'.
 print(f"                 the bare mem link's frame ping-pong {link:.3f} us; the engines' share {lat - link:.3f} us")
-for name, what in (("mr_write1", "64 B WRITE, 1 QP "), ("mr_write8", "64 B WRITE, 8 QPs"), ("mr_send1", "64 B SEND, 1 QP  ")):
+for name, what in (("mr_write1", "64 B WRITE, 1 QP "), ("mr_write8", "64 B WRITE, 8 QPs"), ("mr_send1", "64 B SEND, 1 QP  "),
+                   ("mr_send8", "64 B SEND, 8 QPs "), ("mr_write1l", "64 B WRITE, 1 QP, -l 16"),
+                   ("mr_send1l", "64 B SEND, 1 QP, -l 16 ")):
     m = res(name)["MsgRate"]
     print(f"message rate {what}: {m:.2f} Mpps = {m / spsc:.2f} of an SPSC ring's {spsc:.2f} Mpps"
           f"   [target >= 8 Mpps: {verdict(m >= 8)}]")

@@ -21,6 +21,7 @@ extern const char *prog;
 
 #define MAX_QPS 64
 #define CQ_MOD 100
+#define MAX_POST_LIST 1024   /* -l: WRs in one post call */
 #define RESULT_LINE "---------------------------------------------------------------------------------------\n"
 #define PEER_WAIT_MS 120000  /* a silent peer must not hang us */
 #define PEER_CHECK_US 100     /* how often the passive end looks for the peer's "done" */
@@ -34,6 +35,7 @@ struct cfg {
 	bool lat, pingpong, all, bidir, gbits, infinite, json, verify, counters;
 	uint64_t size, iters;
 	unsigned duration, qps, tx_depth, rx_depth, inline_size, qp_timeout;
+	unsigned post_list, cq_mod;  /* -l: WRs per post call (one doorbell); -Q: a completion every N */
 	bool retry7_forever;
 	int mtu;                  /* bytes requested with -m, 0 = from the link */
 	int port, gid_index;

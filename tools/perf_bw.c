@@ -38,6 +38,39 @@ static bool check_message(const uint8_t *p, uint64_t size)
 /* Posts READs/WRITEs/SENDs/atomics as fast as each QP's depth allows.
  * wr_id = (QP << 48) | that QP's sequence; completions are in order per QP,
  * so a signaled one completes everything before it on its QP. */
+/* One WR of the sender's: message k of the second half of the buffer. */
+static void fill_wr(struct side *s, unsigned q, uint64_t seq, unsigned k, uint64_t size, bool signaled,
+		    struct xr_send_wr *w, struct xr_sge *sg)
+{
+	const struct cfg *c = s->c;
+	uint8_t *local = s->buf + s->slot * s->slots;
+
+	*sg = (struct xr_sge){ (uintptr_t)local + k * s->slot, (uint32_t)size, s->mr->lkey };
+	*w = (struct xr_send_wr){ .wr_id = (uint64_t)q << 48 | seq, .sg_list = sg, .num_sge = 1 };
+	if (signaled)
+		w->send_flags = XR_SEND_SIGNALED;
+	switch (c->verb) {
+	case V_WRITE: w->opcode = XR_WR_RDMA_WRITE; break;
+	case V_READ: w->opcode = XR_WR_RDMA_READ; break;
+	case V_SEND: w->opcode = XR_WR_SEND; break;
+	case V_ATOMIC: w->opcode = XR_WR_ATOMIC_FETCH_AND_ADD; break;
+	}
+	if (c->verb == V_ATOMIC) {
+		sg->length = 8;
+		w->wr.atomic.remote_addr = s->rem[q].vaddr + 8 * q;
+		w->wr.atomic.rkey = s->rem[q].rkey;
+		w->wr.atomic.compare_add = 1;
+	} else {
+		/* perftest peers expose one message's worth of buffer: their start.
+		 * --verify (an xroce peer) spreads messages over its slots. */
+		w->wr.rdma.remote_addr = s->rem[q].vaddr + (c->verify ? k * s->slot : 0);
+		w->wr.rdma.rkey = s->rem[q].rkey;
+		if (c->verb != V_READ && size <= c->inline_size)
+			w->send_flags |= XR_SEND_INLINE;
+	}
+	set_dest(s, q, w);
+}
+
 static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
 {
 	const struct cfg *c = s->c;
@@ -47,7 +80,7 @@ static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
 	struct xr_wc wc[64];
 	uint8_t *local = s->buf + s->slot * s->slots;   /* second half: sources and landing areas */
 	bool timed = c->duration || c->infinite;
-	unsigned signal_every = c->tx_depth < CQ_MOD ? c->tx_depth : CQ_MOD;
+	unsigned signal_every = c->tx_depth < c->cq_mod ? c->tx_depth : c->cq_mod;
 
 	if (c->verb == V_WRITE || c->verb == V_SEND)
 		for (unsigned k = 0; k < s->slots; k++)
@@ -60,47 +93,40 @@ static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
 	for (;;) {
 		bool stop_posting = timed ? (c->duration && t - t0 >= c->duration * 1e6) : posted >= iters;
 		for (unsigned q = 0; q < c->qps && !stop_posting; q++) {
-			while ((timed || posted < iters) && qposted[q] - qdone[q] < c->tx_depth) {
-				uint64_t seq = qposted[q];
-				unsigned k = (unsigned)(posted % s->slots);
-				struct xr_sge sg = { (uintptr_t)local + k * s->slot, (uint32_t)size, s->mr->lkey };
-				struct xr_send_wr w = { .wr_id = (uint64_t)q << 48 | seq, .sg_list = &sg, .num_sge = 1 };
-				bool last = !timed && posted + 1 >= iters;
-				/* Near the end every WR is signaled, so each QP's tail completes. */
-				bool tail = !timed && posted + (uint64_t)c->qps * c->tx_depth >= iters;
-				/* ...and the one that fills a QP's queue: the loop may not come
-				 * back to that QP (UC/UD complete at once, so another QP can
-				 * take every remaining iteration), and unsignaled WRs after
-				 * its last signaled one would never complete. */
-				bool fills = qposted[q] - qdone[q] + 1 >= c->tx_depth;
-				if (seq % signal_every == signal_every - 1 || tail || timed || fills)
-					w.send_flags = XR_SEND_SIGNALED;
-				switch (c->verb) {
-				case V_WRITE: w.opcode = XR_WR_RDMA_WRITE; break;
-				case V_READ: w.opcode = XR_WR_RDMA_READ; break;
-				case V_SEND: w.opcode = XR_WR_SEND; break;
-				case V_ATOMIC: w.opcode = XR_WR_ATOMIC_FETCH_AND_ADD; break;
+			bool ended = false;
+			while (!ended && (timed || posted < iters) && qposted[q] - qdone[q] < c->tx_depth) {
+				/* -l: a list of WRs, one post call and one doorbell. */
+				struct xr_sge sg[MAX_POST_LIST];
+				struct xr_send_wr w[MAX_POST_LIST], *bad = NULL;
+				unsigned n = 0;
+				while (n < c->post_list && (timed || posted + n < iters) && qposted[q] + n - qdone[q] < c->tx_depth) {
+					uint64_t seq = qposted[q] + n, at = posted + n;
+					/* Near the end every WR is signaled, so each QP's tail completes;
+					 * and the one that fills a QP's queue: the loop may not come
+					 * back to that QP (UC/UD complete at once, so another QP can
+					 * take every remaining iteration), and unsignaled WRs after
+					 * its last signaled one would never complete. */
+					bool tail = !timed && at + (uint64_t)c->qps * c->tx_depth >= iters;
+					bool fills = seq - qdone[q] + 1 >= c->tx_depth;
+					bool signaled = seq % signal_every == signal_every - 1 || tail || timed || fills;
+					fill_wr(s, q, seq, (unsigned)(at % s->slots), size, signaled, &w[n], &sg[n]);
+					if (n)
+						w[n - 1].next = &w[n];
+					n++;
+					if (!timed && at + 1 >= iters) {
+						ended = true;
+						break;
+					}
 				}
-				if (c->verb == V_ATOMIC) {
-					sg.length = 8;
-					w.wr.atomic.remote_addr = s->rem[q].vaddr + 8 * q;
-					w.wr.atomic.rkey = s->rem[q].rkey;
-					w.wr.atomic.compare_add = 1;
-				} else {
-					/* perftest peers expose one message's worth of buffer: their start.
-					 * --verify (an xroce peer) spreads messages over its slots. */
-					w.wr.rdma.remote_addr = s->rem[q].vaddr + (c->verify ? k * s->slot : 0);
-					w.wr.rdma.rkey = s->rem[q].rkey;
-					if (c->verb != V_READ && size <= c->inline_size)
-						w.send_flags |= XR_SEND_INLINE;
+				if (xr_post_send(s->qp[q], w, &bad)) {
+					/* The WRs before the refused one were posted. */
+					unsigned ok = bad ? (unsigned)(bad - w) : 0;
+					qposted[q] += ok;
+					posted += ok;
+					break;
 				}
-				set_dest(s, q, &w);
-				if (xr_post_send(s->qp[q], &w, NULL))
-					break;
-				qposted[q]++;
-				posted++;
-				if (last)
-					break;
+				qposted[q] += n;
+				posted += n;
 			}
 		}
 		{
@@ -127,9 +153,9 @@ static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
 				}
 			}
 		}
-		if (timed || done - window_done >= (uint64_t)CQ_MOD * 4 || (done == posted && done > window_done))
+		if (timed || done - window_done >= (uint64_t)c->cq_mod * 4 || (done == posted && done > window_done))
 			t = now_us();
-		if (done - window_done >= (uint64_t)CQ_MOD * 4 || (done == posted && done > window_done && t - window_t0 > 1000)) {
+		if (done - window_done >= (uint64_t)c->cq_mod * 4 || (done == posted && done > window_done && t - window_t0 > 1000)) {
 			double r = (double)(done - window_done) * (double)size / (t - window_t0);
 			if (r > peak)
 				peak = r;

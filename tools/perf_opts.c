@@ -31,6 +31,8 @@ static void usage(FILE *o)
 "  -q, --qp=N               number of QPs (bw)\n"
 "  -m, --mtu=MTU            path MTU 256..4096 (default: from the link)\n"
 "  -t, --tx-depth=N         send queue depth (bw 128, lat 1)\n"
+"  -l, --post_list=N        WRs per post call, one doorbell each (bw; 1)\n"
+"  -Q, --cq-mod=N           a signaled WR (a completion) every N (bw; 100)\n"
 "  -r, --rx-depth=N         receive queue depth (512)\n"
 "  -p, --port=PORT          TCP port of the exchange (18515)\n"
 "  -d, --ib-dev=NAME        device name (shown; xroce has one device per link)\n"
@@ -151,6 +153,7 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		{ "duration", required_argument, 0, 'D' }, { "all", no_argument, 0, 'a' },
 		{ "qp", required_argument, 0, 'q' }, { "mtu", required_argument, 0, 'm' },
 		{ "tx-depth", required_argument, 0, 't' }, { "rx-depth", required_argument, 0, 'r' },
+		{ "post_list", required_argument, 0, 'l' }, { "cq-mod", required_argument, 0, 'Q' },
 		{ "port", required_argument, 0, 'p' }, { "ib-dev", required_argument, 0, 'd' },
 		{ "gid-index", required_argument, 0, 'x' }, { "inline_size", required_argument, 0, 'I' },
 		{ "qp-timeout", required_argument, 0, 'u' }, { "bidirectional", no_argument, 0, 'b' },
@@ -186,7 +189,7 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 #define NUM(opt, max, dst) do { if (!cli_u64(prog, opt, optarg, (max), &v)) return 2; (dst) = v; } while (0)
 	/* pingpong takes ibv_rc_pingpong's short options, whose letters mean
 	 * other things in perftest's tools. */
-	while ((ch = getopt_long(argc, argv, c->pingpong ? "p:d:i:s:m:r:n:l:eg:oOPtcjNh" : "s:n:D:aq:m:t:r:p:d:x:I:u:bFc:h",
+	while ((ch = getopt_long(argc, argv, c->pingpong ? "p:d:i:s:m:r:n:l:eg:oOPtcjNh" : "s:n:D:aq:m:t:l:Q:r:p:d:x:I:u:bFc:h",
 				 opts, NULL)) != -1) {
 		if (c->pingpong) {
 			int rc = pingpong_flag(c, ch);
@@ -203,6 +206,8 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		case 'q': NUM("qp", MAX_QPS, c->qps); if (!c->qps) { fprintf(stderr, "%s: -q must be 1..%d\n", prog, MAX_QPS); return 2; } break;
 		case 'm': NUM("mtu", 4096, c->mtu); if (!mtu_enum_of(c->mtu)) { fprintf(stderr, "%s: -m must be 256, 512, 1024, 2048 or 4096\n", prog); return 2; } break;
 		case 't': NUM("tx-depth", 1u << 15, c->tx_depth); tx_set = true; break;
+		case 'l': NUM("post_list", MAX_POST_LIST, c->post_list); break;
+		case 'Q': NUM("cq-mod", 1u << 15, c->cq_mod); break;
 		case 'r': NUM("rx-depth", 1u << 15, c->rx_depth); break;
 		case 'p': NUM("port", 65535, c->port); break;
 		case 'd': c->device = optarg; break;
@@ -278,8 +283,16 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		c->rx_depth = 500;
 	if (c->verb == V_ATOMIC)
 		c->size = 8;
-	if (c->lat && (c->all || c->bidir || c->qps > 1 || c->duration)) {
-		fprintf(stderr, "%s: -a, -b, -q and -D are bandwidth options in xroce-perf\n", prog);
+	if (c->lat && (c->all || c->bidir || c->qps > 1 || c->duration || c->post_list || c->cq_mod)) {
+		fprintf(stderr, "%s: -a, -b, -q, -D, -l and -Q are bandwidth options in xroce-perf\n", prog);
+		return 2;
+	}
+	if (!c->post_list)
+		c->post_list = 1;
+	if (!c->cq_mod)
+		c->cq_mod = CQ_MOD;
+	if (c->post_list > c->tx_depth) {
+		fprintf(stderr, "%s: -l %u is more than the send queue holds (-t %u)\n", prog, c->post_list, c->tx_depth);
 		return 2;
 	}
 	/* What perftest allows with each connection type. */

@@ -44,7 +44,9 @@ void print_header(struct side *s)
 	if (c->verb == V_SEND)
 		fprintf(o, " RX depth        : %u\n", c->rx_depth);
 	if (!c->lat && !c->pingpong)
-		fprintf(o, " CQ Moderation   : %d\n", CQ_MOD);
+		fprintf(o, " CQ Moderation   : %u\n", c->cq_mod);
+	if (c->post_list > 1)
+		fprintf(o, " Post List       : %u\n", c->post_list);
 	fprintf(o, " Mtu             : %u[B]\n", 128u << s->mtu);
 	fprintf(o, " Link type       : Ethernet (xroce %s link)\n", c->mem ? "mem" : c->link.kind);
 	fprintf(o, " GID index       : %d\n", c->gid_index);

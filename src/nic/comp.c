@@ -241,7 +241,7 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 	}
 	switch (type) {
 	case XR_AETH_ACK:
-		xr_count(e, XR_CNT_RX_ACK, 1);
+		xr_count_pass(e, XR_CNT_RX_ACK, 1);
 		ack_upto(e, qp, psn);
 		/* An ACK at or past a pending READ/atomic: its responses were lost. */
 		if (r->tail != r->head && is_rd_atomic(meta_at(qp, r->tail)->opcode) &&

@@ -221,11 +221,11 @@ static void tx_flush(struct xr_engine *e, struct xr_tx *tx)
 	struct xr_frame *held[TX_SLOTS];
 	unsigned done = 0, nheld = 0;
 
-	/* The pass's packets in the counters, two atomic adds per flush
-	 * instead of per packet. */
+	/* The pass's packets in the counters, two adds per flush instead of
+	 * per packet. */
 	if (tx->pkts) {
-		xr_count(e, XR_CNT_TX_PKTS, tx->pkts);
-		xr_count(e, XR_CNT_TX_BYTES, tx->bytes);
+		xr_count_pass(e, XR_CNT_TX_PKTS, tx->pkts);
+		xr_count_pass(e, XR_CNT_TX_BYTES, tx->bytes);
 		tx->pkts = tx->bytes = 0;
 	}
 
@@ -571,8 +571,8 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 			xr_link_frame_free(e->link, rx[i]);
 		}
 		if (t.pkts) {
-			xr_count(e, XR_CNT_RX_PKTS, t.pkts);
-			xr_count(e, XR_CNT_RX_BYTES, t.bytes);
+			xr_count_pass(e, XR_CNT_RX_PKTS, t.pkts);
+			xr_count_pass(e, XR_CNT_RX_BYTES, t.bytes);
 		}
 	}
 	work += got > 0 ? got : 0;
@@ -701,6 +701,11 @@ int xr_engine_poll(struct xr_engine *e)
 	work = xr_dp_pass(e, false, NULL);
 	pass_polling = false;
 	return work;
+}
+
+bool xr_dp_in_pass(const struct xr_engine *e)
+{
+	return pass_owner == e;
 }
 
 void xr_dp_quiesce(struct xr_engine *e)

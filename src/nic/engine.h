@@ -7,6 +7,7 @@
 #ifndef XR_NIC_ENGINE_H
 #define XR_NIC_ENGINE_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -323,6 +324,22 @@ struct xr_engine {
 static inline void xr_count(struct xr_engine *e, enum xr_counter c, uint64_t n)
 {
 	atomic_fetch_add_explicit(&e->counters[c], n, memory_order_relaxed);
+}
+
+/* Is this thread running e's pass (holding dp_mutex in xr_dp_pass)? */
+bool xr_dp_in_pass(const struct xr_engine *e);
+
+/* A counter written only by the pass, per packet or per WQE: a plain add.
+ * A locked add drains the store buffer, and amid the stores that build a
+ * frame it waited for them: half of xr_req_tx's own time at 64 bytes sat
+ * on the one per WQE. Readers still see whole values (aligned 64-bit
+ * stores); the counters' clear (CNT_CTRL, soft reset) takes dp_mutex, so
+ * it is never lost to an add that read the value before it. */
+static inline void xr_count_pass(struct xr_engine *e, enum xr_counter c, uint64_t n)
+{
+	assert(xr_dp_in_pass(e));
+	atomic_store_explicit(&e->counters[c], atomic_load_explicit(&e->counters[c], memory_order_relaxed) + n,
+			      memory_order_relaxed);
 }
 
 static inline uint32_t xr_reg_get(const struct xr_engine *e, uint32_t off)

@@ -195,9 +195,13 @@ static enum xr_axi_resp reg_write(struct xr_engine *e, uint32_t off, uint32_t va
 		return XR_AXI_OKAY;
 	case XR_REG_CNT_CTRL:
 		if (val & 1) {
+			/* Under dp_mutex: a pass's plain add (xr_count_pass) read
+			 * before the clear would store the old count back. */
+			pthread_mutex_lock(&e->dp_mutex);
 			for (unsigned c = 0; c < XR_CNT_COUNT; c++)
 				atomic_store_explicit(&e->counters[c], 0, memory_order_relaxed);
 			e->latch_valid = false;
+			pthread_mutex_unlock(&e->dp_mutex);
 		}
 		return XR_AXI_OKAY;
 	default:

@@ -211,9 +211,9 @@ static bool start_wqe(struct xr_engine *e, struct xr_qp *qp)
 		if (is_rd_atomic(w->opcode))
 			r->rd_atomic_started++;
 		qp->ctx.sq_psn = psn_add(m->last_psn, 1);
-		xr_count(e, XR_CNT_SQ_WQES, 1);
+		xr_count_pass(e, XR_CNT_SQ_WQES, 1);
 		if (w->opcode == XR_WR_SEND || w->opcode == XR_WR_SEND_WITH_IMM || w->opcode == XR_WR_SEND_WITH_INV)
-			xr_count(e, XR_CNT_RDMA_SENDS, 1);
+			xr_count_pass(e, XR_CNT_RDMA_SENDS, 1);
 	}
 	if (is_rd_atomic(m->opcode)) {
 		/* max_rd_atomic 0 lets none out: the WQE waits, and the send

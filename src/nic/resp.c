@@ -180,7 +180,7 @@ bool xr_resp_complete_rwqe(struct xr_engine *e, struct xr_qp *qp, const struct x
 		qp->rq_ci++;
 		qp->ctx.rq_ci = qp->rq_ci;
 	}
-	xr_count(e, XR_CNT_RQ_WQES, 1);
+	xr_count_pass(e, XR_CNT_RQ_WQES, 1);
 	return xr_complete(e, qp, qp->ctx.rq_cqn, &wc, p->se);
 }
 
@@ -296,7 +296,7 @@ static void rx_send(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *
 		return;
 	}
 	qp->ctx.msn = psn_add(qp->ctx.msn, 1);
-	xr_count(e, XR_CNT_RDMA_RECVS, 1);
+	xr_count_pass(e, XR_CNT_RDMA_RECVS, 1);
 	xr_resp_complete_rwqe(e, qp, p, XR_WC_RECV, rs->recv_offset);
 }
 

@@ -31,7 +31,7 @@ static bool send_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_resp
 	xr_tx_commit(e, tx, f, &p);
 	/* Counted as they leave: every NAK counted is on the wire. */
 	if (type == XR_AETH_ACK) {
-		xr_count(e, XR_CNT_TX_ACK, 1);
+		xr_count_pass(e, XR_CNT_TX_ACK, 1);
 		return true;
 	}
 	if (type == XR_AETH_RNR_NAK)

@@ -117,6 +117,21 @@ grep -q "Max msg size in UD is MTU 4096" <<<"$out" || fail "send_bw -c UD did no
 grep -qE '^ 4096 ' <<<"$out" || fail "send_bw -c UD: no 4096-byte line"
 out=$(timeout 60 "$perf" write_bw -c UC --link mem -n 300 2>&1) || fail "write_bw -c UC: $out"
 
+# -l (a list of WRs per post call, one doorbell) and -Q (a completion
+# every N): every message verified, the count exact when the last list is
+# short, the header as perftest's.
+for args in "write_bw -l 16 -s 64 -q 2" "send_bw -l 7 -Q 5 -s 64" "read_bw -l 4 -Q 3" "atomic_bw -l 32 -t 64" \
+            "send_bw -c UD -l 8 -s 512" "write_bw -l 128 -Q 1 -s 64"; do
+  out=$(timeout 120 "$perf" $args --link mem -n 301 --verify 2>&1) || { fail "$args: exit $?: $(tail -3 <<<"$out")"; continue; }
+  grep -q "errors  <-- FAILED" <<<"$out" && fail "$args: verification failed"
+  grep -Eq "verification: [1-9][0-9]* messages checked, 0 errors" <<<"$out" || fail "$args: nothing verified: $(tail -3 <<<"$out")"
+  grep -Eq '^ [0-9]+ +301 ' <<<"$out" || fail "$args: not 301 iterations: $(grep -E '^ [0-9]' <<<"$out" | tail -1)"
+  l=$(sed -n 's/.*-l \([0-9]*\).*/\1/p' <<<"$args"); q=$(sed -n 's/.*-Q \([0-9]*\).*/\1/p' <<<"$args")
+  grep -Eq "Post List       : $l\b" <<<"$out" || fail "$args: header has no Post List $l"
+  grep -Eq "CQ Moderation   : ${q:-100}\b" <<<"$out" || fail "$args: header has no CQ Moderation ${q:-100}"
+  echo "ok   $args: $(grep -E '^ [0-9]' <<<"$out" | tail -1 | tr -s ' \t' ' ')"
+done
+
 # Bad arguments: exit 2 and a reason.
 check_bad() {
   local want=$1; shift
@@ -130,6 +145,9 @@ check_bad "bad value" write_bw --link mem -s -5
 check_bad "--bind ADDR is needed" write_bw --link udp
 check_bad "no server address" write_bw --link mem 10.0.0.1
 check_bad "bandwidth options" write_lat --link mem -b
+check_bad "bandwidth options" write_lat --link mem -l 4
+check_bad "more than the send queue holds" write_bw --link mem -l 200 -t 128
+check_bad "bad value" write_bw --link mem -l 2000
 check_bad "need RC" read_bw --link mem -c UC
 check_bad "need RC" atomic_lat --link mem -c UC
 check_bad "only the send tests" write_bw --link mem -c UD
