@@ -35,20 +35,13 @@ static bool check_message(const uint8_t *p, uint64_t size)
 	return true;
 }
 
-/* Posts READs/WRITEs/SENDs/atomics as fast as each QP's depth allows.
- * wr_id = (QP << 48) | that QP's sequence; completions are in order per QP,
- * so a signaled one completes everything before it on its QP. */
-/* One WR of the sender's: message k of the second half of the buffer. */
-static void fill_wr(struct side *s, unsigned q, uint64_t seq, unsigned k, uint64_t size, bool signaled,
-		    struct xr_send_wr *w, struct xr_sge *sg)
+/* QP q's WR as every message of it starts (perftest builds its WRs once,
+ * too): the loop copies it and sets what changes per message. */
+static void base_wr(struct side *s, unsigned q, uint64_t size, struct xr_send_wr *w)
 {
 	const struct cfg *c = s->c;
-	uint8_t *local = s->buf + s->slot * s->slots;
 
-	*sg = (struct xr_sge){ (uintptr_t)local + k * s->slot, (uint32_t)size, s->mr->lkey };
-	*w = (struct xr_send_wr){ .wr_id = (uint64_t)q << 48 | seq, .sg_list = sg, .num_sge = 1 };
-	if (signaled)
-		w->send_flags = XR_SEND_SIGNALED;
+	*w = (struct xr_send_wr){ .num_sge = 1 };
 	switch (c->verb) {
 	case V_WRITE: w->opcode = XR_WR_RDMA_WRITE; break;
 	case V_READ: w->opcode = XR_WR_RDMA_READ; break;
@@ -56,21 +49,40 @@ static void fill_wr(struct side *s, unsigned q, uint64_t seq, unsigned k, uint64
 	case V_ATOMIC: w->opcode = XR_WR_ATOMIC_FETCH_AND_ADD; break;
 	}
 	if (c->verb == V_ATOMIC) {
-		sg->length = 8;
 		w->wr.atomic.remote_addr = s->rem[q].vaddr + 8 * q;
 		w->wr.atomic.rkey = s->rem[q].rkey;
 		w->wr.atomic.compare_add = 1;
 	} else {
-		/* perftest peers expose one message's worth of buffer: their start.
-		 * --verify (an xroce peer) spreads messages over its slots. */
-		w->wr.rdma.remote_addr = s->rem[q].vaddr + (c->verify ? k * s->slot : 0);
 		w->wr.rdma.rkey = s->rem[q].rkey;
 		if (c->verb != V_READ && size <= c->inline_size)
 			w->send_flags |= XR_SEND_INLINE;
 	}
-	set_dest(s, q, w);
+	set_dest(s, q, w);   /* last: UD's address shares the union with the RDMA fields */
 }
 
+/* Message k of QP q (the second half of the buffer holds the sources). */
+static void fill_wr(struct side *s, const struct xr_send_wr *base, unsigned q, uint64_t seq, unsigned k,
+		    uint64_t size, bool signaled, struct xr_send_wr *w, struct xr_sge *sg)
+{
+	const struct cfg *c = s->c;
+	uint8_t *local = s->buf + s->slot * s->slots;
+
+	*sg = (struct xr_sge){ (uintptr_t)local + k * s->slot, c->verb == V_ATOMIC ? 8 : (uint32_t)size,
+			       s->mr->lkey };
+	*w = *base;
+	w->wr_id = (uint64_t)q << 48 | seq;
+	w->sg_list = sg;
+	if (signaled)
+		w->send_flags |= XR_SEND_SIGNALED;
+	/* perftest peers expose one message's worth of buffer: their start.
+	 * --verify (an xroce peer) spreads messages over its slots. */
+	if (c->verb == V_WRITE || c->verb == V_READ)   /* a SEND's union holds UD's address */
+		w->wr.rdma.remote_addr = s->rem[q].vaddr + (c->verify ? k * s->slot : 0);
+}
+
+/* Posts READs/WRITEs/SENDs/atomics as fast as each QP's depth allows.
+ * wr_id = (QP << 48) | that QP's sequence; completions are in order per QP,
+ * so a signaled one completes everything before it on its QP. */
 static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
 {
 	const struct cfg *c = s->c;
@@ -81,10 +93,13 @@ static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
 	uint8_t *local = s->buf + s->slot * s->slots;   /* second half: sources and landing areas */
 	bool timed = c->duration || c->infinite;
 	unsigned signal_every = c->tx_depth < c->cq_mod ? c->tx_depth : c->cq_mod;
+	struct xr_send_wr base[MAX_QPS];   /* one per QP, not shared: -b runs two senders */
 
 	if (c->verb == V_WRITE || c->verb == V_SEND)
 		for (unsigned k = 0; k < s->slots; k++)
 			fill_message(local + k * s->slot, size, k);
+	for (unsigned q = 0; q < c->qps; q++)
+		base_wr(s, q, size, &base[q]);
 	t0 = window_t0 = now_us();
 	next_interval = t0 + 1e6;
 	/* A clock read costs as much as a quarter of this loop at 64 bytes:
@@ -109,7 +124,7 @@ static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
 					bool tail = !timed && at + (uint64_t)c->qps * c->tx_depth >= iters;
 					bool fills = seq - qdone[q] + 1 >= c->tx_depth;
 					bool signaled = seq % signal_every == signal_every - 1 || tail || timed || fills;
-					fill_wr(s, q, seq, (unsigned)(at % s->slots), size, signaled, &w[n], &sg[n]);
+					fill_wr(s, &base[q], q, seq, (unsigned)(at % s->slots), size, signaled, &w[n], &sg[n]);
 					if (n)
 						w[n - 1].next = &w[n];
 					n++;

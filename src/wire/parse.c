@@ -248,13 +248,25 @@ static enum xr_parse_err parse_l3(const uint8_t *ip, size_t len, uint16_t ethert
 	return err;
 }
 
+/* An all-zero packet to start each parse from. A memset of the struct
+ * compiles to REP STOSQ, whose start-up cost is paid per packet received;
+ * a copy is a few vector moves. Filled at load time, so the compiler does
+ * not turn the copy back into that memset. */
+static struct xr_pkt pkt_zero;
+
+__attribute__((constructor))
+static void pkt_zero_init(void)
+{
+	memset(&pkt_zero, 0, sizeof(pkt_zero));
+}
+
 enum xr_parse_err xr_pkt_parse(const uint8_t *frame, size_t len, uint32_t mtu,
 			       unsigned flags, struct xr_pkt *p)
 {
 	size_t off = XR_ETH_HLEN;
 	uint16_t type;
 
-	memset(p, 0, sizeof(*p));
+	*p = pkt_zero;
 	if (len < XR_ETH_HLEN)
 		return XR_PARSE_TRUNCATED_L2;
 	memcpy(p->dmac, frame + ETH_OFF_DMAC, 6);
@@ -281,7 +293,7 @@ enum xr_parse_err xr_pkt_parse(const uint8_t *frame, size_t len, uint32_t mtu,
 enum xr_parse_err xr_pkt_parse_ip(const uint8_t *ip, size_t len, uint32_t mtu,
 				  unsigned flags, struct xr_pkt *p)
 {
-	memset(p, 0, sizeof(*p));
+	*p = pkt_zero;
 	if (len < 1)
 		return XR_PARSE_TRUNCATED_IP;
 	if (len > UINT16_MAX)
