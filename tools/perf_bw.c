@@ -204,12 +204,14 @@ static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
  * --verify a slot holds one posted receive at a time (wr_id names it), so
  * no message is checked after another landed over it, whatever order
  * several QPs or an SRQ complete in; otherwise up to rx_depth are posted
- * over the slots. */
+ * over the slots, on each QP (as perftest: -r is per QP; an SRQ holds
+ * rx_depth in all), a completed receive replaced on its own QP. */
 struct rx_slots {
 	bool exact;          /* completions may come out of post order: one per slot */
 	bool busy[64];
 	unsigned nbusy, next, rr;
 	int refill_q;        /* >= 0: the QP whose receive completed gets the next */
+	uint32_t out[MAX_QPS];   /* not exact, no SRQ: receives outstanding per QP */
 };
 
 static bool post_one(struct side *s, struct rx_slots *r, uint64_t size, uint64_t *posted, uint64_t got)
@@ -225,8 +227,18 @@ static bool post_one(struct side *s, struct rx_slots *r, uint64_t size, uint64_t
 		/* Each QP keeps its share: a freed receive goes back to its QP
 		 * (a sender may use some QPs far more than others). */
 		q = r->refill_q >= 0 ? (unsigned)r->refill_q : r->rr++ % s->c->qps;
-	} else if (*posted - got >= s->c->rx_depth) {
-		return false;
+	} else if (s->c->use_srq) {
+		if (*posted - got >= s->c->rx_depth)
+			return false;
+	} else {
+		/* Without the refill's QP, the next one with room, in turn. */
+		unsigned tries = 0;
+		q = r->refill_q >= 0 ? (unsigned)r->refill_q : r->rr % s->c->qps;
+		while (r->out[q] >= s->c->rx_depth && r->refill_q < 0 && ++tries < s->c->qps)
+			q = ++r->rr % s->c->qps;
+		if (r->out[q] >= s->c->rx_depth)
+			return false;
+		r->rr++;
 	}
 	/* Room for the largest size of the run (as perftest with -a): a receive
 	 * posted during one size may take a message of the next. */
@@ -236,6 +248,8 @@ static bool post_one(struct side *s, struct rx_slots *r, uint64_t size, uint64_t
 	if (r->exact) {
 		r->busy[k] = true;
 		r->nbusy++;
+	} else if (!s->c->use_srq) {
+		r->out[q]++;
 	}
 	(*posted)++;
 	return true;
@@ -263,7 +277,7 @@ static int run_bw_receiver(struct side *s, struct rx_slots *slots, uint64_t size
 	uint64_t got = 0;
 	struct xr_wc wc[64];
 	uint8_t *rx = s->buf;
-	double t_first = 0, t_last = 0, t_empty = now_us();
+	double t_first = 0, t_last = 0, t_empty = now_us(), t_peer_look = 0;
 	uint64_t got_first = 0;   /* messages in the first batch, at t_first */
 	double drain_until = 0, drain_cap = 0;   /* set once the peer said it is done */
 	uint64_t got_at_drain = 0;
@@ -292,6 +306,16 @@ static int run_bw_receiver(struct side *s, struct rx_slots *slots, uint64_t size
 					    !check_message(rx + k * s->slot + s->grh, len))
 						s->verify_errors++;
 					s->verified++;
+				}
+				if (!slots->exact && !s->c->use_srq) {
+					unsigned q = 0;
+					while (q + 1 < s->c->qps && xr_qp_num(s->qp[q]) != wc[i].qp_num)
+						q++;
+					if (slots->out[q])
+						slots->out[q]--;
+					slots->refill_q = (int)q;
+					post_one(s, slots, size, &posted, got);
+					slots->refill_q = -1;
 				}
 				if (slots->exact && slots->busy[wc[i].wr_id % s->slots]) {
 					unsigned q = 0;
@@ -327,11 +351,14 @@ static int run_bw_receiver(struct side *s, struct rx_slots *slots, uint64_t size
 			}
 			if (t > drain_until || t > drain_cap)
 				break;
-		} else if (idle && idle % 16 == 1) {
+		} else if (idle && idle % 16 == 1 && now_us() - t_peer_look >= PEER_CHECK_US) {
 			/* A system call per poll was the receiver's biggest cost at
 			 * 64 bytes: the peer's word is looked for only when the CQ
-			 * runs dry (it has stopped sending by then). */
+			 * runs dry (it has stopped sending by then), and at most
+			 * every PEER_CHECK_US (with 8 QPs the CQ runs dry between
+			 * bursts, and the poll was a fifth of the receiver). */
 			struct pollfd p = { s->oob.fd, POLLIN, 0 };
+			t_peer_look = now_us();
 			/* UC and UD may lose messages: the peer's word ends the run. */
 			if (poll(&p, 1, 0) > 0 && (s->c->qps > 1 || !s->c->verify || got >= s->c->iters || s->c->duration ||
 						   s->c->conn != XR_QPT_RC)) {
