@@ -32,7 +32,8 @@ static void usage(FILE *o)
 "  -m, --mtu=MTU            path MTU 256..4096 (default: from the link)\n"
 "  -t, --tx-depth=N         send queue depth (bw 128, lat 1)\n"
 "  -l, --post_list=N        WRs per post call, one doorbell each (bw; 1)\n"
-"  -Q, --cq-mod=N           a signaled WR (a completion) every N (bw; 100)\n"
+"  -Q, --cq-mod=N           a signaled WR (a completion) every N (bw; 100, with -l the list's\n"
+"                           length; timed runs signal every WR)\n"
 "  -r, --rx-depth=N         receive queue depth (512)\n"
 "  -p, --port=PORT          TCP port of the exchange (18515)\n"
 "  -d, --ib-dev=NAME        device name (shown; xroce has one device per link)\n"
@@ -172,7 +173,7 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		{ "connection", required_argument, 0, 'c' }, { "use-srq", no_argument, 0, O_SRQ }, { "use_srq", no_argument, 0, O_SRQ },
 		{ 0, 0, 0, 0 },
 	};
-	bool size_set = false, iters_set = false, tx_set = false, inline_set = false;
+	bool size_set = false, iters_set = false, tx_set = false, inline_set = false, cq_mod_set = false;
 	uint64_t v;
 	int ch;
 
@@ -207,7 +208,7 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		case 'm': NUM("mtu", 4096, c->mtu); if (!mtu_enum_of(c->mtu)) { fprintf(stderr, "%s: -m must be 256, 512, 1024, 2048 or 4096\n", prog); return 2; } break;
 		case 't': NUM("tx-depth", 1u << 15, c->tx_depth); tx_set = true; break;
 		case 'l': NUM("post_list", MAX_POST_LIST, c->post_list); break;
-		case 'Q': NUM("cq-mod", 1u << 15, c->cq_mod); break;
+		case 'Q': NUM("cq-mod", 1u << 15, c->cq_mod); cq_mod_set = true; break;
 		case 'r': NUM("rx-depth", 1u << 15, c->rx_depth); break;
 		case 'p': NUM("port", 65535, c->port); break;
 		case 'd': c->device = optarg; break;
@@ -283,16 +284,27 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		c->rx_depth = 500;
 	if (c->verb == V_ATOMIC)
 		c->size = 8;
-	if (c->lat && (c->all || c->bidir || c->qps > 1 || c->duration || c->post_list || c->cq_mod)) {
+	if (c->lat && (c->all || c->bidir || c->qps > 1 || c->duration || c->post_list || cq_mod_set)) {
 		fprintf(stderr, "%s: -a, -b, -q, -D, -l and -Q are bandwidth options in xroce-perf\n", prog);
+		return 2;
+	}
+	if (cq_mod_set && !c->cq_mod) {
+		fprintf(stderr, "%s: -Q must be 1 or more\n", prog);
 		return 2;
 	}
 	if (!c->post_list)
 		c->post_list = 1;
+	/* As perftest: with a post list and no -Q, a completion per list. */
 	if (!c->cq_mod)
-		c->cq_mod = CQ_MOD;
+		c->cq_mod = c->post_list > 1 ? c->post_list : CQ_MOD;
+	if (c->cq_mod > c->tx_depth)
+		c->cq_mod = c->tx_depth;   /* a full queue's last WR is signaled anyway: the header says so */
 	if (c->post_list > c->tx_depth) {
 		fprintf(stderr, "%s: -l %u is more than the send queue holds (-t %u)\n", prog, c->post_list, c->tx_depth);
+		return 2;
+	}
+	if ((uint64_t)c->qps * (c->tx_depth + c->rx_depth) > (1u << 20)) {
+		fprintf(stderr, "%s: -q x (-t + -r) is more than a completion queue holds (1048576)\n", prog);
 		return 2;
 	}
 	/* What perftest allows with each connection type. */

@@ -95,7 +95,11 @@ int open_side(struct side *s)
 		s->oob.idle_arg = s;
 	}
 	s->pd = xr_alloc_pd(s->ctx);
-	s->cq = xr_create_cq(s->ctx, 8192);
+	/* Room for every completion the QPs can owe at once (as perftest:
+	 * -r receives and -t sends per QP): an engine thread completes
+	 * receives while this end is not polling. */
+	s->cq = xr_create_cq(s->ctx, (int)(c->qps * (c->tx_depth + c->rx_depth) < 8192 ? 8192 :
+					    c->qps * (c->tx_depth + c->rx_depth)));
 	s->grh = c->conn == XR_QPT_UD ? PERF_UD_GRH : 0;
 	s->slot = max_size + s->grh < 64 ? 64 : (size_t)(max_size + s->grh);
 	s->slots = s->slot >= (1u << 20) ? 2 : 16;

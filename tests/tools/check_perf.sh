@@ -128,8 +128,18 @@ for args in "write_bw -l 16 -s 64 -q 2" "send_bw -l 7 -Q 5 -s 64" "read_bw -l 4 
   grep -Eq '^ [0-9]+ +301 ' <<<"$out" || fail "$args: not 301 iterations: $(grep -E '^ [0-9]' <<<"$out" | tail -1)"
   l=$(sed -n 's/.*-l \([0-9]*\).*/\1/p' <<<"$args"); q=$(sed -n 's/.*-Q \([0-9]*\).*/\1/p' <<<"$args")
   grep -Eq "Post List       : $l\b" <<<"$out" || fail "$args: header has no Post List $l"
-  grep -Eq "CQ Moderation   : ${q:-100}\b" <<<"$out" || fail "$args: header has no CQ Moderation ${q:-100}"
+  # Without -Q, perftest's: a completion per list.
+  grep -Eq "CQ Moderation   : ${q:-$l}\b" <<<"$out" || fail "$args: header has no CQ Moderation ${q:-$l}"
   echo "ok   $args: $(grep -E '^ [0-9]' <<<"$out" | tail -1 | tr -s ' \t' ' ')"
+done
+
+# -Q is what the engine does: a completion per WR with -Q 1, one per 50
+# (and the queue's tail) with -Q 50.
+for qm in 1 50; do
+  out=$(timeout 60 "$perf" write_bw --link mem -s 64 -n 2000 -Q $qm --counters 2>&1) || fail "-Q $qm: $out"
+  wqes=$(awk '$1 == "sq_wqes" { print $2; exit }' <<<"$out"); cqes=$(awk '$1 == "cqes" { print $2; exit }' <<<"$out")
+  if [ "$qm" = 1 ]; then ok=$([ "${cqes:-0}" -eq "${wqes:-1}" ] && echo y); else ok=$([ "${cqes:-9999}" -lt $(( ${wqes:-0} / 4 )) ] && echo y); fi
+  [ "$ok" = y ] && echo "ok   -Q $qm: $cqes completions for $wqes WRs" || fail "-Q $qm: $cqes completions for $wqes WRs"
 done
 
 # Bad arguments: exit 2 and a reason.
@@ -148,6 +158,8 @@ check_bad "bandwidth options" write_lat --link mem -b
 check_bad "bandwidth options" write_lat --link mem -l 4
 check_bad "more than the send queue holds" write_bw --link mem -l 200 -t 128
 check_bad "bad value" write_bw --link mem -l 2000
+check_bad "1 or more" write_bw --link mem -Q 0
+check_bad "more than a completion queue holds" send_bw --link mem -q 64 -t 16384 -r 16384
 check_bad "need RC" read_bw --link mem -c UC
 check_bad "need RC" atomic_lat --link mem -c UC
 check_bad "only the send tests" write_bw --link mem -c UD
