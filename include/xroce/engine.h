@@ -67,6 +67,8 @@ void xr_engine_assist_end(struct xr_engine *e);
  * armed for it), so a caller back first (a ping-pong's next post and
  * poll) costs no wakeup at all. Otherwise xr_engine_assist_end. */
 void xr_engine_assist_pause(struct xr_engine *e);
+/* CLOCK_MONOTONIC in nanoseconds: the clock leases and lingers are timed by. */
+uint64_t xr_now_ns(void);
 /* Frames received so far other than plain ACKs (requests, responses,
  * NAKs): what a caller waiting on its peer waits for. */
 uint64_t xr_engine_answers_in(const struct xr_engine *e);

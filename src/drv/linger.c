@@ -18,7 +18,6 @@
  * lingered on: their callers block. Then the engine is paused, not handed
  * back with a wakeup (xr_engine_assist_pause).
  */
-#include <time.h>
 
 #include "drv.h"
 
@@ -27,14 +26,6 @@
  * too, and ib_write_lat fell back to a wakeup per round in 2 runs of 5. */
 #define LINGER_NS 50000
 #define LINGER_BACKOFF_MAX 1024
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 void xr_linger_posted(struct xr_qp *qp)
 {
@@ -53,10 +44,10 @@ static bool answered(struct xr_engine *e, uint64_t at_post)
 /* Lingers on; whether the answer came. */
 static bool linger(struct xr_engine *e, uint64_t at_post)
 {
-	uint64_t start = mono_ns();
+	uint64_t start = xr_now_ns();
 
 	while (!answered(e, at_post)) {
-		if (mono_ns() - start >= LINGER_NS)
+		if (xr_now_ns() - start >= LINGER_NS)
 			return false;
 		xr_engine_assist(e);
 	}

@@ -359,7 +359,6 @@ static inline void xr_reg_set(struct xr_engine *e, uint32_t off, uint32_t v)
 	__atomic_store_n(&e->regs[off / 4], v, __ATOMIC_RELAXED);
 }
 
-uint64_t xr_now_ns(void);
 /* The engine's clock: xr_now_ns() unless a test set its own. */
 static inline uint64_t xr_engine_now(const struct xr_engine *e)
 {

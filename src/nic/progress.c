@@ -84,17 +84,9 @@ static void move_off_this_core(void)
  * completion) has earned nothing. */
 #define ASSIST_LEASE_MAX_NS 4000000
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void xr_progress_lease(struct xr_engine *e)
 {
-	atomic_store_explicit(&e->progress.assist_ns, mono_ns(), memory_order_relaxed);
+	atomic_store_explicit(&e->progress.assist_ns, xr_now_ns(), memory_order_relaxed);
 	/* Back from a pause with a request out (a ping-pong's post, then
 	 * polls for its ACK): the frames are ours to take again, not the
 	 * thread's to wake for (a frame between the two wakes it: it finds
@@ -120,7 +112,7 @@ static bool assisted_lately(struct xr_engine *e)
 
 	/* The clock after the stamp: read first, a stamp renewed meanwhile
 	 * would lie ahead of it. */
-	return last && mono_ns() - last < ASSIST_LEASE_NS;
+	return last && xr_now_ns() - last < ASSIST_LEASE_NS;
 }
 
 void xr_engine_assist_end(struct xr_engine *e)
@@ -178,7 +170,7 @@ void xr_engine_assist_pause(struct xr_engine *e)
 	atomic_thread_fence(memory_order_seq_cst);   /* pairs with stand_by's entry */
 	if (atomic_load(&e->progress.standby) &&
 	    (atomic_load(&e->progress.standby_deaf) ||
-	     atomic_load(&e->progress.standby_until) > mono_ns() + ASSIST_LEASE_NS))
+	     atomic_load(&e->progress.standby_until) > xr_now_ns() + ASSIST_LEASE_NS))
 		xr_engine_assist_end(e);
 }
 
@@ -230,7 +222,7 @@ static enum standby_end stand_by(struct xr_engine *e)
 	}
 	for (;;) {
 		uint64_t last = atomic_load_explicit(&e->progress.assist_ns, memory_order_relaxed);
-		uint64_t now = mono_ns();   /* after the stamp: never behind it */
+		uint64_t now = xr_now_ns();   /* after the stamp: never behind it */
 		struct timespec ts;
 		int ready;
 
@@ -365,7 +357,7 @@ static bool sleep_armed(struct xr_engine *e)
 static void *progress_thread(void *arg)
 {
 	struct xr_engine *e = arg;
-	uint64_t last_work = mono_ns(), now;
+	uint64_t last_work = xr_now_ns(), now;
 	bool streaming = false, worked = false;
 	unsigned bursts = 0;   /* passes that moved a burst since the thread last slept */
 	uint64_t last_move = 0;
@@ -392,7 +384,7 @@ static void *progress_thread(void *arg)
 			else if (why == LINK) {
 				take_over(e);
 				if (xr_dp_pass(e, false, NULL))
-					last_work = mono_ns();
+					last_work = xr_now_ns();
 			} else if (why == LEASE_EXPIRED)
 				take_over(e);
 			/* Handed back by the caller (xr_engine_assist_end): what
@@ -400,7 +392,7 @@ static void *progress_thread(void *arg)
 			 * at once rather than spin beside a caller that may go on
 			 * driving (a stream whose send queue ran empty for a moment). */
 			else if (why == LEASE_ENDED && atomic_load(&e->progress.run) && !sleep_armed(e))
-				last_work = mono_ns();
+				last_work = xr_now_ns();
 			continue;
 		}
 		work = xr_dp_pass(e, false, NULL);
@@ -410,7 +402,7 @@ static void *progress_thread(void *arg)
 			bursts += streaming;
 			continue;
 		}
-		now = mono_ns();
+		now = xr_now_ns();
 		if (worked) {
 			last_work = now;
 			worked = false;
@@ -433,7 +425,7 @@ static void *progress_thread(void *arg)
 		bursts = 0;
 		streaming = false;
 		if (!sleep_armed(e))
-			last_work = mono_ns();
+			last_work = xr_now_ns();
 	}
 	return NULL;
 }

@@ -52,6 +52,16 @@ static inline void open_pair(struct pair *p)
 	assert_int_equal(h_open(p, &o), 0);
 }
 
+/* Stops b's engine thread, then closes the pair: a thread that never
+ * stops kills the test (the alarm) instead of hanging it. */
+static inline void stop_b_and_close(struct pair *p)
+{
+	alarm(10);
+	xr_engine_stop_thread(eng(&p->b));
+	alarm(0);
+	h_close(p);
+}
+
 /* The engine threads are this process's threads other than the caller
  * (the mem link has none of its own). Fills tids, returns how many. */
 static inline int other_threads(pid_t *tids, int cap)

@@ -314,10 +314,7 @@ static void test_stop_right_after_the_hand_back(void **state)
 		for (t0 = h_now_ns(); h_now_ns() - t0 < 150000;)
 			assert_true(xr_poll_cq(p.b.cq, 1, &wc) >= 0);
 		assert_int_equal(xr_req_notify_cq(p.b.cq, 0), 0);   /* handed back */
-		alarm(10);   /* a thread that never stops: killed, not hung */
-		xr_engine_stop_thread(eng(&p.b));
-		alarm(0);
-		h_close(&p);
+		stop_b_and_close(&p);
 	}
 }
 

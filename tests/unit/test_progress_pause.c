@@ -392,10 +392,7 @@ static void test_stop_right_after_a_pause(void **state)
 		for (until = h_now_ms() + 5000; !got && h_now_ms() < until;)
 			got = xr_poll_cq(p.b.cq, 1, &wc);   /* its completion pauses */
 		assert_int_equal(got, 1);
-		alarm(10);   /* a thread that never stops: killed, not hung */
-		xr_engine_stop_thread(eng(&p.b));
-		alarm(0);
-		h_close(&p);
+		stop_b_and_close(&p);
 	}
 }
 
