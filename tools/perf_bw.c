@@ -307,22 +307,19 @@ static int run_bw_receiver(struct side *s, struct rx_slots *slots, uint64_t size
 						s->verify_errors++;
 					s->verified++;
 				}
-				if (!slots->exact && !s->c->use_srq) {
+				/* A freed receive goes back to its own QP (each keeps its
+				 * share; in exact mode, its slot is free again). */
+				bool exact_slot = slots->exact && slots->busy[wc[i].wr_id % s->slots];
+				if (exact_slot || (!slots->exact && !s->c->use_srq)) {
 					unsigned q = 0;
 					while (q + 1 < s->c->qps && xr_qp_num(s->qp[q]) != wc[i].qp_num)
 						q++;
-					if (slots->out[q])
+					if (exact_slot) {
+						slots->busy[wc[i].wr_id % s->slots] = false;
+						slots->nbusy--;
+					} else if (slots->out[q]) {
 						slots->out[q]--;
-					slots->refill_q = (int)q;
-					post_one(s, slots, size, &posted, got);
-					slots->refill_q = -1;
-				}
-				if (slots->exact && slots->busy[wc[i].wr_id % s->slots]) {
-					unsigned q = 0;
-					slots->busy[wc[i].wr_id % s->slots] = false;
-					slots->nbusy--;
-					while (q + 1 < s->c->qps && xr_qp_num(s->qp[q]) != wc[i].qp_num)
-						q++;
+					}
 					slots->refill_q = (int)q;
 					post_one(s, slots, size, &posted, got);
 					slots->refill_q = -1;
