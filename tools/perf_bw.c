@@ -92,7 +92,6 @@ static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
 	struct xr_wc wc[64];
 	uint8_t *local = s->buf + s->slot * s->slots;   /* second half: sources and landing areas */
 	bool timed = c->duration || c->infinite;
-	unsigned signal_every = c->tx_depth < c->cq_mod ? c->tx_depth : c->cq_mod;
 	struct xr_send_wr base[MAX_QPS];   /* one per QP, not shared: -b runs two senders */
 
 	if (c->verb == V_WRITE || c->verb == V_SEND)
@@ -123,7 +122,7 @@ static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
 					 * its last signaled one would never complete. */
 					bool tail = !timed && at + (uint64_t)c->qps * c->tx_depth >= iters;
 					bool fills = seq - qdone[q] + 1 >= c->tx_depth;
-					bool signaled = seq % signal_every == signal_every - 1 || tail || timed || fills;
+					bool signaled = seq % c->cq_mod == c->cq_mod - 1 || tail || timed || fills;   /* -Q, at most -t (perf_opts.c) */
 					fill_wr(s, &base[q], q, seq, (unsigned)(at % s->slots), size, signaled, &w[n], &sg[n]);
 					if (n)
 						w[n - 1].next = &w[n];

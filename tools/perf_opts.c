@@ -288,6 +288,10 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		fprintf(stderr, "%s: -a, -b, -q, -D, -l and -Q are bandwidth options in xroce-perf\n", prog);
 		return 2;
 	}
+	if (!c->tx_depth) {
+		fprintf(stderr, "%s: -t must be 1 or more\n", prog);
+		return 2;
+	}
 	if (cq_mod_set && !c->cq_mod) {
 		fprintf(stderr, "%s: -Q must be 1 or more\n", prog);
 		return 2;

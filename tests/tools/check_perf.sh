@@ -159,6 +159,7 @@ check_bad "bandwidth options" write_lat --link mem -l 4
 check_bad "more than the send queue holds" write_bw --link mem -l 200 -t 128
 check_bad "bad value" write_bw --link mem -l 2000
 check_bad "1 or more" write_bw --link mem -Q 0
+check_bad "-t must be 1 or more" write_bw --link mem -t 0
 check_bad "more than a completion queue holds" send_bw --link mem -q 64 -t 16384 -r 16384
 check_bad "need RC" read_bw --link mem -c UC
 check_bad "need RC" atomic_lat --link mem -c UC
