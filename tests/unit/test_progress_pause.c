@@ -92,8 +92,9 @@ static long ping_pong(struct pair *p, const pid_t *t, int n, unsigned rounds)
  * link): 2,000 rounds cost 5,000 wakeups or more. With it a round costs
  * none beyond the looks of the threads standing by, unless a side is kept
  * from its core long enough to miss the answer (another test on the same
- * cores): a few attempts, and one of them must stay under a tenth of a
- * wakeup per round. */
+ * cores): a few attempts, and one of them must stay under a quarter of a
+ * wakeup per round. A tenth failed once under ASan beside other tests
+ * (225-384 in 2,000 rounds), still twenty times below the defect. */
 static void test_a_ping_pong_wakes_no_engine_thread(void **state)
 {
 	const unsigned rounds = 2000;
@@ -111,11 +112,11 @@ static void test_a_ping_pong_wakes_no_engine_thread(void **state)
 		printf("attempt %d: %ld wakeups beyond the looks in %u rounds\n", attempt, woke, rounds);
 		if (best < 0 || woke < best)
 			best = woke;
-		if (best * 10 < (long)rounds)
+		if (best * 4 < (long)rounds)
 			break;
 	}
 	h_close(&p);
-	assert_true(best * 10 < (long)rounds);
+	assert_true(best * 4 < (long)rounds);
 }
 
 /* b's caller: an unsignaled WRITE to a, polled for until its ACK and then
