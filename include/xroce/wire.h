@@ -214,6 +214,12 @@ ssize_t xr_pkt_build_hdrs(struct xr_pkt *p, uint8_t *buf, size_t cap);
 uint16_t xr_build_pfc_frame(uint8_t *buf, const uint8_t smac[6], uint8_t mask, uint16_t quanta);
 uint16_t xr_build_pause_frame(uint8_t *buf, const uint8_t smac[6], uint16_t quanta);
 void xr_pkt_finish(struct xr_pkt *p, uint8_t *buf);
+/* xr_pkt_finish in two steps, for a sender that builds a burst of frames
+ * before it sends them: the pad now, the ICRC (and the UDP checksum, when
+ * asked) of a frame of len bytes with its IP header at l3_off later, from
+ * the frame's bytes. Returns the ICRC. */
+void xr_pkt_pad(const struct xr_pkt *p, uint8_t *buf);
+uint32_t xr_pkt_seal(uint8_t *buf, size_t l3_off, size_t len, bool udp_csum);
 
 /* ---- parser ---- */
 

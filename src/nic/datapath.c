@@ -214,12 +214,22 @@ int xr_engine_post_end(struct xr_engine *e)
 
 /* ---- frames out ---- */
 
+/* Payloads from this size on are sealed at the flush (struct xr_tx): below
+ * it the copy is a line or two, and sealing in the flush's loop measured
+ * slower for 64-byte WRITEs (0.92x) and their latency (1.05x). */
+#define TX_SEAL_LATE_MIN 1024
+
 #define TX_SLOTS (sizeof(((struct xr_tx *)0)->f) / sizeof(((struct xr_tx *)0)->f[0]))
 
 static void tx_flush(struct xr_engine *e, struct xr_tx *tx)
 {
 	struct xr_frame *held[TX_SLOTS];
 	unsigned done = 0, nheld = 0;
+
+	for (unsigned i = tx->sealed; i < tx->n; i++)
+		if (tx->seal[i].late)
+			xr_pkt_seal(tx->f[i]->data, tx->seal[i].l3_off, tx->f[i]->len, tx->seal[i].udp_csum);
+	tx->sealed = tx->n;
 
 	/* The pass's packets in the counters, two adds per flush instead of
 	 * per packet. */
@@ -253,6 +263,7 @@ static void tx_flush(struct xr_engine *e, struct xr_tx *tx)
 	tx->n -= done;
 	memcpy(tx->f + tx->n, held, nheld * sizeof(held[0]));
 	tx->n += nheld;
+	tx->sealed = tx->n;
 }
 
 struct xr_frame *xr_tx_begin(struct xr_engine *e, struct xr_tx *tx, struct xr_qp *qp, struct xr_pkt *p)
@@ -314,9 +325,15 @@ struct xr_frame *xr_tx_begin_prio(struct xr_engine *e, struct xr_tx *tx, struct 
 
 void xr_tx_commit(struct xr_engine *e, struct xr_tx *tx, struct xr_frame *f, struct xr_pkt *p)
 {
-	xr_pkt_finish(p, f->data);
+	bool late = p->payload_len >= TX_SEAL_LATE_MIN;
+
+	if (late)
+		xr_pkt_pad(p, f->data);
+	else
+		xr_pkt_finish(p, f->data);
 	f->len = p->len;
-	(void)e;   /* counted at the flush (tx_flush) */
+	(void)e;   /* counted (and a late frame sealed) at the flush, tx_flush */
+	tx->seal[tx->n] = (struct xr_tx_seal){ .l3_off = p->l3_off, .late = late, .udp_csum = p->udp_csum };
 	tx->f[tx->n++] = f;
 	tx->pkts++;
 	tx->bytes += f->len;

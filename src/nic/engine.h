@@ -569,6 +569,16 @@ struct xr_tx {
 	unsigned n;
 	bool full;                   /* the link refused frames: stop producing */
 	uint64_t pkts, bytes;        /* committed, not yet in TX_PKTS/TX_BYTES (added at each flush) */
+	/* A large frame's ICRC is computed at the flush, over the whole
+	 * burst, not as it is committed: the CRC's reads of a payload just
+	 * copied in would wait for the copy's stores, which on the mem link
+	 * take each line from the core that read it last. Among f[sealed..n),
+	 * those with seal[i].late wait for it. */
+	unsigned sealed;
+	struct xr_tx_seal {
+		uint16_t l3_off;
+		bool late, udp_csum;
+	} seal[32];
 };
 /* A frame for a packet of qp: headers from the QP context; NULL when the
  * burst or the pool is exhausted. The caller fills the payload and calls

@@ -172,18 +172,31 @@ ssize_t xr_pkt_build_hdrs(struct xr_pkt *p, uint8_t *buf, size_t cap)
 	return (ssize_t)total;
 }
 
+/* The pad (0..3 bytes) as one 4-byte store: the bytes after it are the
+ * ICRC's, written by the seal (a variable memset is REP STOSB, slow to
+ * start). */
+void xr_pkt_pad(const struct xr_pkt *p, uint8_t *buf)
+{
+	put_le32(buf + p->payload_off + p->payload_len, 0);
+}
+
+uint32_t xr_pkt_seal(uint8_t *buf, size_t l3_off, size_t len, bool udp_csum)
+{
+	uint8_t *ip = buf + l3_off;
+	size_t ip_len = len - l3_off;
+	uint32_t icrc = xr_icrc(ip, ip_len - XR_ICRC_LEN);
+
+	put_le32(buf + len - XR_ICRC_LEN, icrc);
+	if (udp_csum)
+		put_be16(buf + l3_off + (ip_version(ip) == 6 ? XR_IPV6_HLEN : XR_IPV4_HLEN) + UDP_OFF_CSUM,
+			 xr_udp_csum(ip, ip_len));
+	return icrc;
+}
+
 void xr_pkt_finish(struct xr_pkt *p, uint8_t *buf)
 {
-	uint8_t *ip = buf + p->l3_off;
-	size_t ip_len = (size_t)p->len - p->l3_off;
-
-	/* The pad (0..3 bytes) as one 4-byte store: the bytes after it are the
-	 * ICRC's, written below (a variable memset is REP STOSB, slow to start). */
-	put_le32(buf + p->payload_off + p->payload_len, 0);
-	p->icrc = xr_icrc(ip, ip_len - XR_ICRC_LEN);
-	put_le32(buf + p->len - XR_ICRC_LEN, p->icrc);
-	if (p->udp_csum)
-		put_be16(buf + p->l4_off + UDP_OFF_CSUM, xr_udp_csum(ip, ip_len));
+	xr_pkt_pad(p, buf);
+	p->icrc = xr_pkt_seal(buf, p->l3_off, p->len, p->udp_csum);
 }
 
 ssize_t xr_pkt_build(struct xr_pkt *p, uint8_t *buf, size_t cap)

@@ -270,6 +270,36 @@ static void test_property_random_packets(void **state)
 	}
 }
 
+/* The engine's two-step finish (the pad at commit, the ICRC and UDP
+ * checksum at its burst's flush) writes the frame xr_pkt_build writes,
+ * byte for byte, whatever the buffer held before. */
+static void test_pad_then_seal_is_finish(void **state)
+{
+	static uint8_t payload[XR_MAX_MTU], whole[XR_MAX_FRAME], steps[XR_MAX_FRAME];
+	uint64_t seed = 0x5EED0002;
+
+	(void)state;
+	for (int i = 0; i < PROPERTY_PACKETS; i++) {
+		uint32_t mtu = mtus[test_rand(&seed) % 5];
+		struct xr_pkt b, s;
+		ssize_t len;
+
+		random_pkt(&b, payload, mtu, &seed);
+		s = b;
+		memset(whole, 0x5A, sizeof(whole));
+		memset(steps, 0xA5, sizeof(steps));
+		len = xr_pkt_build(&b, whole, sizeof(whole));
+		assert_true(len > 0);
+		assert_int_equal(xr_pkt_build_hdrs(&s, steps, sizeof(steps)), len);
+		memcpy(steps + s.payload_off, s.payload, s.payload_len);
+		xr_pkt_pad(&s, steps);
+		assert_int_equal(xr_pkt_seal(steps, s.l3_off, s.len, s.udp_csum), b.icrc);
+		if (memcmp(whole, steps, (size_t)len))
+			fail_msg("packet %d (seed 0x5EED0002) opcode %s, udp_csum %d, IPv%u: frames differ", i,
+				 b.op->name, b.udp_csum, b.ip_version);
+	}
+}
+
 /* ---- truncation: every prefix of every opcode's packet is rejected ---- */
 
 static void test_every_truncation_rejected(void **state)
@@ -545,6 +575,7 @@ int main(void)
 		cmocka_unit_test(test_opcode_table_is_consistent),
 		cmocka_unit_test(test_every_opcode_round_trips),
 		cmocka_unit_test(test_property_random_packets),
+		cmocka_unit_test(test_pad_then_seal_is_finish),
 		cmocka_unit_test(test_every_truncation_rejected),
 		cmocka_unit_test(test_each_rejection_reason),
 		cmocka_unit_test(test_payload_rules_against_mtu),
