@@ -45,6 +45,7 @@ struct cfg {
 	struct xr_fault_cfg fault;  /* --fault-*: wrap the link when a rate is set */
 	enum xr_progress_mode progress;
 	bool mem;
+	bool no_gather;             /* --no-gather: mem link without gather frames */
 	enum xr_qp_type conn;     /* -c RC|UC|UD */
 	bool use_srq;             /* --use_srq: the receivers share one SRQ */
 };

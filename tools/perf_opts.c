@@ -67,6 +67,8 @@ static void usage(FILE *o)
 "      --verify             check every payload end to end\n"
 "      --counters           print the engine's counters (and the link's paths) after the run\n"
 "      --pcap=FILE          record the first --pcap-frames (100) frames of the link\n"
+"      --no-gather          mem: copy every payload into its frame (default: payloads\n"
+"                           of 1 KiB or more leave by reference, a gather send)\n"
 "      --progress=inline|thread   who runs the engine (default inline)\n"
 "  -h, --help\n"
 "Exit status: 0 done, 1 failed, 2 bad usage, 3 pingpong done but the peer never\n"
@@ -96,7 +98,7 @@ static bool parse_test(struct cfg *c, const char *t)
 
 enum { O_GBITS = 256, O_INF, O_JSON, O_JSONF, O_LINK, O_BIND, O_IFNAME, O_VLAN, O_PCP, O_VERIFY, O_COUNTERS,
        O_PCAP, O_PCAPN, O_PROGRESS, O_STRICT_ICRC, O_RAW_IP_ID, O_RETRY7,
-       O_NO_HOST, O_FDROP, O_FREORDER, O_FSEED, O_SRQ };
+       O_NO_HOST, O_FDROP, O_FREORDER, O_FSEED, O_SRQ, O_NO_GATHER };
 
 /* ibv_rc_pingpong's own flags: 0 taken, 1 not one of them (the common
  * parser goes on), 2 refused (the message names the flag). */
@@ -168,6 +170,7 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		{ "pcap-frames", required_argument, 0, O_PCAPN }, { "progress", required_argument, 0, O_PROGRESS },
 		{ "strict-icrc", no_argument, 0, O_STRICT_ICRC }, { "raw-ip-id", no_argument, 0, O_RAW_IP_ID },
 		{ "retry7-forever", no_argument, 0, O_RETRY7 }, { "no-host-path", no_argument, 0, O_NO_HOST },
+		{ "no-gather", no_argument, 0, O_NO_GATHER },
 		{ "fault-drop", required_argument, 0, O_FDROP }, { "fault-reorder", required_argument, 0, O_FREORDER },
 		{ "fault-seed", required_argument, 0, O_FSEED },
 		{ "connection", required_argument, 0, 'c' }, { "use-srq", no_argument, 0, O_SRQ }, { "use_srq", no_argument, 0, O_SRQ },
@@ -242,6 +245,7 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		case O_RAW_IP_ID: c->link.udp_raw_ip_id = true; break;
 		case O_RETRY7: c->retry7_forever = true; break;
 		case O_NO_HOST: c->link.udp_no_host_path = true; break;
+		case O_NO_GATHER: c->no_gather = true; break;
 		case O_FDROP:
 		case O_FREORDER: {
 			char *end;

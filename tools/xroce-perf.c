@@ -113,7 +113,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: --link mem runs both ends here: no server address\n", prog);
 			return 2;
 		}
-		if (xr_link_mem_pair(&la, &lb, 0))
+		/* A capture must see every byte in the frame: no gather under --pcap. */
+		if (xr_link_mem_pair_ex(&la, &lb, 0, c.pcap || c.no_gather ? 0 : XR_MEM_GATHER))
 			return 1;
 		if (c.pcap) {
 			la = xr_link_pcap_tap_n(la, c.pcap, c.pcap_frames);

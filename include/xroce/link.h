@@ -26,8 +26,45 @@ struct xr_frame {
 	uint64_t due_ns;            /* fault injection: hold until */
 	uint16_t len;
 	uint16_t rx_flags;          /* enum xr_frame_rx_flag, set by the link on receive */
+	/* A gather frame (a link with gather set, below): the gather_len
+	 * payload bytes that belong at data[gather_off] are at gather, in
+	 * the sender's memory, and the rest of the frame is in data[]. */
+	uint8_t gather_state;       /* enum xr_gather_state, read and written atomically */
+	uint16_t gather_off;
+	uint32_t gather_len;
+	uint32_t gather_seq;        /* the sending end's, to tell a frame reused */
+	const uint8_t *gather;
 	uint8_t data[XR_MAX_FRAME] __attribute__((aligned(64)));
 };
+
+/*
+ * Gather frames: a send that reads the payload where it lies, in the
+ * sender's registered memory, instead of copying it into the frame (the
+ * in-memory link between two engines of one process, made with
+ * XR_MEM_GATHER). The receiver claims the payload (xr_frame_claim) and
+ * reads it until it frees the frame. Before the sender's memory may go
+ * (an error or flush completion, a region deregistered, a QP destroyed,
+ * the engine closed) the sender settles its link (xr_link_settle): the
+ * payload of every gather frame not claimed yet is copied into the frame,
+ * and a claimed one's reader is waited for.
+ */
+enum xr_gather_state {
+	XR_GATHER_NONE,             /* every byte in data[] */
+	XR_GATHER_OUT,              /* sent by reference, not claimed */
+	XR_GATHER_READING,          /* claimed by the receiver */
+	XR_GATHER_DONE,             /* freed by the receiver */
+	XR_GATHER_SETTLING,         /* the sender is copying the payload in */
+	XR_GATHER_COPIED,           /* now every byte in data[] */
+};
+
+/* The receiver: the payload's address, valid until the frame is freed,
+ * for a gather frame; NULL for one whose bytes are all in data[]. */
+const uint8_t *xr_frame_claim(struct xr_frame *f);
+/* The sender, on a link with gather set: f's payload (len bytes that
+ * belong at data[off]) is at src. */
+void xr_frame_set_gather(struct xr_frame *f, uint16_t off, const uint8_t *src, uint32_t len);
+/* The sender, for a gather frame it has not sent: its payload copied in. */
+void xr_frame_flatten(struct xr_frame *f);
 
 /* What a link tells the engine about a frame it received. */
 enum xr_frame_rx_flag {
@@ -44,6 +81,9 @@ enum xr_frame_rx_flag {
 
 struct xr_link_stats {
 	uint64_t tx_frames, rx_frames, tx_drops, rx_drops;
+	/* Gather frames (below): sent by reference, and of those the ones
+	 * whose payload a settle copied in before their receiver read it. */
+	uint64_t tx_gather, gather_settled;
 };
 
 struct xr_link;
@@ -81,6 +121,9 @@ struct xr_link_ops {
 	 * -1: not now), arm(l, false) withdraws the last arming. */
 	int (*standby_fd)(struct xr_link *l);
 	int (*arm)(struct xr_link *l, bool arm);
+	/* Optional (NULL: the link never carries gather frames): see
+	 * xr_link_settle. */
+	void (*settle)(struct xr_link *l);
 };
 
 struct xr_link {
@@ -88,6 +131,7 @@ struct xr_link {
 	const char *kind;          /* "mem", "fault", "pcap", ... */
 	uint32_t mtu;              /* IP MTU of the medium (bytes) */
 	uint8_t mac[6];            /* this end's MAC */
+	bool gather;               /* carries gather frames (xr_frame_set_gather) */
 	struct xr_link_stats stats;
 	void *priv;
 };
@@ -113,6 +157,13 @@ static inline bool xr_link_tx_held(struct xr_link *l)
 	return l->ops->tx_held && l->ops->tx_held(l);
 }
 void xr_link_close(struct xr_link *l);
+/* After it no gather frame this end sent reads the sender's memory any
+ * more (their payloads copied in, or their readers done). */
+static inline void xr_link_settle(struct xr_link *l)
+{
+	if (l->ops->settle)
+		l->ops->settle(l);
+}
 /* The MAC for a peer: the link's resolution, or all zeros without one. */
 int xr_link_resolve(struct xr_link *l, const xr_gid *gid, uint8_t mac[6]);
 /* The link's receive backlog (see rx_backlog): 0, or -EOPNOTSUPP for a
@@ -126,6 +177,11 @@ int xr_link_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capacity);
  * each may be driven from its own thread. 0 or -errno.
  */
 int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth);
+/* The same with flags: XR_MEM_GATHER lets the engines send payloads by
+ * reference (gather frames, above). Only for ends used as they are: a
+ * wrapper (fault, pcap) would see frames without their payload. */
+#define XR_MEM_GATHER 1u
+int xr_link_mem_pair_ex(struct xr_link **a, struct xr_link **b, unsigned depth, unsigned flags);
 
 /* Fault injection on any link: rates are probabilities per frame sent. */
 struct xr_fault_cfg {

@@ -198,14 +198,16 @@ static bool fault_tx_held(struct xr_link *l)
 
 static const struct xr_link_ops fault_ops = {
 	fault_send, fault_recv, fault_wait_fd, fault_alloc, fault_free, fault_is_up, fault_close, fault_resolve,
-	fault_rx_backlog, fault_tx_held, NULL, NULL,
+	fault_rx_backlog, fault_tx_held, NULL, NULL, NULL,
 };
 
 struct xr_link *xr_link_fault(struct xr_link *inner, const struct xr_fault_cfg *cfg)
 {
 	struct fault *ft;
 
-	if (!inner || !cfg || cfg->drop < 0 || cfg->drop > 1 || cfg->duplicate < 0 || cfg->duplicate > 1 ||
+	/* A gather link's frames must arrive in order and unread by anyone
+	 * else (link.h): no faults on one. */
+	if (!inner || inner->gather || !cfg || cfg->drop < 0 || cfg->drop > 1 || cfg->duplicate < 0 || cfg->duplicate > 1 ||
 	    cfg->reorder < 0 || cfg->reorder > 1 || cfg->corrupt < 0 || cfg->corrupt > 1 ||
 	    cfg->delay < 0 || cfg->delay > 1) {
 		errno = EINVAL;

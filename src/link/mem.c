@@ -15,6 +15,7 @@
  * wait_fd arms the end's eventfd, and a sender writes it only when armed.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "gather.h"
 #include "prefetch.h"
 #include "xroce/link.h"
 
@@ -49,6 +51,13 @@ struct end {
 	struct ring returned;        /* this end's frames, freed by the other */
 	_Alignas(64) struct xr_frame **free_stack;   /* this end's alone */
 	uint32_t nfree;
+	/* Gather frames sent and maybe not read yet, oldest first (settle):
+	 * an entry is stale once its frame is read or reused (seq). */
+	struct gather_out {
+		struct xr_frame *f;
+		uint32_t seq;
+	} *out;
+	uint32_t out_head, out_tail, out_mask, next_seq;
 	_Alignas(64) _Atomic bool armed;   /* read by the other end per send */
 	int efd;                     /* written when armed and a frame comes */
 };
@@ -169,8 +178,62 @@ static struct xr_frame *mem_alloc(struct xr_link *l)
 		f->next = NULL;
 		f->len = 0;
 		f->rx_flags = 0;
+		f->gather = NULL;
+		__atomic_store_n(&f->gather_state, XR_GATHER_NONE, __ATOMIC_RELAXED);
 	}
 	return f;
+}
+
+/* ---- gather frames: what this end sent by reference ---- */
+
+static bool out_stale(const struct gather_out *o)
+{
+	uint8_t s = __atomic_load_n(&o->f->gather_state, __ATOMIC_ACQUIRE);
+
+	return o->f->gather_seq != o->seq || s == XR_GATHER_DONE || s == XR_GATHER_COPIED || s == XR_GATHER_NONE;
+}
+
+/* Room for one more entry, dropping stale ones from the front. */
+static bool out_room(struct end *e, uint32_t staged)
+{
+	while (e->out_head != e->out_tail && out_stale(&e->out[e->out_head & e->out_mask]))
+		e->out_head++;
+	return e->out_tail - e->out_head + staged <= e->out_mask;
+}
+
+/* Every gather frame this end sent: its payload copied in unless the
+ * receiver has claimed it, then the readers of those claimed are waited
+ * for (each frees its frame when done with the packet). After the first
+ * loop no frame can be claimed any more. */
+static void mem_settle(struct xr_link *l)
+{
+	int me;
+	struct end *e = &pair_of(l, &me)->end[me];
+
+	if (!e->out)
+		return;
+	xr_frame_release_claim();
+	for (uint32_t i = e->out_head; i != e->out_tail; i++) {
+		struct gather_out *o = &e->out[i & e->out_mask];
+		struct xr_frame *f = o->f;
+		uint8_t s = XR_GATHER_OUT;
+
+		if (f->gather_seq == o->seq &&
+		    __atomic_compare_exchange_n(&f->gather_state, &s, XR_GATHER_SETTLING, false, __ATOMIC_ACQUIRE,
+						__ATOMIC_ACQUIRE)) {
+			memcpy(f->data + f->gather_off, f->gather, f->gather_len);
+			f->gather = NULL;
+			__atomic_store_n(&f->gather_state, XR_GATHER_COPIED, __ATOMIC_RELEASE);
+			l->stats.gather_settled++;
+		}
+	}
+	for (; e->out_head != e->out_tail; e->out_head++) {
+		struct gather_out *o = &e->out[e->out_head & e->out_mask];
+		if (o->f->gather_seq != o->seq)
+			continue;   /* read, freed and reused since */
+		while (__atomic_load_n(&o->f->gather_state, __ATOMIC_ACQUIRE) == XR_GATHER_READING)
+			sched_yield();   /* its reader may be off its core */
+	}
 }
 
 static void mem_free(struct xr_link *l, struct xr_frame *f)
@@ -182,6 +245,8 @@ static void mem_free(struct xr_link *l, struct xr_frame *f)
 	if (!f)
 		return;
 	owner = owner_of(p, f);
+	if (__atomic_load_n(&f->gather_state, __ATOMIC_RELAXED) != XR_GATHER_NONE)
+		xr_frame_gather_done(f);
 	if (owner == me)
 		p->end[me].free_stack[p->end[me].nfree++] = f;
 	else   /* the ring holds the owner's whole pool: it cannot be full */
@@ -207,9 +272,25 @@ static int mem_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 	int me;
 	struct mem_pair *p = pair_of(l, &me);
 	struct end *peer = &p->end[!me];
-	unsigned taken;
+	struct end *e = &p->end[me];
+	unsigned taken, staged = 0;
 
+	for (unsigned i = 0; e->out && i < n; i++) {
+		if (!f[i]->gather)
+			continue;
+		if (out_room(e, staged + 1)) {
+			f[i]->gather_seq = ++e->next_seq;
+			staged++;
+		} else {
+			xr_frame_flatten(f[i]);   /* too many out: this one goes whole */
+		}
+	}
 	taken = ring_put(&peer->in, f, n, p->depth);
+	for (unsigned i = 0; staged && i < taken; i++)
+		if (f[i]->gather) {
+			e->out[e->out_tail++ & e->out_mask] = (struct gather_out){ f[i], f[i]->gather_seq };
+			l->stats.tx_gather++;
+		}
 	if (taken)
 		wake(peer);
 	l->stats.tx_frames += taken;
@@ -300,6 +381,7 @@ static void pair_free(struct mem_pair *p)
 		free(e->in.slot);
 		free(e->returned.slot);
 		free(e->free_stack);
+		free(e->out);
 	}
 	free(p->frames);
 	free(p);
@@ -310,6 +392,7 @@ static void mem_close(struct xr_link *l)
 	int me;
 	struct mem_pair *p = pair_of(l, &me);
 
+	mem_settle(l);   /* the peer may still read what this end sent */
 	if (atomic_fetch_sub(&p->refs, 1) == 1)
 		pair_free(p);
 }
@@ -338,15 +421,23 @@ static int mem_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capacit
 
 static const struct xr_link_ops mem_ops = {
 	mem_send, mem_recv, mem_wait_fd, mem_alloc, mem_free, mem_is_up, mem_close, mem_resolve, mem_rx_backlog, NULL,
-	mem_standby_fd, mem_arm,
+	mem_standby_fd, mem_arm, mem_settle,
 };
 
 int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth)
 {
+	return xr_link_mem_pair_ex(a, b, depth, 0);
+}
+
+int xr_link_mem_pair_ex(struct xr_link **a, struct xr_link **b, unsigned depth, unsigned flags)
+{
 	/* Aligned as its lines are laid out (calloc gives 16 bytes). */
-	struct mem_pair *p = aligned_alloc(_Alignof(struct mem_pair), sizeof(struct mem_pair));
+	struct mem_pair *p;
 	int err = 0;
 
+	if (flags & ~XR_MEM_GATHER)
+		return -EINVAL;
+	p = aligned_alloc(_Alignof(struct mem_pair), sizeof(struct mem_pair));
 	if (!p)
 		return -ENOMEM;
 	memset(p, 0, sizeof(*p));
@@ -363,6 +454,16 @@ int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth)
 		e->free_stack = calloc(p->per_end, sizeof(*e->free_stack));
 		if (e->efd < 0 || !e->free_stack || ring_init(&e->in, p->depth) || ring_init(&e->returned, p->per_end))
 			err = -ENOMEM;
+		if (flags & XR_MEM_GATHER) {
+			/* Every frame the end owns may be out at once. */
+			uint32_t size = 2;
+			while (size <= p->per_end)
+				size <<= 1;
+			e->out = calloc(size, sizeof(*e->out));
+			e->out_mask = size - 1;
+			if (!e->out)
+				err = -ENOMEM;
+		}
 	}
 	if (err || !p->frames) {
 		pair_free(p);
@@ -378,6 +479,7 @@ int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth)
 		l->priv = p;
 		l->mac[0] = 0x02;
 		l->mac[5] = (uint8_t)(i + 1);
+		l->gather = flags & XR_MEM_GATHER;
 	}
 	atomic_init(&p->refs, 2);
 	*a = &p->links[0].l;

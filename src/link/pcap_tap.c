@@ -122,7 +122,7 @@ static bool tap_tx_held(struct xr_link *l)
 
 static const struct xr_link_ops tap_ops = {
 	tap_send, tap_recv, tap_wait_fd, tap_alloc, tap_free, tap_is_up, tap_close, tap_resolve, tap_rx_backlog,
-	tap_tx_held, NULL, NULL,
+	tap_tx_held, NULL, NULL, NULL,
 };
 
 struct xr_link *xr_link_pcap_tap(struct xr_link *inner, const char *path)
@@ -134,7 +134,8 @@ struct xr_link *xr_link_pcap_tap_n(struct xr_link *inner, const char *path, uint
 {
 	struct tap *t;
 
-	if (!inner || !path) {
+	/* A gather frame's payload is not in the frame: a capture would lie. */
+	if (!inner || inner->gather || !path) {
 		errno = EINVAL;
 		return NULL;
 	}

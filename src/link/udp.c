@@ -555,7 +555,7 @@ static void udp_close(struct xr_link *l)
 
 static const struct xr_link_ops udp_ops = {
 	udp_send, udp_recv, udp_wait_fd, udp_alloc, udp_free, udp_is_up, udp_close, NULL, NULL, NULL,
-	udp_standby_fd, udp_arm,
+	udp_standby_fd, udp_arm, NULL,
 };
 
 /* Whether a and b (of family fam) agree under mask. */

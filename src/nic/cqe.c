@@ -29,6 +29,13 @@ bool xr_complete(struct xr_engine *e, struct xr_qp *qp, uint32_t cqn, const stru
 		cq_overrun(e, qp, cqn);
 		return false;
 	}
+	/* A send that did not succeed hands its buffers back before its
+	 * packets were all read: no gather frame may read them after this. A
+	 * successful one was acknowledged, and its peer read every packet
+	 * before it acknowledged (frames arrive in order; a gather frame is
+	 * never a retransmission: req.c). */
+	if (wc->status != XR_WC_SUCCESS && !(wc->opcode & XR_WC_RECV))
+		xr_dp_settle(e);
 	pthread_mutex_lock(&cq->lock);
 	size = 1u << cq->ctx.log_size;
 	pi = cq->ctx.pi;

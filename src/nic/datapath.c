@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../wire/bytes.h"
 #include "engine.h"
 #include "recv.h"
 
@@ -214,21 +215,32 @@ int xr_engine_post_end(struct xr_engine *e)
 
 /* ---- frames out ---- */
 
-/* Payloads from this size on are sealed at the flush (struct xr_tx): below
- * it the copy is a line or two, and sealing in the flush's loop measured
- * slower for 64-byte WRITEs (0.92x) and their latency (1.05x). */
-#define TX_SEAL_LATE_MIN 1024
-
 #define TX_SLOTS (sizeof(((struct xr_tx *)0)->f) / sizeof(((struct xr_tx *)0)->f[0]))
+
+/* A gather frame's ICRC: its headers, the payload where it lies, the pad. */
+static void seal_gather(struct xr_frame *f, uint16_t l3_off)
+{
+	uint32_t pay_end = (uint32_t)f->gather_off + f->gather_len;
+	uint32_t c = xr_icrc(f->data + l3_off, (size_t)f->gather_off - l3_off);
+
+	c = xr_crc32(c, f->gather, f->gather_len);
+	c = xr_crc32(c, f->data + pay_end, f->len - XR_ICRC_LEN - pay_end);
+	put_le32(f->data + f->len - XR_ICRC_LEN, c);
+}
 
 static void tx_flush(struct xr_engine *e, struct xr_tx *tx)
 {
 	struct xr_frame *held[TX_SLOTS];
 	unsigned done = 0, nheld = 0;
 
-	for (unsigned i = tx->sealed; i < tx->n; i++)
-		if (tx->seal[i].late)
+	for (unsigned i = tx->sealed; i < tx->n; i++) {
+		if (!tx->seal[i].late)
+			continue;
+		if (tx->f[i]->gather)
+			seal_gather(tx->f[i], tx->seal[i].l3_off);
+		else
 			xr_pkt_seal(tx->f[i]->data, tx->seal[i].l3_off, tx->f[i]->len, tx->seal[i].udp_csum);
+	}
 	tx->sealed = tx->n;
 
 	/* The pass's packets in the counters, two adds per flush instead of
@@ -325,7 +337,7 @@ struct xr_frame *xr_tx_begin_prio(struct xr_engine *e, struct xr_tx *tx, struct 
 
 void xr_tx_commit(struct xr_engine *e, struct xr_tx *tx, struct xr_frame *f, struct xr_pkt *p)
 {
-	bool late = p->payload_len >= TX_SEAL_LATE_MIN;
+	bool late = p->payload_len >= XR_TX_SEAL_LATE_MIN || f->gather;
 
 	if (late)
 		xr_pkt_pad(p, f->data);
@@ -346,11 +358,29 @@ struct rx_tally {
 	uint64_t pkts, bytes;
 };
 
+/* A gather frame parsed without its ICRC: the payload is where the frame
+ * says it belongs, and the ICRC over headers, payload and pad holds. */
+static enum xr_parse_err gather_check(const struct xr_frame *f, struct xr_pkt *p, const uint8_t *ext)
+{
+	uint32_t pay_end = (uint32_t)p->payload_off + p->payload_len, c;
+
+	if (p->payload_off != f->gather_off || p->payload_len != f->gather_len)
+		return XR_PARSE_BAD_PAYLOAD_LEN;
+	c = xr_icrc(f->data + p->l3_off, (size_t)p->payload_off - p->l3_off);
+	c = xr_crc32(c, ext, p->payload_len);
+	c = xr_crc32(c, f->data + pay_end, p->pad);
+	if (c != p->icrc)
+		return XR_PARSE_BAD_ICRC;
+	p->payload = ext;
+	return XR_PARSE_OK;
+}
+
 static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx, struct rx_tally *t)
 {
 	struct xr_pkt p;
 	struct xr_qp *qp;
 	enum xr_parse_err err;
+	const uint8_t *ext = NULL;
 
 	if (xr_pfc_is_mac_control(f)) {   /* PFC, PAUSE: pfc.c */
 		xr_pfc_rx(e, f);
@@ -360,9 +390,15 @@ static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx, st
 		xr_count(e, XR_CNT_DROP_ICRC_UNVERIFIABLE, 1);
 		return;
 	}
+	/* A gather frame's payload is read where the sender has it, until
+	 * the frame is freed (link.h). */
+	if (__atomic_load_n(&f->gather_state, __ATOMIC_RELAXED) != XR_GATHER_NONE)
+		ext = xr_frame_claim(f);
 	/* The link may have checked the ICRC already (UDP link): once is enough. */
 	err = xr_pkt_parse(f->data, f->len, 0, XR_PARSE_TRANSPORT_LENGTHS |
-			   (f->rx_flags & XR_FRAME_ICRC_VERIFIED ? XR_PARSE_NO_ICRC : 0), &p);
+			   (f->rx_flags & XR_FRAME_ICRC_VERIFIED || ext ? XR_PARSE_NO_ICRC : 0), &p);
+	if (err == XR_PARSE_OK && ext)
+		err = gather_check(f, &p, ext);
 	if (err != XR_PARSE_OK) {
 		xr_count(e, xr_counter_of_parse_err(err), 1);
 		return;
@@ -725,17 +761,37 @@ bool xr_dp_in_pass(const struct xr_engine *e)
 	return pass_owner == e;
 }
 
+static void settle_locked(struct xr_engine *e)
+{
+	if (!e->link || !e->link->gather)
+		return;
+	for (unsigned i = 0; e->txq && i < e->txq->n; i++)
+		xr_frame_flatten(e->txq->f[i]);
+	xr_link_settle(e->link);
+}
+
 void xr_dp_quiesce(struct xr_engine *e)
 {
 	/* A pass running now may hold a key checked before the caller's
 	 * change (a key made invalid): wait for it to end. The mutex orders
 	 * the caller's store before any later pass. Passes are bounded (one
 	 * burst each); the pass's own thread (an interrupt handler
-	 * deregistering) must not wait for itself. */
-	if (pass_owner == e)
+	 * deregistering) must not wait for itself. The region may go after
+	 * it: no gather frame may still read it. */
+	if (pass_owner == e) {
+		settle_locked(e);
 		return;
+	}
 	pthread_mutex_lock(&e->dp_mutex);
+	settle_locked(e);
 	pthread_mutex_unlock(&e->dp_mutex);
+}
+
+void xr_dp_settle(struct xr_engine *e)
+{
+	if (!e->link || !e->link->gather)
+		return;
+	xr_dp_quiesce(e);
 }
 
 int xr_engine_attach_link(struct xr_engine *e, struct xr_link *l)
@@ -779,6 +835,8 @@ void xr_datapath_fini(struct xr_engine *e)
 	xr_engine_stop_thread(e);
 	for (unsigned i = 0; e->txq && i < e->txq->n; i++)
 		xr_link_frame_free(e->link, e->txq->f[i]);
+	if (e->link)
+		xr_link_settle(e->link);   /* the host's memory may go with the engine */
 	free(e->txq);
 	free(e->busy);
 	free(e->wait);

@@ -98,7 +98,7 @@ void xr_dma_write(const struct xr_mr *mr, uint64_t va, const void *src, size_t l
 		size_t room, n;
 		uint8_t *dst = translate(mr, va, &room);
 		n = len < room ? len : room;
-		memcpy(dst, s, n);
+		memmove(dst, s, n);   /* a gather frame's source may be this very memory */
 		s += n;
 		va += n;
 		len -= n;
@@ -158,6 +158,36 @@ int xr_sgl_read(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsi
 		uint32_t offset, void *dst, uint32_t len)
 {
 	return sgl_walk(e, pd, sge, n, offset, dst, len, false);
+}
+
+int xr_sgl_map(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsigned n, uint32_t offset,
+	       uint32_t len, const uint8_t **out)
+{
+	struct xr_mr *mr;
+	const uint8_t *start = NULL;
+	uint64_t va;
+	unsigned i = 0;
+
+	*out = NULL;
+	while (i < n && offset >= sge[i].length)
+		offset -= sge[i++].length;
+	if (i == n || len > sge[i].length - offset)
+		return 0;   /* not inside one entry: copied, with the copy's checks */
+	va = sge[i].addr + offset;
+	if (xr_dma_check(e, sge[i].lkey, pd, va, len, 0, &mr) != XR_DMA_OK)
+		return XR_WC_LOC_PROT_ERR;
+	/* One run of host memory, page after page, or a copy. */
+	for (uint32_t done = 0; done < len;) {
+		size_t room;
+		const uint8_t *h = translate(mr, va + done, &room);
+		if (!done)
+			start = h;
+		else if (h != start + done)
+			return 0;
+		done += room < len - done ? (uint32_t)room : len - done;
+	}
+	*out = start;
+	return 0;
 }
 
 int xr_sgl_write(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsigned n,

@@ -511,6 +511,10 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 	}
 	pthread_mutex_unlock(&qp->lock);
 
+	/* Reset, or failed by the host: its buffers may go (flushed WQEs
+	 * settle too, but a reset flushes nothing). */
+	if (st == XR_CMD_ST_OK && (next.state == XR_QPS_RESET || next.state == XR_QPS_ERR))
+		xr_dp_settle(e);
 	if (st == XR_CMD_ST_OK && (is_new || old_state != next.state))
 		xr_evlog_add(e, XR_EV_QP_STATE, qpn, is_new ? 0xFF : old_state, next.state);
 	return st;
@@ -560,6 +564,7 @@ enum xr_cmd_status xr_qp_cmd(struct xr_engine *e, uint32_t cmd)
 		xr_srq_detach(e, qp->ctx.srqn);
 	qp_retire(e, qp);
 	pthread_mutex_unlock(&qp->lock);
+	xr_dp_settle(e);   /* its buffers may go now */
 	xr_evlog_add(e, XR_EV_QP_DESTROY, qpn, 0, 0);
 	return XR_CMD_ST_OK;
 }

@@ -257,6 +257,17 @@ static uint8_t send_opcode(uint8_t wr, bool first, bool last)
 	}
 }
 
+/* The payload may leave by reference (a gather frame, link.h) on a link
+ * that carries them: an RC packet, whose WQE completes only once the peer
+ * has read it, sent for the first time (a retransmission may still be
+ * queued behind the acknowledged original when the buffer is handed
+ * back), large enough to be worth it. */
+static bool may_gather(const struct xr_engine *e, const struct xr_qp *qp, const struct xr_pkt *p, uint32_t len)
+{
+	return e->link->gather && qp->ctx.type == XR_QPT_RC && len >= XR_TX_SEAL_LATE_MIN && !p->udp_csum &&
+	       psn_cmp(p->psn, qp->req.sent_end) >= 0;
+}
+
 /* Sends the next packet of the current WQE; false when it could not. */
 static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t now)
 {
@@ -340,9 +351,13 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 	}
 	if (len) {
 		int err = 0;
+		const uint8_t *src = NULL;
 		if (w->flags & XR_SEND_INLINE)
 			memcpy(f->data + p.payload_off, w->inline_data + r->cur_offset, len);
-		else
+		else if (may_gather(e, qp, &p, len) &&
+			 !(err = xr_sgl_map(e, qp->ctx.pd, w->sge, w->num_sge, r->cur_offset, len, &src)) && src)
+			xr_frame_set_gather(f, p.payload_off, src, len);
+		else if (!err)
 			err = xr_sgl_read(e, qp->ctx.pd, w->sge, w->num_sge, r->cur_offset, f->data + p.payload_off, len);
 		if (err) {
 			/* The region went away under a posted WQE: fail it in order. */

@@ -57,6 +57,7 @@ struct h_opts {
 	bool ipv6;
 	bool retry7_forever;                /* retry_cnt 7 = infinite, as rxe */
 	unsigned link_depth;                /* frames a mem link direction holds; 0: its default */
+	bool gather;                        /* a gather link (XR_MEM_GATHER; no fault then) */
 };
 
 /* RESET to RTS toward peer (on peer_ctx) with o's path and timers. */
@@ -122,7 +123,8 @@ static inline int h_open(struct pair *p, const struct h_opts *o)
 {
 	memset(p, 0, sizeof(*p));
 	p->mode = o->mode;
-	if (xr_link_mem_pair(&p->la, &p->lb, o->link_depth))
+	if (xr_link_mem_pair_ex(&p->la, &p->lb, o->link_depth,
+				o->gather || getenv("XROCE_TEST_GATHER") ? XR_MEM_GATHER : 0))
 		return -1;
 	if (o->fault) {
 		struct xr_fault_cfg fa = *o->fault, fb = *o->fault;

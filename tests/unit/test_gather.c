@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Gather frames (link.h): payloads sent by reference on an XR_MEM_GATHER
+ * pair. What arrives is what was sent, the ICRC covers the payload where
+ * it lies, retransmissions are copies, and once the host may reuse a
+ * buffer (a failed QP, a region deregistered, a QP destroyed) no frame
+ * reads it any more: its payload was copied in first, or its reader was
+ * waited for. Under ASan a frame that still read a freed buffer aborts.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "rc_harness.h"
+#include "xroce/engine.h"
+#include "xroce/regmap.h"
+
+#define MSG (16 * 1024)   /* four 4 KiB packets */
+
+static struct h_opts gather_opts(void)
+{
+	struct h_opts o = { .mode = XR_PROGRESS_INLINE, .mtu = XR_MTU_4096, .buf_len = 64 * 1024, .timeout = 8,
+			    .retry_cnt = 7, .rnr_retry = 7, .gather = true };
+	return o;
+}
+
+static void fill(uint8_t *p, size_t n, uint8_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed + i * 7);
+}
+
+static void post_write(struct pair *p, const uint8_t *src, uint32_t lkey, uint32_t len, uint64_t id)
+{
+	struct xr_sge s = { (uintptr_t)src, len, lkey };
+	struct xr_send_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+				.send_flags = XR_SEND_SIGNALED };
+	struct xr_send_wr *bad;
+
+	w.wr.rdma.remote_addr = (uintptr_t)h_data(&p->b);
+	w.wr.rdma.rkey = p->b.mr->rkey;
+	assert_int_equal(xr_post_send(p->a.qp[0], &w, &bad), 0);
+}
+
+/* a's engine alone: its packets leave, b has not read them. */
+static void send_only(struct pair *p)
+{
+	for (int i = 0; i < 4; i++)
+		xr_engine_progress(xr_context_engine(p->a.ctx));
+}
+
+/* b's engine until it has taken n frames (bounded). */
+static void receive(struct pair *p, uint64_t n)
+{
+	uint64_t until = h_now_ms() + 2000;
+
+	while (p->lb->stats.rx_frames < n && h_now_ms() < until)
+		xr_engine_progress(xr_context_engine(p->b.ctx));
+	assert_true(p->lb->stats.rx_frames >= n);
+}
+
+static void test_payload_by_reference_arrives(void **state)
+{
+	struct pair p;
+	struct h_opts o = gather_opts();
+	struct xr_wc wc;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &o), 0);
+	fill(h_data(&p.a), MSG, 3);
+	post_write(&p, h_data(&p.a), p.a.mr->lkey, MSG, 1);
+	assert_int_equal(h_wait(&p, &p.a, &wc, 2000), 1);
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	assert_memory_equal(h_data(&p.b), h_data(&p.a), MSG);
+	assert_int_equal(p.la->stats.tx_gather, MSG / 4096);
+	assert_int_equal(p.la->stats.gather_settled, 0);
+	assert_true(h_guards_ok(&p.b));
+	h_close(&p);
+}
+
+/* The ICRC was computed over the payload as it was sent: bytes changed
+ * under a frame before its receiver read them fail it, and the packets
+ * come again after the ACK timeout as copies of what is there now. */
+static void test_icrc_covers_the_payload_and_retransmissions_are_copies(void **state)
+{
+	struct pair p;
+	struct h_opts o = gather_opts();
+	struct xr_wc wc;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &o), 0);
+	fill(h_data(&p.a), MSG, 3);
+	post_write(&p, h_data(&p.a), p.a.mr->lkey, MSG, 1);
+	send_only(&p);
+	assert_int_equal(p.la->stats.tx_gather, MSG / 4096);
+	fill(h_data(&p.a), MSG, 99);   /* not allowed of a host: it tells the ICRC's reach */
+	assert_int_equal(h_wait(&p, &p.a, &wc, 3000), 1);
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	assert_int_equal(h_counter(&p.b, XR_CNT_PARSE_BAD_ICRC), MSG / 4096);
+	assert_true(h_counter(&p.a, XR_CNT_RETRANSMITS) >= 1);
+	assert_int_equal(p.la->stats.tx_gather, MSG / 4096);   /* the resend copied */
+	assert_memory_equal(h_data(&p.b), h_data(&p.a), MSG);
+	h_close(&p);
+}
+
+/* The host moved a's QP to ERR: its flushed WRs hand the buffer back. */
+static void test_a_failed_qp_settles_its_frames(void **state)
+{
+	struct pair p;
+	struct h_opts o = gather_opts();
+	struct xr_qp_attr err = { .qp_state = XR_QPS_ERR };
+	uint8_t want[MSG];
+	struct xr_wc wc;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &o), 0);
+	fill(h_data(&p.a), MSG, 5);
+	memcpy(want, h_data(&p.a), MSG);
+	post_write(&p, h_data(&p.a), p.a.mr->lkey, MSG, 1);
+	send_only(&p);
+	assert_int_equal(p.la->stats.tx_gather, MSG / 4096);
+	assert_int_equal(xr_modify_qp(p.a.qp[0], &err, XR_QP_STATE), 0);
+	assert_int_equal(p.la->stats.gather_settled, MSG / 4096);
+	assert_int_equal(h_wait(&p, &p.a, &wc, 2000), 1);
+	assert_int_equal(wc.status, XR_WC_WR_FLUSH_ERR);
+	memset(h_data(&p.a), 0x5A, MSG);   /* the host reuses its buffer */
+	receive(&p, MSG / 4096);
+	/* b read the copies: without them the ICRC would have failed. */
+	assert_int_equal(h_counter(&p.b, XR_CNT_PARSE_BAD_ICRC), 0);
+	assert_memory_equal(h_data(&p.b), want, MSG);
+	h_close(&p);
+}
+
+/* A buffer of its own, sent from, then deregistered and freed (ASan
+ * aborts on a read after that) or destroyed with its QP first. */
+static void freed_after(bool destroy_qp, void **state)
+{
+	struct pair p;
+	struct h_opts o = gather_opts();
+	uint8_t *buf = malloc(MSG), want[MSG];
+	struct xr_mr *mr;
+
+	(void)state;
+	assert_non_null(buf);
+	assert_int_equal(h_open(&p, &o), 0);
+	mr = xr_reg_mr(p.a.pd, buf, MSG, XR_ACCESS_LOCAL_WRITE);
+	assert_non_null(mr);
+	fill(buf, MSG, 11);
+	memcpy(want, buf, MSG);
+	post_write(&p, buf, mr->lkey, MSG, 1);
+	send_only(&p);
+	assert_int_equal(p.la->stats.tx_gather, MSG / 4096);
+	if (destroy_qp) {
+		assert_int_equal(xr_destroy_qp(p.a.qp[0]), 0);
+		p.a.qp[0] = NULL;
+		assert_int_equal(p.la->stats.gather_settled, MSG / 4096);
+	}
+	assert_int_equal(xr_dereg_mr(mr), 0);
+	assert_int_equal(p.la->stats.gather_settled, MSG / 4096);
+	memset(buf, 0xA5, MSG);
+	free(buf);
+	receive(&p, MSG / 4096);
+	assert_int_equal(h_counter(&p.b, XR_CNT_PARSE_BAD_ICRC), 0);
+	assert_memory_equal(h_data(&p.b), want, MSG);
+	h_close(&p);
+}
+
+static void test_a_deregistered_region_settles_its_frames(void **state)
+{
+	freed_after(false, state);
+}
+
+static void test_a_destroyed_qp_settles_its_frames(void **state)
+{
+	freed_after(true, state);
+}
+
+/* ---- the link alone ---- */
+
+struct settler {
+	struct xr_link *l;
+	_Atomic bool done;
+};
+
+static void *settle_thread(void *arg)
+{
+	struct settler *s = arg;
+
+	xr_link_settle(s->l);
+	atomic_store(&s->done, true);
+	return NULL;
+}
+
+/* Two gather frames: one claimed by its receiver, one not. A settle
+ * copies the second's payload in at once and waits for the first's
+ * reader to free it. */
+static void test_settle_copies_unclaimed_and_waits_for_a_reader(void **state)
+{
+	struct xr_link *a, *b;
+	struct xr_frame *f[2], *got[2];
+	uint8_t src[2][256];
+	struct settler s;
+	pthread_t t;
+
+	(void)state;
+	assert_int_equal(xr_link_mem_pair_ex(&a, &b, 0, XR_MEM_GATHER), 0);
+	for (int i = 0; i < 2; i++) {
+		fill(src[i], sizeof(src[i]), (uint8_t)(40 + i));
+		f[i] = xr_link_frame_alloc(a);
+		assert_non_null(f[i]);
+		memset(f[i]->data, 0, 64);
+		f[i]->len = 64 + sizeof(src[i]);
+		xr_frame_set_gather(f[i], 64, src[i], sizeof(src[i]));
+	}
+	assert_int_equal(xr_link_send(a, f, 2), 2);
+	assert_int_equal(a->stats.tx_gather, 2);
+	assert_int_equal(xr_link_recv(b, got, 2), 2);
+	assert_ptr_equal(xr_frame_claim(got[0]), src[0]);   /* being read */
+
+	s.l = a;
+	atomic_init(&s.done, false);
+	assert_int_equal(pthread_create(&t, NULL, settle_thread, &s), 0);
+	usleep(50 * 1000);
+	assert_false(atomic_load(&s.done));                 /* waits for the reader */
+	assert_int_equal(a->stats.gather_settled, 1);       /* the other copied in */
+	xr_link_frame_free(b, got[0]);
+	for (int i = 0; i < 2000 && !atomic_load(&s.done); i++)
+		usleep(1000);
+	assert_true(atomic_load(&s.done));
+	pthread_join(t, NULL);
+
+	memset(src[1], 0, sizeof(src[1]));                  /* the host's buffer is gone */
+	assert_null(xr_frame_claim(got[1]));                /* its bytes are in the frame */
+	fill(src[1], sizeof(src[1]), 41);
+	assert_memory_equal(got[1]->data + 64, src[1], sizeof(src[1]));
+	xr_link_frame_free(b, got[1]);
+	xr_link_close(a);
+	xr_link_close(b);
+}
+
+/* A fault or capture wrapper would see frames without their payload. */
+static void test_wrappers_refuse_a_gather_link(void **state)
+{
+	struct xr_link *a, *b;
+	struct xr_fault_cfg cfg = { .seed = 1, .drop = 0.1 };
+
+	(void)state;
+	assert_int_equal(xr_link_mem_pair_ex(&a, &b, 0, 0x80), -EINVAL);
+	assert_int_equal(xr_link_mem_pair_ex(&a, &b, 0, XR_MEM_GATHER), 0);
+	errno = 0;
+	assert_null(xr_link_fault(a, &cfg));
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_null(xr_link_pcap_tap(b, "/dev/null"));
+	assert_int_equal(errno, EINVAL);
+	xr_link_close(a);
+	xr_link_close(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_payload_by_reference_arrives),
+		cmocka_unit_test(test_icrc_covers_the_payload_and_retransmissions_are_copies),
+		cmocka_unit_test(test_a_failed_qp_settles_its_frames),
+		cmocka_unit_test(test_a_deregistered_region_settles_its_frames),
+		cmocka_unit_test(test_a_destroyed_qp_settles_its_frames),
+		cmocka_unit_test(test_settle_copies_unclaimed_and_waits_for_a_reader),
+		cmocka_unit_test(test_wrappers_refuse_a_gather_link),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
