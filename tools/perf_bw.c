@@ -514,10 +514,17 @@ int run_bw(struct side *s)
 			if (run_bw_receiver(s, &slots, size, preposted, &mine))
 				return -1;
 		}
-		/* The passive end keeps its engine answering until the peer is done. */
+		/* The passive end keeps its engine answering until the peer is
+		 * done. With both ends sending, each does: the client says it is
+		 * done first (the handshake's first half), or each would wait for
+		 * the other's word until PEER_WAIT_MS ran out. */
+		bool said = c->bidir && pr.post_run_hs && s->oob.client;
+		if (said && oob_handshake_send(&s->oob, &s->my[0]))
+			return -1;
 		if (!sender || c->bidir || receiver)
 			pump_until_peer(s, PEER_WAIT_MS);
-		if (pr.post_run_hs && oob_handshake(&s->oob, &s->my[0], &s->rem[0]))
+		if (pr.post_run_hs && (said ? oob_handshake_recv(&s->oob, &s->rem[0])
+					    : oob_handshake(&s->oob, &s->my[0], &s->rem[0])))
 			return -1;
 		if (pr.reports) {
 			if (oob_bw_reports(&s->oob, &mine, &theirs))

@@ -214,12 +214,11 @@ static int parse_key(const char *buf, struct perf_dest *d)
 	return 0;
 }
 
-int oob_handshake(struct oob *o, const struct perf_dest *mine, struct perf_dest *theirs)
+static int key_read(struct oob *o, struct perf_dest *theirs)
 {
-	char m[KEY_MSG_SIZE_GID] = { 0 }, t[KEY_MSG_SIZE_GID] = { 0 };
+	char t[KEY_MSG_SIZE_GID] = { 0 };
 
-	format_key(m, mine);
-	if (oob_xchg(o, m, t, sizeof(m))) {
+	if (io_full(o, t, sizeof(t), false)) {
 		fprintf(stderr, " Failed to exchange data between server and client\n");
 		return -1;
 	}
@@ -229,6 +228,31 @@ int oob_handshake(struct oob *o, const struct perf_dest *mine, struct perf_dest 
 		return -1;
 	}
 	return 0;
+}
+
+int oob_handshake_send(struct oob *o, const struct perf_dest *mine)
+{
+	char m[KEY_MSG_SIZE_GID] = { 0 };
+
+	format_key(m, mine);
+	if (io_full(o, m, sizeof(m), true)) {
+		fprintf(stderr, " Failed to exchange data between server and client\n");
+		return -1;
+	}
+	return 0;
+}
+
+int oob_handshake_recv(struct oob *o, struct perf_dest *theirs)
+{
+	return key_read(o, theirs);
+}
+
+/* The client writes first, the server reads first (oob_xchg's order). */
+int oob_handshake(struct oob *o, const struct perf_dest *mine, struct perf_dest *theirs)
+{
+	if (o->client)
+		return oob_handshake_send(o, mine) || key_read(o, theirs) ? -1 : 0;
+	return key_read(o, theirs) || oob_handshake_send(o, mine) ? -1 : 0;
 }
 
 /* Doubles travel byte-swapped into network order, as perftest's hton_double. */

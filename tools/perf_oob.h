@@ -54,6 +54,10 @@ int oob_recv_raw(struct oob *o, void *buf, size_t n);
 int oob_perftest_preamble(struct oob *o, int *mtu);
 /* One perftest handshake: the 108-byte GID-form key messages. */
 int oob_handshake(struct oob *o, const struct perf_dest *mine, struct perf_dest *theirs);
+/* The handshake in halves, for a client that must say it is done before it
+ * waits for the server (both ends sending: each waits for the other). */
+int oob_handshake_send(struct oob *o, const struct perf_dest *mine);
+int oob_handshake_recv(struct oob *o, struct perf_dest *theirs);
 /* BW reports: size, iterations, peak, average, message rate. */
 struct bw_report {
 	uint64_t size, iters;

@@ -148,6 +148,10 @@ void print_counters(struct side *s)
 		if (v)
 			fprintf(s->out, "   %-26s %" PRIu64 "\n", xr_counter_name((enum xr_counter)i), v);
 	}
+	/* The mem link: payloads sent by reference, and copied in by a settle. */
+	if (s->link && !strcmp(s->link->kind, "mem"))
+		fprintf(s->out, "   %-26s %" PRIu64 "\n   %-26s %" PRIu64 "\n", "link_tx_gather", s->link->stats.tx_gather,
+			"link_gather_settled", s->link->stats.gather_settled);
 	print_link_paths(s);
 }
 

@@ -142,6 +142,25 @@ for qm in 1 50; do
   [ "$ok" = y ] && echo "ok   -Q $qm: $cqes completions for $wqes WRs" || fail "-Q $qm: $cqes completions for $wqes WRs"
 done
 
+# Both ends sending (-b): each keeps its engine going until the other is
+# done, and neither waits out PEER_WAIT_MS (120 s) for the other's word.
+for t in write_bw read_bw atomic_bw; do
+  start=$(date +%s)
+  out=$(timeout 60 "$perf" $t -b --link mem -n 500 2>&1) || { fail "$t -b: exit $?: $(tail -3 <<<"$out")"; continue; }
+  took=$(( $(date +%s) - start ))
+  [ "$took" -le 20 ] && echo "ok   $t -b: ${took} s" || fail "$t -b took ${took} s"
+done
+
+# The mem link sends large payloads by reference (gather frames); with
+# --no-gather every payload is copied into its frame. Both arrive whole.
+for g in "" --no-gather; do
+  out=$(timeout 60 "$perf" write_bw --link mem -s 65536 -n 300 --verify --counters $g 2>&1) || fail "write_bw $g: $out"
+  grep -q "0 errors" <<<"$out" || fail "write_bw --verify $g: $(grep -i verif <<<"$out")"
+  n=$(awk '$1 == "link_tx_gather" { print $2; exit }' <<<"$out")
+  if [ -z "$g" ]; then ok=$([ "${n:-0}" -gt 0 ] && echo y); else ok=$([ "${n:-1}" -eq 0 ] && echo y); fi
+  [ "$ok" = y ] && echo "ok   write_bw ${g:-(gather)}: ${n} gather frames" || fail "write_bw ${g:-(gather)}: ${n:-no} gather frames"
+done
+
 # Bad arguments: exit 2 and a reason.
 check_bad() {
   local want=$1; shift
