@@ -138,6 +138,7 @@ void xr_engine_soft_reset(struct xr_engine *e)
 			xr_reg_set(e, off, d->reset);
 	}
 	pthread_mutex_unlock(&e->dp_mutex);
+	xr_dp_settle(e);   /* every QP and region gone: the host's buffers may go */
 	xr_evlog_add(e, XR_EV_SOFT_RESET, 0, 0, 0);
 }
 

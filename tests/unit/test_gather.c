@@ -179,6 +179,29 @@ static void test_a_destroyed_qp_settles_its_frames(void **state)
 	freed_after(true, state);
 }
 
+/* CTRL.soft_reset: every QP and region of a's gone at once. */
+static void test_a_soft_reset_settles_its_frames(void **state)
+{
+	struct pair p;
+	struct h_opts o = gather_opts();
+	uint8_t want[MSG];
+
+	(void)state;
+	assert_int_equal(h_open(&p, &o), 0);
+	fill(h_data(&p.a), MSG, 9);
+	memcpy(want, h_data(&p.a), MSG);
+	post_write(&p, h_data(&p.a), p.a.mr->lkey, MSG, 1);
+	send_only(&p);
+	assert_int_equal(p.la->stats.tx_gather, MSG / 4096);
+	assert_int_equal(xr_regio_write(xr_context_regs(p.a.ctx), XR_REG_CTRL, XR_CTRL_SOFT_RESET), 0);
+	assert_int_equal(p.la->stats.gather_settled, MSG / 4096);
+	memset(h_data(&p.a), 0x3C, MSG);
+	receive(&p, MSG / 4096);
+	assert_int_equal(h_counter(&p.b, XR_CNT_PARSE_BAD_ICRC), 0);
+	assert_memory_equal(h_data(&p.b), want, MSG);
+	h_close(&p);
+}
+
 /* ---- the link alone ---- */
 
 struct settler {
@@ -269,6 +292,7 @@ int main(void)
 		cmocka_unit_test(test_a_failed_qp_settles_its_frames),
 		cmocka_unit_test(test_a_deregistered_region_settles_its_frames),
 		cmocka_unit_test(test_a_destroyed_qp_settles_its_frames),
+		cmocka_unit_test(test_a_soft_reset_settles_its_frames),
 		cmocka_unit_test(test_settle_copies_unclaimed_and_waits_for_a_reader),
 		cmocka_unit_test(test_wrappers_refuse_a_gather_link),
 	};
