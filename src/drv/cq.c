@@ -65,6 +65,7 @@ struct xr_cq *xr_create_cq(struct xr_context *ctx, int cqe)
 int xr_destroy_cq(struct xr_cq *cq)
 {
 	struct xr_context *ctx;
+	uint32_t st;
 	int rc;
 
 	if (!cq)
@@ -72,6 +73,10 @@ int xr_destroy_cq(struct xr_cq *cq)
 	ctx = cq->ctx;
 	pthread_mutex_lock(&ctx->lock);
 	rc = xr_regio_cq_destroy(ctx->regs, cq->cqn);
+	/* The device has no such CQ (a soft reset emptied its tables): the
+	 * host's part goes all the same. */
+	if (rc > 0 && !xr_regio_read(ctx->regs, XR_REG_QP_CMD_STATUS, &st) && st == XR_CMD_ST_NO_ENTRY)
+		rc = 0;
 	if (!rc)
 		__atomic_store_n(&ctx->cq_by_num[cq->cqn], NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ctx->lock);

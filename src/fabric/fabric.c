@@ -109,7 +109,8 @@ int xr_fabric_add_port(struct xr_fabric *fab, struct xr_link *link, const struct
 	struct port *p;
 	int err;
 
-	if (!fab || !link)
+	/* A gather link's frames hold no payload for the switch to copy. */
+	if (!fab || !link || link->gather)
 		return -EINVAL;
 	if (c.ecn.enable && (c.ecn.kmax < c.ecn.kmin || !(c.ecn.pmax >= 0 && c.ecn.pmax <= 1) ||
 			     !(c.ecn.avg_weight >= 0 && c.ecn.avg_weight <= 1)))

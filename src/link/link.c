@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,14 +37,16 @@ const uint8_t *xr_frame_claim(struct xr_frame *f)
 {
 	uint8_t s = __atomic_load_n(&f->gather_state, __ATOMIC_ACQUIRE);
 
-	while (s == XR_GATHER_SETTLING)   /* the sender is copying it in: bytes soon in data[] */
-		s = __atomic_load_n(&f->gather_state, __ATOMIC_ACQUIRE);
 	if (s != XR_GATHER_OUT ||
 	    !__atomic_compare_exchange_n(&f->gather_state, &s, XR_GATHER_READING, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
-		while (s == XR_GATHER_SETTLING)
+		/* The sender is copying it in (a memcpy; its thread may be off
+		 * its core): then every byte is in data[], as for NONE or COPIED. */
+		while (s == XR_GATHER_SETTLING) {
+			sched_yield();
 			s = __atomic_load_n(&f->gather_state, __ATOMIC_ACQUIRE);
-		return NULL;   /* NONE or COPIED: all in data[] */
+		}
+		return NULL;
 	}
 	claimed = f;
 	return f->gather;

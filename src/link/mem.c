@@ -179,6 +179,7 @@ static struct xr_frame *mem_alloc(struct xr_link *l)
 		f->len = 0;
 		f->rx_flags = 0;
 		f->gather = NULL;
+		f->gather_seq = 0;
 		__atomic_store_n(&f->gather_state, XR_GATHER_NONE, __ATOMIC_RELAXED);
 	}
 	return f;
@@ -279,7 +280,8 @@ static int mem_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 		if (!f[i]->gather)
 			continue;
 		if (out_room(e, staged + 1)) {
-			f[i]->gather_seq = ++e->next_seq;
+			if (!f[i]->gather_seq)   /* the sender's own, or one of ours */
+				f[i]->gather_seq = ++e->next_seq;
 			staged++;
 		} else {
 			xr_frame_flatten(f[i]);   /* too many out: this one goes whole */

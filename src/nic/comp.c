@@ -49,6 +49,10 @@ static void complete_tail(struct xr_engine *e, struct xr_qp *qp, uint8_t status,
 		struct xr_wc_info wc = { .wr_id = w->wr_id, .status = status,
 					 .opcode = xr_wc_opcode_of_wr(m->opcode), .byte_len = byte_len,
 					 .wqe_index = r->tail };
+		/* The host may reuse this WQE's buffers and every earlier one's
+		 * (an error completion settles in xr_complete). */
+		if (status == XR_WC_SUCCESS && m->gather_f)
+			xr_dp_gather_check(e, m->gather_f, m->gather_seq);
 		xr_complete(e, qp, qp->ctx.sq_cqn, &wc, false);
 	}
 	if (is_rd_atomic(m->opcode) && r->rd_atomic_out)

@@ -776,8 +776,15 @@ void xr_dp_quiesce(struct xr_engine *e)
 	 * change (a key made invalid): wait for it to end. The mutex orders
 	 * the caller's store before any later pass. Passes are bounded (one
 	 * burst each); the pass's own thread (an interrupt handler
-	 * deregistering) must not wait for itself. The region may go after
-	 * it: no gather frame may still read it. */
+	 * deregistering) must not wait for itself. */
+	if (pass_owner == e)
+		return;
+	pthread_mutex_lock(&e->dp_mutex);
+	pthread_mutex_unlock(&e->dp_mutex);
+}
+
+void xr_dp_quiesce_settle(struct xr_engine *e)
+{
 	if (pass_owner == e) {
 		settle_locked(e);
 		return;
@@ -787,11 +794,21 @@ void xr_dp_quiesce(struct xr_engine *e)
 	pthread_mutex_unlock(&e->dp_mutex);
 }
 
+void xr_dp_gather_check(struct xr_engine *e, const struct xr_frame *f, uint32_t seq)
+{
+	uint8_t st;
+
+	if (f->gather_seq != seq)
+		return;   /* freed and taken again since: it was read */
+	st = __atomic_load_n(&f->gather_state, __ATOMIC_ACQUIRE);
+	if (st == XR_GATHER_OUT || st == XR_GATHER_READING)
+		xr_dp_settle(e);
+}
+
 void xr_dp_settle(struct xr_engine *e)
 {
-	if (!e->link || !e->link->gather)
-		return;
-	xr_dp_quiesce(e);
+	if (e->link && e->link->gather)
+		xr_dp_quiesce_settle(e);
 }
 
 int xr_engine_attach_link(struct xr_engine *e, struct xr_link *l)

@@ -98,7 +98,11 @@ void xr_dma_write(const struct xr_mr *mr, uint64_t va, const void *src, size_t l
 		size_t room, n;
 		uint8_t *dst = translate(mr, va, &room);
 		n = len < room ? len : room;
-		memmove(dst, s, n);   /* a gather frame's source may be this very memory */
+		/* A gather frame's source may overlap the destination (one
+		 * buffer registered with both engines): each page's piece
+		 * moves whole. A WRITE onto its own source is undefined, as on
+		 * any NIC; this only keeps it from being a bad copy. */
+		memmove(dst, s, n);
 		s += n;
 		va += n;
 		len -= n;

@@ -29,6 +29,10 @@ struct xr_swqe_meta {
 	uint8_t  flags;              /* enum xr_send_flags */
 	uint8_t  status;             /* a local error found while sending it */
 	bool     started;
+	/* The QP's newest gather frame when this WQE's last packet was
+	 * built (NULL: none), and its sequence (xr_dp_gather_check). */
+	uint32_t gather_seq;
+	struct xr_frame *gather_f;
 };
 
 /* Requester and completer state of a QP (req.c, comp.c). The WQE copy
@@ -160,6 +164,8 @@ struct xr_qp_act {
 	struct xr_resp_held *held;           /* requests held behind READ responses (resp_tx.c) */
 	struct xr_qp_act *next_spare;        /* kept for reuse (qp.c) */
 	uint32_t meta_slots;                 /* 1 << the SQ's log size */
+	uint32_t gather_seq;                 /* the newest gather frame of the QP's, */
+	struct xr_frame *gather_f;           /* ...and its sequence (req.c) */
 	struct xr_swqe_meta meta[];          /* one per SQ slot; zero outside [tail, started_end) */
 };
 
@@ -282,6 +288,7 @@ struct xr_engine {
 	/* Data path (datapath.c). */
 	struct xr_link *link;
 	struct xr_tx *txq;                     /* frames built, not yet taken by the link */
+	uint32_t gather_seq;         /* the last gather frame's sequence (req.c) */
 	pthread_mutex_t dp_mutex;              /* one progress pass at a time; soft reset and quiesce take it too */
 	pthread_mutex_t busy_lock;
 	struct xr_qp **busy;                   /* QPs with work, timers or flushes: a ring, oldest first */
@@ -416,8 +423,18 @@ int xr_mw_bind(struct xr_engine *e, uint32_t pd, uint32_t qpn, const struct xr_h
 void xr_dp_quiesce(struct xr_engine *e);
 /* Before the host may reuse memory a gather frame of this engine's may
  * still read (link.h): unsent ones get their payload copied in, the link
- * settles the sent ones. Takes the pass lock unless in the pass. */
+ * settles the sent ones. Takes the pass lock unless in the pass; nothing
+ * without a gather link. */
 void xr_dp_settle(struct xr_engine *e);
+/* xr_dp_quiesce, then xr_dp_settle under the same lock: a region that may
+ * be freed after the caller returns. */
+void xr_dp_quiesce_settle(struct xr_engine *e);
+/* A send completes successfully: the gather frame f (sequence seq) and
+ * every earlier one of its QP must have been read, as an ACK from a peer
+ * that read them proves. A peer acknowledging what it has not read (its
+ * PSN ahead of ours) leaves f unread: the engine settles before the host
+ * gets the buffer back. */
+void xr_dp_gather_check(struct xr_engine *e, const struct xr_frame *f, uint32_t seq);
 
 /* Doorbells (regfile.c routes them here). */
 enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val);

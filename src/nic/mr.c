@@ -195,6 +195,7 @@ enum xr_cmd_status xr_mr_cmd(struct xr_engine *e, uint32_t cmd)
 	struct xr_mr *mr;
 	struct xr_mr_ctx c;
 	enum xr_cmd_status st;
+	bool was_registered;
 
 	if (cmd == XR_CMD_CLEAR) {
 		memset(&c, 0, sizeof(c));
@@ -229,10 +230,15 @@ enum xr_cmd_status xr_mr_cmd(struct xr_engine *e, uint32_t cmd)
 		e->mr_variant[index] = next_variant(e->mr_variant[index]);
 		c.lkey = c.rkey = index << 8 | e->mr_variant[index];
 		c.valid = true;
+		was_registered = mr->in_use || mr->ctx.valid;
 		__atomic_store_n(&mr->in_use, false, __ATOMIC_RELEASE);
 		/* A packet that passed the old key's check may still be copying
-		 * through the old context: let it finish before rewriting it. */
-		xr_dp_quiesce(e);
+		 * through the old context: let it finish before rewriting it.
+		 * The old region's memory may go after: no gather frame reads it. */
+		if (was_registered)
+			xr_dp_quiesce_settle(e);
+		else
+			xr_dp_quiesce(e);
 		if (mr->ctx.mw)
 			mw_unbind(e, mr);
 		mr->ctx = c;
@@ -248,7 +254,7 @@ enum xr_cmd_status xr_mr_cmd(struct xr_engine *e, uint32_t cmd)
 	default: /* INVALIDATE */
 		if (!mr->in_use) {
 			/* Already invalidated by the data path: still wait for it. */
-			xr_dp_quiesce(e);
+			xr_dp_quiesce_settle(e);
 			return XR_CMD_ST_NO_ENTRY;
 		}
 		/* A region stays while windows are bound to it (IBA
@@ -258,7 +264,7 @@ enum xr_cmd_status xr_mr_cmd(struct xr_engine *e, uint32_t cmd)
 		__atomic_store_n(&mr->in_use, false, __ATOMIC_RELEASE);
 		/* The command completes only when no packet can still be
 		 * copying into the region: after it the host may free it. */
-		xr_dp_quiesce(e);
+		xr_dp_quiesce_settle(e);
 		if (!mr->ctx.mw && __atomic_load_n(&mr->ctx.mw_count, __ATOMIC_ACQUIRE)) {
 			/* A bind that was already running took it: keep it. */
 			__atomic_store_n(&mr->in_use, true, __ATOMIC_RELEASE);

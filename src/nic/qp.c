@@ -130,6 +130,8 @@ static struct xr_qp_act *act_alloc(struct xr_engine *e, uint32_t slots)
 	}
 	/* The WQE copies and the queue are written before they are read. */
 	a->held = NULL;
+	a->gather_f = NULL;
+	a->gather_seq = 0;
 	a->meta_slots = slots;
 	memset(a->meta, 0, slots * sizeof(a->meta[0]));
 	atomic_fetch_add(&e->qp_mem.act, 1);
@@ -169,6 +171,7 @@ bool xr_qp_act_get(struct xr_engine *e, struct xr_qp *qp)
 		atomic_fetch_sub(&e->qp_mem.spare_bytes, act_size(a->meta_slots));
 		atomic_fetch_add(&e->qp_mem.act, 1);
 		atomic_fetch_add(&e->qp_mem.act_bytes, act_size(a->meta_slots));
+		a->gather_f = NULL;   /* another QP's frames are no concern of this one */
 	} else {
 		a = act_alloc(e, sq_slots(&qp->ctx));
 	}
@@ -512,8 +515,8 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 	pthread_mutex_unlock(&qp->lock);
 
 	/* Reset, or failed by the host: its buffers may go (flushed WQEs
-	 * settle too, but a reset flushes nothing). */
-	if (st == XR_CMD_ST_OK && (next.state == XR_QPS_RESET || next.state == XR_QPS_ERR))
+	 * settle too, but a reset flushes nothing). A new QP sent nothing. */
+	if (st == XR_CMD_ST_OK && !is_new && (next.state == XR_QPS_RESET || next.state == XR_QPS_ERR))
 		xr_dp_settle(e);
 	if (st == XR_CMD_ST_OK && (is_new || old_state != next.state))
 		xr_evlog_add(e, XR_EV_QP_STATE, qpn, is_new ? 0xFF : old_state, next.state);

@@ -355,8 +355,12 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 		if (w->flags & XR_SEND_INLINE)
 			memcpy(f->data + p.payload_off, w->inline_data + r->cur_offset, len);
 		else if (may_gather(e, qp, &p, len) &&
-			 !(err = xr_sgl_map(e, qp->ctx.pd, w->sge, w->num_sge, r->cur_offset, len, &src)) && src)
+			 !(err = xr_sgl_map(e, qp->ctx.pd, w->sge, w->num_sge, r->cur_offset, len, &src)) && src) {
 			xr_frame_set_gather(f, p.payload_off, src, len);
+			f->gather_seq = ++e->gather_seq ? e->gather_seq : ++e->gather_seq;   /* never 0 */
+			qp->act->gather_f = f;
+			qp->act->gather_seq = f->gather_seq;
+		}
 		else if (!err)
 			err = xr_sgl_read(e, qp->ctx.pd, w->sge, w->num_sge, r->cur_offset, f->data + p.payload_off, len);
 		if (err) {
@@ -369,6 +373,9 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 		}
 	}
 	xr_tx_commit(e, tx, f, &p);
+	/* What this WQE's success must find read (xr_dp_gather_check). */
+	m->gather_f = qp->act->gather_f;
+	m->gather_seq = qp->act->gather_seq;
 	xr_cc_sent(e, qp, now, f->len);
 	{
 		/* Responses may now carry PSNs up to this packet's (a READ's: up

@@ -3,9 +3,12 @@
  * Gather frames (link.h): payloads sent by reference on an XR_MEM_GATHER
  * pair. What arrives is what was sent, the ICRC covers the payload where
  * it lies, retransmissions are copies, and once the host may reuse a
- * buffer (a failed QP, a region deregistered, a QP destroyed) no frame
- * reads it any more: its payload was copied in first, or its reader was
- * waited for. Under ASan a frame that still read a freed buffer aborts.
+ * buffer (a failed or flushed send, a success acknowledged ahead of the
+ * reads, a region deregistered, a QP destroyed, a soft reset, the engine
+ * closed) no frame reads it any more: its payload was copied in first, or
+ * its reader was waited for. A frame that read the reused buffer instead
+ * would fail its ICRC (computed over the bytes sent), and b's data or its
+ * ICRC counter shows it.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,6 +20,7 @@
 
 #include "rc_harness.h"
 #include "xroce/engine.h"
+#include "xroce/fabric.h"
 #include "xroce/regmap.h"
 
 #define MSG (16 * 1024)   /* four 4 KiB packets */
@@ -179,6 +183,126 @@ static void test_a_destroyed_qp_settles_its_frames(void **state)
 	freed_after(true, state);
 }
 
+/* The peer's ePSN is ahead of a's PSN (connected so by mistake): it takes
+ * a's first packet for a duplicate and acknowledges the whole message
+ * while three packets wait unread behind it. The success hands the buffer
+ * back: they must have been copied in first. */
+static void test_an_ack_ahead_of_the_reads_settles(void **state)
+{
+	struct pair p;
+	struct h_opts o = gather_opts();
+	struct xr_qp_attr rst = { .qp_state = XR_QPS_RESET };
+	struct xr_wc wc;
+	int got = 0;
+
+	(void)state;
+	o.link_depth = 1;
+	assert_int_equal(h_open(&p, &o), 0);
+	assert_int_equal(xr_modify_qp(p.b.qp[0], &rst, XR_QP_STATE), 0);
+	assert_int_equal(h_connect(p.b.qp[0], p.a.qp[0], p.a.ctx, &o, 0xABC00u, 0xFFFF04u), 0);
+	fill(h_data(&p.a), MSG, 13);
+	post_write(&p, h_data(&p.a), p.a.mr->lkey, MSG, 1);
+	for (int i = 0; i < 200 && !got; i++) {
+		xr_engine_progress(xr_context_engine(p.a.ctx));
+		got = xr_poll_cq(p.a.cq, 1, &wc) == 1;
+		if (!got)
+			xr_engine_progress(xr_context_engine(p.b.ctx));
+	}
+	assert_true(got);
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	assert_true(p.lb->stats.rx_frames < MSG / 4096);    /* completed ahead of the reads */
+	memset(h_data(&p.a), 0x5A, MSG);                    /* the host reuses its buffer */
+	for (int i = 0; i < 50; i++)
+		h_progress(&p);
+	/* b took the rest as duplicates: had it read them where the host's
+	 * buffer is, their ICRCs (of the bytes sent) would have failed. */
+	assert_int_equal(p.lb->stats.rx_frames, MSG / 4096);
+	assert_int_equal(h_counter(&p.b, XR_CNT_PARSE_BAD_ICRC), 0);
+	h_close(&p);
+}
+
+/* The peer never answers: the retries run out, and the error completion
+ * alone (no host command) hands the buffer back. */
+static void test_retries_exhausted_settle(void **state)
+{
+	struct pair p;
+	struct h_opts o = gather_opts();
+	uint8_t want[MSG];
+	struct xr_wc wc;
+	uint64_t until;
+	int got = 0;
+
+	(void)state;
+	o.timeout = 1;
+	o.retry_cnt = 1;
+	assert_int_equal(h_open(&p, &o), 0);
+	fill(h_data(&p.a), MSG, 17);
+	memcpy(want, h_data(&p.a), MSG);
+	post_write(&p, h_data(&p.a), p.a.mr->lkey, MSG, 1);
+	until = h_now_ms() + 3000;
+	while (!got && h_now_ms() < until) {
+		xr_engine_progress(xr_context_engine(p.a.ctx));
+		got = xr_poll_cq(p.a.cq, 1, &wc) == 1;
+	}
+	assert_true(got);
+	assert_int_equal(wc.status, XR_WC_RETRY_EXC_ERR);
+	assert_int_equal(p.la->stats.gather_settled, MSG / 4096);
+	memset(h_data(&p.a), 0x5A, MSG);
+	receive(&p, MSG / 4096);
+	assert_int_equal(h_counter(&p.b, XR_CNT_PARSE_BAD_ICRC), 0);
+	assert_memory_equal(h_data(&p.b), want, MSG);
+	h_close(&p);
+}
+
+/* A SEND's payload by reference lands in the receive buffer whole. */
+static void test_a_send_by_reference_arrives(void **state)
+{
+	struct pair p;
+	struct h_opts o = gather_opts();
+	struct xr_sge rs, ss;
+	struct xr_recv_wr r = { .wr_id = 5, .sg_list = &rs, .num_sge = 1 }, *rbad;
+	struct xr_send_wr w = { .wr_id = 6, .sg_list = &ss, .num_sge = 1, .opcode = XR_WR_SEND,
+				.send_flags = XR_SEND_SIGNALED }, *bad;
+	struct xr_wc wc;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &o), 0);
+	rs = (struct xr_sge){ (uintptr_t)h_data(&p.b), MSG, p.b.mr->lkey };
+	ss = (struct xr_sge){ (uintptr_t)h_data(&p.a), MSG, p.a.mr->lkey };
+	assert_int_equal(xr_post_recv(p.b.qp[0], &r, &rbad), 0);
+	fill(h_data(&p.a), MSG, 21);
+	assert_int_equal(xr_post_send(p.a.qp[0], &w, &bad), 0);
+	assert_int_equal(h_wait(&p, &p.b, &wc, 2000), 1);
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, MSG);
+	assert_memory_equal(h_data(&p.b), h_data(&p.a), MSG);
+	assert_int_equal(p.la->stats.tx_gather, MSG / 4096);
+	h_close(&p);
+}
+
+/* a's device closes with its packets unread: the engine's end settles. */
+static void test_a_closed_engine_settles_its_frames(void **state)
+{
+	struct pair p;
+	struct h_opts o = gather_opts();
+	uint8_t want[MSG];
+
+	(void)state;
+	assert_int_equal(h_open(&p, &o), 0);
+	fill(h_data(&p.a), MSG, 23);
+	memcpy(want, h_data(&p.a), MSG);
+	post_write(&p, h_data(&p.a), p.a.mr->lkey, MSG, 1);
+	send_only(&p);
+	assert_int_equal(p.la->stats.tx_gather, MSG / 4096);
+	h_end_close(&p.a);   /* QPs, region, device, and the buffer freed */
+	memset(&p.a, 0, sizeof(p.a));
+	assert_int_equal(p.la->stats.gather_settled, MSG / 4096);
+	receive(&p, MSG / 4096);
+	assert_int_equal(h_counter(&p.b, XR_CNT_PARSE_BAD_ICRC), 0);
+	assert_memory_equal(h_data(&p.b), want, MSG);
+	h_close(&p);
+}
+
 /* CTRL.soft_reset: every QP and region of a's gone at once. */
 static void test_a_soft_reset_settles_its_frames(void **state)
 {
@@ -280,6 +404,12 @@ static void test_wrappers_refuse_a_gather_link(void **state)
 	errno = 0;
 	assert_null(xr_link_pcap_tap(b, "/dev/null"));
 	assert_int_equal(errno, EINVAL);
+	{
+		struct xr_fabric *fab = xr_fabric_new(NULL);
+		assert_non_null(fab);
+		assert_int_equal(xr_fabric_add_port(fab, a, NULL), -EINVAL);
+		xr_fabric_free(fab);
+	}
 	xr_link_close(a);
 	xr_link_close(b);
 }
@@ -293,6 +423,10 @@ int main(void)
 		cmocka_unit_test(test_a_deregistered_region_settles_its_frames),
 		cmocka_unit_test(test_a_destroyed_qp_settles_its_frames),
 		cmocka_unit_test(test_a_soft_reset_settles_its_frames),
+		cmocka_unit_test(test_an_ack_ahead_of_the_reads_settles),
+		cmocka_unit_test(test_retries_exhausted_settle),
+		cmocka_unit_test(test_a_send_by_reference_arrives),
+		cmocka_unit_test(test_a_closed_engine_settles_its_frames),
 		cmocka_unit_test(test_settle_copies_unclaimed_and_waits_for_a_reader),
 		cmocka_unit_test(test_wrappers_refuse_a_gather_link),
 	};
