@@ -67,19 +67,46 @@ static void receive(struct pair *p, uint64_t n)
 	assert_true(p->lb->stats.rx_frames >= n);
 }
 
+/* A pair, and a WRITE of a's buffer (want: its bytes) to b's posted. */
+static void start_write(struct pair *p, uint8_t *want, uint8_t seed)
+{
+	struct h_opts o = gather_opts();
+
+	assert_int_equal(h_open(p, &o), 0);
+	fill(h_data(&p->a), MSG, seed);
+	memcpy(want, h_data(&p->a), MSG);
+	post_write(p, h_data(&p->a), p->a.mr->lkey, MSG, 1);
+}
+
+/* ...sent by reference, and not read by b yet. */
+static void sent_unread(struct pair *p, uint8_t *want, uint8_t seed)
+{
+	start_write(p, want, seed);
+	send_only(p);
+	assert_int_equal(p->la->stats.tx_gather, MSG / 4096);
+}
+
+/* The buffer was handed back and reused (or freed): b now reads what was
+ * sent, every ICRC good. */
+static void read_as_sent(struct pair *p, const uint8_t *want)
+{
+	receive(p, MSG / 4096);
+	assert_int_equal(h_counter(&p->b, XR_CNT_PARSE_BAD_ICRC), 0);
+	assert_memory_equal(h_data(&p->b), want, MSG);
+	h_close(p);
+}
+
 static void test_payload_by_reference_arrives(void **state)
 {
 	struct pair p;
-	struct h_opts o = gather_opts();
+	uint8_t want[MSG];
 	struct xr_wc wc;
 
 	(void)state;
-	assert_int_equal(h_open(&p, &o), 0);
-	fill(h_data(&p.a), MSG, 3);
-	post_write(&p, h_data(&p.a), p.a.mr->lkey, MSG, 1);
+	start_write(&p, want, 3);
 	assert_int_equal(h_wait(&p, &p.a, &wc, 2000), 1);
 	assert_int_equal(wc.status, XR_WC_SUCCESS);
-	assert_memory_equal(h_data(&p.b), h_data(&p.a), MSG);
+	assert_memory_equal(h_data(&p.b), want, MSG);
 	assert_int_equal(p.la->stats.tx_gather, MSG / 4096);
 	assert_int_equal(p.la->stats.gather_settled, 0);
 	assert_true(h_guards_ok(&p.b));
@@ -92,15 +119,11 @@ static void test_payload_by_reference_arrives(void **state)
 static void test_icrc_covers_the_payload_and_retransmissions_are_copies(void **state)
 {
 	struct pair p;
-	struct h_opts o = gather_opts();
+	uint8_t want[MSG];
 	struct xr_wc wc;
 
 	(void)state;
-	assert_int_equal(h_open(&p, &o), 0);
-	fill(h_data(&p.a), MSG, 3);
-	post_write(&p, h_data(&p.a), p.a.mr->lkey, MSG, 1);
-	send_only(&p);
-	assert_int_equal(p.la->stats.tx_gather, MSG / 4096);
+	sent_unread(&p, want, 3);
 	fill(h_data(&p.a), MSG, 99);   /* not allowed of a host: it tells the ICRC's reach */
 	assert_int_equal(h_wait(&p, &p.a, &wc, 3000), 1);
 	assert_int_equal(wc.status, XR_WC_SUCCESS);
@@ -115,28 +138,18 @@ static void test_icrc_covers_the_payload_and_retransmissions_are_copies(void **s
 static void test_a_failed_qp_settles_its_frames(void **state)
 {
 	struct pair p;
-	struct h_opts o = gather_opts();
 	struct xr_qp_attr err = { .qp_state = XR_QPS_ERR };
 	uint8_t want[MSG];
 	struct xr_wc wc;
 
 	(void)state;
-	assert_int_equal(h_open(&p, &o), 0);
-	fill(h_data(&p.a), MSG, 5);
-	memcpy(want, h_data(&p.a), MSG);
-	post_write(&p, h_data(&p.a), p.a.mr->lkey, MSG, 1);
-	send_only(&p);
-	assert_int_equal(p.la->stats.tx_gather, MSG / 4096);
+	sent_unread(&p, want, 5);
 	assert_int_equal(xr_modify_qp(p.a.qp[0], &err, XR_QP_STATE), 0);
 	assert_int_equal(p.la->stats.gather_settled, MSG / 4096);
 	assert_int_equal(h_wait(&p, &p.a, &wc, 2000), 1);
 	assert_int_equal(wc.status, XR_WC_WR_FLUSH_ERR);
 	memset(h_data(&p.a), 0x5A, MSG);   /* the host reuses its buffer */
-	receive(&p, MSG / 4096);
-	/* b read the copies: without them the ICRC would have failed. */
-	assert_int_equal(h_counter(&p.b, XR_CNT_PARSE_BAD_ICRC), 0);
-	assert_memory_equal(h_data(&p.b), want, MSG);
-	h_close(&p);
+	read_as_sent(&p, want);
 }
 
 /* A buffer of its own, sent from, then deregistered and freed (ASan
@@ -167,10 +180,7 @@ static void freed_after(bool destroy_qp, void **state)
 	assert_int_equal(p.la->stats.gather_settled, MSG / 4096);
 	memset(buf, 0xA5, MSG);
 	free(buf);
-	receive(&p, MSG / 4096);
-	assert_int_equal(h_counter(&p.b, XR_CNT_PARSE_BAD_ICRC), 0);
-	assert_memory_equal(h_data(&p.b), want, MSG);
-	h_close(&p);
+	read_as_sent(&p, want);
 }
 
 static void test_a_deregistered_region_settles_its_frames(void **state)
@@ -248,10 +258,7 @@ static void test_retries_exhausted_settle(void **state)
 	assert_int_equal(wc.status, XR_WC_RETRY_EXC_ERR);
 	assert_int_equal(p.la->stats.gather_settled, MSG / 4096);
 	memset(h_data(&p.a), 0x5A, MSG);
-	receive(&p, MSG / 4096);
-	assert_int_equal(h_counter(&p.b, XR_CNT_PARSE_BAD_ICRC), 0);
-	assert_memory_equal(h_data(&p.b), want, MSG);
-	h_close(&p);
+	read_as_sent(&p, want);
 }
 
 /* A SEND's payload by reference lands in the receive buffer whole. */
@@ -284,46 +291,28 @@ static void test_a_send_by_reference_arrives(void **state)
 static void test_a_closed_engine_settles_its_frames(void **state)
 {
 	struct pair p;
-	struct h_opts o = gather_opts();
 	uint8_t want[MSG];
 
 	(void)state;
-	assert_int_equal(h_open(&p, &o), 0);
-	fill(h_data(&p.a), MSG, 23);
-	memcpy(want, h_data(&p.a), MSG);
-	post_write(&p, h_data(&p.a), p.a.mr->lkey, MSG, 1);
-	send_only(&p);
-	assert_int_equal(p.la->stats.tx_gather, MSG / 4096);
+	sent_unread(&p, want, 23);
 	h_end_close(&p.a);   /* QPs, region, device, and the buffer freed */
 	memset(&p.a, 0, sizeof(p.a));
 	assert_int_equal(p.la->stats.gather_settled, MSG / 4096);
-	receive(&p, MSG / 4096);
-	assert_int_equal(h_counter(&p.b, XR_CNT_PARSE_BAD_ICRC), 0);
-	assert_memory_equal(h_data(&p.b), want, MSG);
-	h_close(&p);
+	read_as_sent(&p, want);
 }
 
 /* CTRL.soft_reset: every QP and region of a's gone at once. */
 static void test_a_soft_reset_settles_its_frames(void **state)
 {
 	struct pair p;
-	struct h_opts o = gather_opts();
 	uint8_t want[MSG];
 
 	(void)state;
-	assert_int_equal(h_open(&p, &o), 0);
-	fill(h_data(&p.a), MSG, 9);
-	memcpy(want, h_data(&p.a), MSG);
-	post_write(&p, h_data(&p.a), p.a.mr->lkey, MSG, 1);
-	send_only(&p);
-	assert_int_equal(p.la->stats.tx_gather, MSG / 4096);
+	sent_unread(&p, want, 9);
 	assert_int_equal(xr_regio_write(xr_context_regs(p.a.ctx), XR_REG_CTRL, XR_CTRL_SOFT_RESET), 0);
 	assert_int_equal(p.la->stats.gather_settled, MSG / 4096);
 	memset(h_data(&p.a), 0x3C, MSG);
-	receive(&p, MSG / 4096);
-	assert_int_equal(h_counter(&p.b, XR_CNT_PARSE_BAD_ICRC), 0);
-	assert_memory_equal(h_data(&p.b), want, MSG);
-	h_close(&p);
+	read_as_sent(&p, want);
 }
 
 /* ---- the link alone ---- */
