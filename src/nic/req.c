@@ -188,6 +188,12 @@ static bool start_wqe(struct xr_engine *e, struct xr_qp *qp)
 			if (wc.status == XR_WC_SUCCESS && !(w->flags & XR_SEND_SIGNALED)) {
 				/* unsignaled success: no CQE */
 			} else {
+				/* Its success hands back the buffers of the WRs
+				 * completed silently before it, which carry no check of
+				 * their own (xr_dp_gather_check): local operations are
+				 * rare, so settle. */
+				if (wc.status == XR_WC_SUCCESS)
+					xr_dp_settle(e);
 				xr_complete(e, qp, qp->ctx.sq_cqn, &wc, false);
 			}
 			r->head++;
@@ -445,6 +451,7 @@ void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t
 			if (r->head == qp->sq_pi || (qp->ctx.state != XR_QPS_RTS && !restart)) {
 				if (qp->ctx.state == XR_QPS_SQD && r->tail == r->started_end && !r->drained_logged) {
 					r->drained_logged = true;
+					xr_dp_settle(e);   /* every WR done: their buffers go back, as above */
 					xr_evlog_add(e, XR_EV_SQ_DRAINED, qp->qpn, 0, 0);
 				}
 				return;
