@@ -15,7 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../wire/bytes.h"
 #include "engine.h"
 #include "recv.h"
 
@@ -217,17 +216,6 @@ int xr_engine_post_end(struct xr_engine *e)
 
 #define TX_SLOTS (sizeof(((struct xr_tx *)0)->f) / sizeof(((struct xr_tx *)0)->f[0]))
 
-/* A gather frame's ICRC: its headers, the payload where it lies, the pad. */
-static void seal_gather(struct xr_frame *f, uint16_t l3_off)
-{
-	uint32_t pay_end = (uint32_t)f->gather_off + f->gather_len;
-	uint32_t c = xr_icrc(f->data + l3_off, (size_t)f->gather_off - l3_off);
-
-	c = xr_crc32(c, f->gather, f->gather_len);
-	c = xr_crc32(c, f->data + pay_end, f->len - XR_ICRC_LEN - pay_end);
-	put_le32(f->data + f->len - XR_ICRC_LEN, c);
-}
-
 static void tx_flush(struct xr_engine *e, struct xr_tx *tx)
 {
 	struct xr_frame *held[TX_SLOTS];
@@ -237,7 +225,7 @@ static void tx_flush(struct xr_engine *e, struct xr_tx *tx)
 		if (!tx->seal[i].late)
 			continue;
 		if (tx->f[i]->gather)
-			seal_gather(tx->f[i], tx->seal[i].l3_off);
+			xr_gather_seal(tx->f[i], tx->seal[i].l3_off);
 		else
 			xr_pkt_seal(tx->f[i]->data, tx->seal[i].l3_off, tx->f[i]->len, tx->seal[i].udp_csum);
 	}
@@ -358,23 +346,6 @@ struct rx_tally {
 	uint64_t pkts, bytes;
 };
 
-/* A gather frame parsed without its ICRC: the payload is where the frame
- * says it belongs, and the ICRC over headers, payload and pad holds. */
-static enum xr_parse_err gather_check(const struct xr_frame *f, struct xr_pkt *p, const uint8_t *ext)
-{
-	uint32_t pay_end = (uint32_t)p->payload_off + p->payload_len, c;
-
-	if (p->payload_off != f->gather_off || p->payload_len != f->gather_len)
-		return XR_PARSE_BAD_PAYLOAD_LEN;
-	c = xr_icrc(f->data + p->l3_off, (size_t)p->payload_off - p->l3_off);
-	c = xr_crc32(c, ext, p->payload_len);
-	c = xr_crc32(c, f->data + pay_end, p->pad);
-	if (c != p->icrc)
-		return XR_PARSE_BAD_ICRC;
-	p->payload = ext;
-	return XR_PARSE_OK;
-}
-
 static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx, struct rx_tally *t)
 {
 	struct xr_pkt p;
@@ -398,7 +369,7 @@ static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx, st
 	err = xr_pkt_parse(f->data, f->len, 0, XR_PARSE_TRANSPORT_LENGTHS |
 			   (f->rx_flags & XR_FRAME_ICRC_VERIFIED || ext ? XR_PARSE_NO_ICRC : 0), &p);
 	if (err == XR_PARSE_OK && ext)
-		err = gather_check(f, &p, ext);
+		err = xr_gather_rx_check(f, &p, ext);
 	if (err != XR_PARSE_OK) {
 		xr_count(e, xr_counter_of_parse_err(err), 1);
 		return;
@@ -761,15 +732,6 @@ bool xr_dp_in_pass(const struct xr_engine *e)
 	return pass_owner == e;
 }
 
-static void settle_locked(struct xr_engine *e)
-{
-	if (!e->link || !e->link->gather)
-		return;
-	for (unsigned i = 0; e->txq && i < e->txq->n; i++)
-		xr_frame_flatten(e->txq->f[i]);
-	xr_link_settle(e->link);
-}
-
 void xr_dp_quiesce(struct xr_engine *e)
 {
 	/* A pass running now may hold a key checked before the caller's
@@ -783,33 +745,6 @@ void xr_dp_quiesce(struct xr_engine *e)
 	pthread_mutex_unlock(&e->dp_mutex);
 }
 
-void xr_dp_quiesce_settle(struct xr_engine *e)
-{
-	if (pass_owner == e) {
-		settle_locked(e);
-		return;
-	}
-	pthread_mutex_lock(&e->dp_mutex);
-	settle_locked(e);
-	pthread_mutex_unlock(&e->dp_mutex);
-}
-
-void xr_dp_gather_check(struct xr_engine *e, const struct xr_frame *f, uint32_t seq)
-{
-	uint8_t st;
-
-	if (f->gather_seq != seq)
-		return;   /* freed and taken again since: it was read */
-	st = __atomic_load_n(&f->gather_state, __ATOMIC_ACQUIRE);
-	if (st == XR_GATHER_OUT || st == XR_GATHER_READING)
-		xr_dp_settle(e);
-}
-
-void xr_dp_settle(struct xr_engine *e)
-{
-	if (e->link && e->link->gather)
-		xr_dp_quiesce_settle(e);
-}
 
 int xr_engine_attach_link(struct xr_engine *e, struct xr_link *l)
 {

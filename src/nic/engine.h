@@ -435,6 +435,12 @@ void xr_dp_quiesce_settle(struct xr_engine *e);
  * PSN ahead of ours) leaves f unread: the engine settles before the host
  * gets the buffer back. */
 void xr_dp_gather_check(struct xr_engine *e, const struct xr_frame *f, uint32_t seq);
+/* A gather frame's ICRC at the flush: its headers, the payload where it
+ * lies, the pad (gather.c). */
+void xr_gather_seal(struct xr_frame *f, uint16_t l3_off);
+/* A received gather frame parsed without its ICRC: the payload is where the
+ * frame says it belongs and the ICRC holds; p->payload then points at it. */
+enum xr_parse_err xr_gather_rx_check(const struct xr_frame *f, struct xr_pkt *p, const uint8_t *ext);
 
 /* Doorbells (regfile.c routes them here). */
 enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val);
