@@ -229,7 +229,6 @@ static void tx_flush(struct xr_engine *e, struct xr_tx *tx)
 		else
 			xr_pkt_seal(tx->f[i]->data, tx->seal[i].l3_off, tx->f[i]->len, tx->seal[i].udp_csum);
 	}
-	tx->sealed = tx->n;
 
 	/* The pass's packets in the counters, two adds per flush instead of
 	 * per packet. */

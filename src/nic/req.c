@@ -379,9 +379,12 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 		}
 	}
 	xr_tx_commit(e, tx, f, &p);
-	/* What this WQE's success must find read (xr_dp_gather_check). */
-	m->gather_f = qp->act->gather_f;
-	m->gather_seq = qp->act->gather_seq;
+	/* What this WQE's success must find read (xr_dp_gather_check); a QP
+	 * that never sent by reference has nothing to record. */
+	if (qp->act->gather_f) {
+		m->gather_f = qp->act->gather_f;
+		m->gather_seq = qp->act->gather_seq;
+	}
 	xr_cc_sent(e, qp, now, f->len);
 	{
 		/* Responses may now carry PSNs up to this packet's (a READ's: up
