@@ -22,8 +22,12 @@ static inline int pool_init(struct frame_pool *p, unsigned n)
 	p->free = NULL;
 	p->nfree = n;
 	for (unsigned i = 0; i < n; i++) {
-		p->frames[i].next = p->free;
-		p->free = &p->frames[i];
+		struct xr_frame *f = &p->frames[i];
+		f->gather = NULL;   /* the engine reads it on every frame it sends */
+		f->gather_state = XR_GATHER_NONE;
+		f->gather_seq = 0;
+		f->next = p->free;
+		p->free = f;
 	}
 	pthread_mutex_init(&p->lock, NULL);
 	return 0;

@@ -360,9 +360,10 @@ static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx, st
 		xr_count(e, XR_CNT_DROP_ICRC_UNVERIFIABLE, 1);
 		return;
 	}
-	/* A gather frame's payload is read where the sender has it, until
-	 * the frame is freed (link.h). */
-	if (__atomic_load_n(&f->gather_state, __ATOMIC_RELAXED) != XR_GATHER_NONE)
+	/* A gather frame's payload is read where the sender has it, until the
+	 * frame is freed (link.h); on other links a peer may write the fields
+	 * (the host link's shared memory): never a pointer to follow. */
+	if (e->link->gather && __atomic_load_n(&f->gather_state, __ATOMIC_RELAXED) != XR_GATHER_NONE)
 		ext = xr_frame_claim(f);
 	/* The link may have checked the ICRC already (UDP link): once is enough. */
 	err = xr_pkt_parse(f->data, f->len, 0, XR_PARSE_TRANSPORT_LENGTHS |

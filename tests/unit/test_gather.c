@@ -15,6 +15,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -463,6 +464,55 @@ static void test_wrappers_refuse_a_gather_link(void **state)
 	xr_link_close(b);
 }
 
+/* On a link without gather frames a frame's gather fields are not the
+ * link's truth: the host link's frames lie in memory its peer process
+ * writes. A peer that marks its frame sent by reference, pointing at our
+ * memory (here: a page nobody may read), must get an ordinary frame
+ * checked as it is, never its pointer followed. Before the fix the engine
+ * claimed it and read the page (SIGSEGV). */
+static void test_a_peers_gather_fields_are_never_followed(void **state)
+{
+	struct h_opts o = gather_opts();
+	static uint8_t payload[256];
+	struct pair p;
+	struct xr_pkt pk;
+	struct xr_frame *f;
+	uint8_t *page;
+	ssize_t len;
+	uint64_t until;
+
+	(void)state;
+	o.gather = false;
+	assert_int_equal(h_open(&p, &o), 0);
+	page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(page != MAP_FAILED);
+	xr_pkt_init(&pk, XR_OP_RC_SEND_ONLY);
+	assert_int_equal(xr_gid_parse(&pk.sgid, "10.0.0.2"), 0);
+	assert_int_equal(xr_gid_parse(&pk.dgid, "10.0.0.1"), 0);
+	pk.dqpn = xr_qp_num(p.a.qp[0]);
+	pk.payload = payload;
+	pk.payload_len = sizeof(payload);
+	f = xr_link_frame_alloc(p.lb);
+	assert_non_null(f);
+	len = xr_pkt_build(&pk, f->data, XR_MAX_FRAME);
+	assert_true(len > 0);
+	f->len = (uint16_t)len;
+	assert_int_equal(xr_link_send(p.lb, &f, 1), 1);
+	/* The peer writes its frame after sending it, as a host link peer can. */
+	f->gather_off = (uint16_t)pk.payload_off;
+	f->gather_len = pk.payload_len;
+	f->gather = page;
+	__atomic_store_n(&f->gather_state, XR_GATHER_OUT, __ATOMIC_RELEASE);
+	until = h_now_ms() + 2000;
+	while (p.la->stats.rx_frames < 1 && h_now_ms() < until)
+		xr_engine_progress(xr_context_engine(p.a.ctx));
+	assert_int_equal(p.la->stats.rx_frames, 1);
+	assert_int_equal(h_counter(&p.a, XR_CNT_PARSE_BAD_ICRC), 0);   /* checked as it is: intact */
+	assert_int_equal(h_counter(&p.a, XR_CNT_RX_PKTS), 1);
+	h_close(&p);
+	munmap(page, 4096);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -479,6 +529,7 @@ int main(void)
 		cmocka_unit_test(test_a_closed_engine_settles_its_frames),
 		cmocka_unit_test(test_settle_copies_unclaimed_and_waits_for_a_reader),
 		cmocka_unit_test(test_wrappers_refuse_a_gather_link),
+		cmocka_unit_test(test_a_peers_gather_fields_are_never_followed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
