@@ -267,6 +267,11 @@ int xr_icrc_recover_ipv4_id(const uint8_t *ip, size_t len, uint32_t wire_icrc, u
 int xr_icrc_recover_ipv4_id_from(const uint8_t *ip, size_t len, uint32_t icrc_id0, uint32_t wire_icrc,
 				 uint16_t *id);
 
+/* The ICRC of an ip..len packet (as xr_icrc) whose n bytes at off, which
+ * the ICRC covers as they are, changed from was to now: no pass over the
+ * packet. */
+uint32_t xr_icrc_update(uint32_t icrc, size_t len, size_t off, const uint8_t *was, const uint8_t *now, size_t n);
+
 uint16_t xr_ipv4_csum(const uint8_t *hdr20);
 /* UDP checksum with the pseudo-header; ip points at the IP header. */
 uint16_t xr_udp_csum(const uint8_t *ip, size_t ip_len);

@@ -19,8 +19,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/filter.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <pthread.h>
@@ -28,19 +26,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "../wire/hdr.h"
 #include "host.h"
 #include "pool.h"
+#include "udp_socket.h"
 #include "xroce/link.h"
-
-#ifndef UDP_NO_CHECK6_TX
-#define UDP_NO_CHECK6_TX 101
-#define UDP_NO_CHECK6_RX 102
-#endif
 
 #define POOL_FRAMES 4096
 #define BURST 32
@@ -70,6 +63,7 @@ struct udp_link {
 	struct frame_pool pool;
 	pthread_mutex_t lock;
 	int *sport_fd;                /* one socket per rxe source port, -1 until used */
+	int netns;                    /* the network namespace it was opened in (-1: unknown) */
 	int raw_fd;                   /* IPv4 raw_ip_id: receives with the real IP header; else -1 */
 	bool strict_icrc;
 	uint64_t sport_fallbacks, ids_recovered;
@@ -78,55 +72,6 @@ struct udp_link {
 	uint64_t tx_net, rx_net;
 	struct rx_ring rx;
 };
-
-static int set_opt(int fd, int level, int name, int v)
-{
-	return setsockopt(fd, level, name, &v, sizeof(v));
-}
-
-/* The socket's receive buffer is the NIC's: an engine the scheduler holds
- * back for milliseconds must not cost frames (UC and UD cannot get them
- * back). Past rmem_max where we may (CAP_NET_ADMIN), else what it allows. */
-#define RCVBUF_BYTES (32 << 20)
-static void set_rcvbuf(int fd)
-{
-	if (set_opt(fd, SOL_SOCKET, SO_RCVBUFFORCE, RCVBUF_BYTES))
-		set_opt(fd, SOL_SOCKET, SO_RCVBUF, RCVBUF_BYTES);
-}
-
-/* A socket bound to local:port with RoCE v2's options: DF, checksum 0. */
-static int open_socket(const struct udp_link *u, uint16_t port)
-{
-	struct sockaddr_storage sa = u->local;
-	socklen_t len = u->family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
-	int fd = socket(u->family, SOCK_DGRAM | SOCK_CLOEXEC, 0), err;
-
-	if (fd < 0)
-		return -errno;
-	if (u->family == AF_INET) {
-		((struct sockaddr_in *)&sa)->sin_port = htons(port);
-		set_opt(fd, SOL_SOCKET, SO_NO_CHECK, 1);
-		set_opt(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
-		set_opt(fd, IPPROTO_IP, IP_PKTINFO, 1);
-		set_opt(fd, IPPROTO_IP, IP_RECVTOS, 1);
-	} else {
-		((struct sockaddr_in6 *)&sa)->sin6_port = htons(port);
-		set_opt(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
-		set_opt(fd, IPPROTO_UDP, UDP_NO_CHECK6_TX, 1);
-		set_opt(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, 1);
-		set_opt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_DO);
-		set_opt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
-		set_opt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
-	}
-	set_opt(fd, SOL_SOCKET, SO_SNDBUF, 4 << 20);
-	set_rcvbuf(fd);
-	if (bind(fd, (struct sockaddr *)&sa, len) < 0) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	return fd;
-}
 
 /* The socket that sends from sport; the 4791 one when sport cannot be had. */
 static int socket_for(struct udp_link *u, uint16_t sport)
@@ -138,7 +83,7 @@ static int socket_for(struct udp_link *u, uint16_t sport)
 	slot = &u->sport_fd[sport - RXE_SPORT_BASE];
 	if (*slot >= 0)
 		return *slot;
-	fd = open_socket(u, sport);
+	fd = udp_socket_open_in(u->netns, &u->local, sport);
 	if (fd < 0) {
 		u->sport_fallbacks++;
 		*slot = u->fd;   /* remembered: do not retry a taken port per packet */
@@ -154,13 +99,16 @@ static size_t l3_offset(const struct xr_frame *f)
 }
 
 /* The kernel sends from 4791 when the rxe port is taken: the ICRC covers
- * the source port, so patch it and recompute. */
+ * the source port, so patch both. The ICRC is updated for the two bytes,
+ * not recomputed: no second pass over every packet. */
 static void patch_sport(struct xr_frame *f, size_t l4, uint16_t sport)
 {
-	size_t l3 = l3_offset(f);
+	size_t l3 = l3_offset(f), len = f->len - l3 - XR_ICRC_LEN;
+	uint8_t *port = f->data + l4 + UDP_OFF_SPORT, was[2] = { port[0], port[1] };
+	uint32_t icrc = get_le32(f->data + f->len - XR_ICRC_LEN);
 
-	put_be16(f->data + l4 + UDP_OFF_SPORT, sport);
-	put_le32(f->data + f->len - XR_ICRC_LEN, xr_icrc(f->data + l3, f->len - l3 - XR_ICRC_LEN));
+	put_be16(port, sport);
+	put_le32(f->data + f->len - XR_ICRC_LEN, xr_icrc_update(icrc, len, l4 + UDP_OFF_SPORT - l3, was, port, 2));
 }
 
 /* The destination of frame fr as a socket address: prev (the burst's
@@ -547,6 +495,8 @@ static void udp_close(struct xr_link *l)
 	free(u->sport_fd);
 	if (u->raw_fd >= 0)
 		close(u->raw_fd);
+	if (u->netns >= 0)
+		close(u->netns);
 	close(u->fd);
 	pool_fini(&u->pool);
 	pthread_mutex_destroy(&u->lock);
@@ -557,60 +507,6 @@ static const struct xr_link_ops udp_ops = {
 	udp_send, udp_recv, udp_wait_fd, udp_alloc, udp_free, udp_is_up, udp_close, NULL, NULL, NULL,
 	udp_standby_fd, udp_arm, NULL,
 };
-
-/* Whether a and b (of family fam) agree under mask. */
-static bool same_net(int fam, const struct sockaddr *a, const struct sockaddr *b, const struct sockaddr *mask)
-{
-	const uint8_t *x, *y, *m;
-	size_t n = fam == AF_INET ? 4 : 16;
-
-	if (fam == AF_INET) {
-		x = (const uint8_t *)&((const struct sockaddr_in *)a)->sin_addr;
-		y = (const uint8_t *)&((const struct sockaddr_in *)b)->sin_addr;
-		m = mask ? (const uint8_t *)&((const struct sockaddr_in *)mask)->sin_addr : NULL;
-	} else {
-		x = (const uint8_t *)&((const struct sockaddr_in6 *)a)->sin6_addr;
-		y = (const uint8_t *)&((const struct sockaddr_in6 *)b)->sin6_addr;
-		m = mask ? (const uint8_t *)&((const struct sockaddr_in6 *)mask)->sin6_addr : NULL;
-	}
-	for (size_t i = 0; i < n; i++)
-		if ((x[i] ^ y[i]) & (m ? m[i] : 0xFF))
-			return false;
-	return true;
-}
-
-/* The MTU of the interface that holds addr, or else of the one whose
- * subnet holds it (127.0.0.2 is bound through lo's 127.0.0.1/8); 1500
- * when none does. */
-static uint32_t interface_mtu(const struct sockaddr_storage *a)
-{
-	struct ifaddrs *ifs, *i, *exact = NULL, *net = NULL;
-	uint32_t mtu = 1500;
-
-	if (getifaddrs(&ifs))
-		return mtu;
-	for (i = ifs; i && !exact; i = i->ifa_next) {
-		if (!i->ifa_addr || i->ifa_addr->sa_family != a->ss_family)
-			continue;
-		if (same_net(a->ss_family, i->ifa_addr, (const struct sockaddr *)a, NULL))
-			exact = i;
-		else if (!net && i->ifa_netmask &&
-			 same_net(a->ss_family, i->ifa_addr, (const struct sockaddr *)a, i->ifa_netmask))
-			net = i;
-	}
-	if (exact || net) {
-		struct ifreq ifr;
-		int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		memset(&ifr, 0, sizeof(ifr));
-		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", (exact ? exact : net)->ifa_name);
-		if (fd >= 0 && ioctl(fd, SIOCGIFMTU, &ifr) == 0)
-			mtu = (uint32_t)ifr.ifr_mtu;
-		if (fd >= 0)
-			close(fd);
-	}
-	freeifaddrs(ifs);
-	return mtu;
-}
 
 /* raw_ip_id: a raw IPPROTO_UDP socket bound to the local address sees
  * every UDP datagram to it with its IPv4 header; a filter keeps those to
@@ -634,7 +530,7 @@ static int open_raw(struct udp_link *u)
 	if (fd < 0)
 		return -errno;
 	sa.sin_port = 0;
-	set_rcvbuf(fd);
+	udp_socket_rcvbuf(fd);
 	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &keep, sizeof(keep)) ||
 	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
 	    setsockopt(u->fd, SOL_SOCKET, SO_ATTACH_FILTER, &drop, sizeof(drop))) {
@@ -722,7 +618,7 @@ struct xr_link *xr_link_udp_ex(const char *addr, const struct xr_link_udp_opts *
 		u->family = AF_INET6;
 		u->hdr = XR_ETH_HLEN + XR_IPV6_HLEN + XR_UDP_HLEN;
 	}
-	fd = open_socket(u, XR_ROCE_UDP_PORT);
+	fd = udp_socket_open(&u->local, XR_ROCE_UDP_PORT);
 	if (fd < 0) {
 		free(u);
 		errno = -fd;
@@ -750,10 +646,11 @@ struct xr_link *xr_link_udp_ex(const char *addr, const struct xr_link_udp_opts *
 	for (unsigned i = 0; i < RXE_SPORTS; i++)
 		u->sport_fd[i] = -1;
 	pthread_mutex_init(&u->lock, NULL);
+	u->netns = udp_netns_here();
 	u->link.ops = &udp_ops;
 	u->link.kind = "udp";
 	u->link.priv = u;
-	u->link.mtu = interface_mtu(&u->local);
+	u->link.mtu = udp_interface_mtu(&u->local);
 	/* No L2 on a socket: a locally administered MAC made from the address. */
 	u->link.mac[0] = 0x02;
 	memcpy(u->link.mac + 1, gid.raw + 11, 5);

@@ -247,6 +247,34 @@ int xr_icrc_recover_ipv4_id_from(const uint8_t *ip, size_t len, uint32_t icrc_id
 	return -1;
 }
 
+/* ---- an ICRC after a header field changed ----
+ *
+ * Changing n bytes at off by XOR d changes the CRC by R(d) * x^(8m), m the
+ * bytes after them (R: the raw register of d from zero): no pass over the
+ * packet. Only for bytes the ICRC covers as they are (not variant ones). */
+
+static uint32_t x8n[XR_MAX_FRAME + 1];   /* x^(8n) mod P, reflected */
+static pthread_once_t x8n_once = PTHREAD_ONCE_INIT;
+
+static void x8n_init(void)
+{
+	x8n[0] = 0x80000000u;   /* the polynomial 1 */
+	for (size_t n = 1; n <= XR_MAX_FRAME; n++)
+		x8n[n] = crc_table[x8n[n - 1] & 0xFF] ^ (x8n[n - 1] >> 8);   /* one zero byte */
+}
+
+uint32_t xr_icrc_update(uint32_t icrc, size_t len, size_t off, const uint8_t *was, const uint8_t *now, size_t n)
+{
+	uint32_t r = 0;
+
+	if (off + n > len || len - off - n > XR_MAX_FRAME)
+		return icrc ^ 1u;   /* cannot be: a wrong ICRC, never a wild read */
+	pthread_once(&x8n_once, x8n_init);
+	for (size_t i = 0; i < n; i++)
+		r = crc_table[(r ^ was[i] ^ now[i]) & 0xFF] ^ (r >> 8);
+	return icrc ^ mulmod_portable(r, x8n[len - off - n]);
+}
+
 /* ---- portable reference ---- */
 
 /* True when byte i of the IP packet is a variant field (masked to 1s). */

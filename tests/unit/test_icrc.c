@@ -215,6 +215,36 @@ static void test_icrc_fast_equals_reference(void **state)
 	}
 }
 
+/* An ICRC updated for changed covered bytes (a UDP source port, an IPv4
+ * ID, payload bytes) equals the ICRC computed afresh, on random packets
+ * of every length up to a whole frame, both IP versions. */
+static void test_icrc_update_equals_a_fresh_one(void **state)
+{
+	uint8_t buf[XR_MAX_FRAME], was[8];
+	uint64_t seed = 0x5EED5;
+
+	(void)state;
+	for (int iter = 0; iter < 3000; iter++) {
+		bool v6 = iter & 1;
+		size_t hdr = v6 ? 60 : 40, len = hdr + test_rand(&seed) % (sizeof(buf) - hdr + 1);
+		size_t n = 1 + test_rand(&seed) % 4, off;
+		uint32_t before, after;
+		for (size_t i = 0; i < len; i++)
+			buf[i] = (uint8_t)test_rand(&seed);
+		buf[0] = (uint8_t)((v6 ? 0x60 : 0x45) | (buf[0] & 0x0F));
+		/* The UDP source port, the IPv4 ID, or anywhere after the headers. */
+		off = iter % 3 == 0 ? hdr - 20 : iter % 3 == 1 && !v6 ? 4 : hdr + test_rand(&seed) % (len - hdr + 1);
+		if (off + n > len)
+			off = len - n;
+		before = xr_icrc(buf, len);
+		memcpy(was, buf + off, n);
+		for (size_t i = 0; i < n; i++)
+			buf[off + i] = (uint8_t)test_rand(&seed);
+		after = xr_icrc(buf, len);
+		assert_int_equal(xr_icrc_update(before, len, off, was, buf + off, n), after);
+	}
+}
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <immintrin.h>
@@ -374,6 +404,7 @@ int main(void)
 		cmocka_unit_test(test_vector_d_ipv6),
 		cmocka_unit_test(test_icrc_masks_only_variant_fields),
 		cmocka_unit_test(test_icrc_fast_equals_reference),
+		cmocka_unit_test(test_icrc_update_equals_a_fresh_one),
 		cmocka_unit_test(test_icrc_leaves_no_upper_vector_state),
 		cmocka_unit_test(test_udp_checksum),
 		cmocka_unit_test(test_icmp6_checksum),
