@@ -232,16 +232,47 @@ static void test_an_ack_ahead_of_the_reads_settles(void **state)
 	h_close(&p);
 }
 
-/* The same early ACK completes an unsignaled WRITE silently; a signaled
- * BIND_MW after it succeeds, and its success hands the WRITE's buffer
- * back too (found by review). */
-static void test_a_local_op_after_an_early_ack_settles(void **state)
+/* The same early ACK completes an unsignaled WRITE silently: its frames
+ * are still unread when the host may learn that its buffer is free. */
+static void early_ack_silent_write(struct pair *p)
 {
-	struct pair p;
 	struct h_opts o = gather_opts();
 	struct xr_qp_attr rst = { .qp_state = XR_QPS_RESET };
 	struct xr_sge s;
 	struct xr_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE }, *bad;
+
+	o.link_depth = 1;
+	assert_int_equal(h_open(p, &o), 0);
+	assert_int_equal(xr_modify_qp(p->b.qp[0], &rst, XR_QP_STATE), 0);
+	assert_int_equal(h_connect(p->b.qp[0], p->a.qp[0], p->a.ctx, &o, 0xABC00u, 0xFFFF04u), 0);
+	fill(h_data(&p->a), MSG, 13);
+	s = (struct xr_sge){ (uintptr_t)h_data(&p->a), MSG, p->a.mr->lkey };
+	w.wr.rdma.remote_addr = (uintptr_t)h_data(&p->b);
+	w.wr.rdma.rkey = p->b.mr->rkey;
+	assert_int_equal(xr_post_send(p->a.qp[0], &w, &bad), 0);   /* unsignaled */
+	xr_engine_progress(xr_context_engine(p->a.ctx));           /* one frame in the ring */
+	for (int i = 0; i < 3; i++)
+		xr_engine_progress(xr_context_engine(p->b.ctx));   /* a duplicate to b: ACK of ePSN-1 */
+	for (int i = 0; i < 2; i++)
+		xr_engine_progress(xr_context_engine(p->a.ctx));   /* the WRITE completes silently */
+}
+
+/* The host reuses the WRITE's buffer: b still reads what was sent. */
+static void reuse_and_read_as_sent(struct pair *p)
+{
+	assert_true(p->lb->stats.rx_frames < MSG / 4096);          /* the WRITE's frames still unread */
+	memset(h_data(&p->a), 0x5A, MSG);
+	for (int i = 0; i < 50; i++)
+		h_progress(p);
+	assert_int_equal(p->lb->stats.rx_frames, MSG / 4096);
+	assert_int_equal(h_counter(&p->b, XR_CNT_PARSE_BAD_ICRC), 0);
+}
+
+/* A signaled BIND_MW after the silent WRITE succeeds, and its success
+ * hands the WRITE's buffer back too (found by review). */
+static void test_a_local_op_after_an_early_ack_settles(void **state)
+{
+	struct pair p;
 	struct xr_send_wr bw = { .wr_id = 77, .opcode = XR_WR_BIND_MW, .send_flags = XR_SEND_SIGNALED };
 	struct xr_mr *mr;
 	struct xr_mw *mw;
@@ -249,25 +280,12 @@ static void test_a_local_op_after_an_early_ack_settles(void **state)
 	int got = 0;
 
 	(void)state;
-	o.link_depth = 1;
-	assert_int_equal(h_open(&p, &o), 0);
-	assert_int_equal(xr_modify_qp(p.b.qp[0], &rst, XR_QP_STATE), 0);
-	assert_int_equal(h_connect(p.b.qp[0], p.a.qp[0], p.a.ctx, &o, 0xABC00u, 0xFFFF04u), 0);
+	early_ack_silent_write(&p);
 	mr = xr_reg_mr(p.a.pd, h_data(&p.a) + MSG, 4096,
 		       XR_ACCESS_LOCAL_WRITE | XR_ACCESS_REMOTE_READ | XR_ACCESS_MW_BIND);
 	mw = xr_alloc_mw(p.a.pd, XR_MW_TYPE_2);
 	assert_non_null(mr);
 	assert_non_null(mw);
-	fill(h_data(&p.a), MSG, 13);
-	s = (struct xr_sge){ (uintptr_t)h_data(&p.a), MSG, p.a.mr->lkey };
-	w.wr.rdma.remote_addr = (uintptr_t)h_data(&p.b);
-	w.wr.rdma.rkey = p.b.mr->rkey;
-	assert_int_equal(xr_post_send(p.a.qp[0], &w, &bad), 0);   /* unsignaled */
-	xr_engine_progress(xr_context_engine(p.a.ctx));           /* one frame in the ring */
-	for (int i = 0; i < 3; i++)
-		xr_engine_progress(xr_context_engine(p.b.ctx));   /* a duplicate to b: ACK of ePSN-1 */
-	for (int i = 0; i < 2; i++)
-		xr_engine_progress(xr_context_engine(p.a.ctx));   /* the WRITE completes silently */
 	bw.bind_mw.mw = mw;
 	bw.bind_mw.rkey = xr_inc_rkey(mw->rkey);
 	bw.bind_mw.bind_info = (struct xr_mw_bind_info){ mr, (uintptr_t)h_data(&p.a) + MSG, 4096, XR_ACCESS_REMOTE_READ };
@@ -281,14 +299,34 @@ static void test_a_local_op_after_an_early_ack_settles(void **state)
 	assert_true(got);
 	assert_int_equal(wc.wr_id, 77);
 	assert_int_equal(wc.status, XR_WC_SUCCESS);
-	assert_true(p.lb->stats.rx_frames < MSG / 4096);          /* the WRITE's frames still unread */
-	memset(h_data(&p.a), 0x5A, MSG);                          /* the host reuses the WRITE's buffer */
-	for (int i = 0; i < 50; i++)
-		h_progress(&p);
-	assert_int_equal(p.lb->stats.rx_frames, MSG / 4096);
-	assert_int_equal(h_counter(&p.b, XR_CNT_PARSE_BAD_ICRC), 0);
+	reuse_and_read_as_sent(&p);
 	assert_int_equal(xr_dealloc_mw(mw), 0);
 	assert_int_equal(xr_dereg_mr(mr), 0);
+	h_close(&p);
+}
+
+/* SQD after the silent WRITE: the SQ drained event tells the host that
+ * every WR is done, the WRITE's buffer too. */
+static void test_an_sq_drained_event_after_an_early_ack_settles(void **state)
+{
+	struct pair p;
+	struct xr_qp_attr a = { .qp_state = XR_QPS_SQD };
+	struct xr_async_event ev;
+	bool got = false;
+
+	(void)state;
+	early_ack_silent_write(&p);
+	assert_int_equal(xr_modify_qp(p.a.qp[0], &a, XR_QP_STATE), 0);
+	/* The event waits for the last frame to leave (the link holds one):
+	 * a's engine twice for each frame b takes, so the last stays unread. */
+	for (int i = 0; i < 40 && !got; i++) {
+		got = xr_get_async_event(p.a.ctx, &ev, 0) == 0;   /* runs a's engine */
+		if (!got && i % 2)
+			xr_engine_progress(xr_context_engine(p.b.ctx));
+	}
+	assert_true(got);
+	assert_int_equal(ev.type, XR_EVENT_SQ_DRAINED);
+	reuse_and_read_as_sent(&p);
 	h_close(&p);
 }
 
@@ -524,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_a_soft_reset_settles_its_frames),
 		cmocka_unit_test(test_an_ack_ahead_of_the_reads_settles),
 		cmocka_unit_test(test_a_local_op_after_an_early_ack_settles),
+		cmocka_unit_test(test_an_sq_drained_event_after_an_early_ack_settles),
 		cmocka_unit_test(test_retries_exhausted_settle),
 		cmocka_unit_test(test_a_send_by_reference_arrives),
 		cmocka_unit_test(test_a_closed_engine_settles_its_frames),
