@@ -80,6 +80,17 @@ static void fill_wr(struct side *s, const struct xr_send_wr *base, unsigned q, u
 		w->wr.rdma.remote_addr = s->rem[q].vaddr + (c->verify ? k * s->slot : 0);
 }
 
+/* A timed run (-D) stops posting when its time is up: what is still out
+ * after each QP's last signaled WR never completes (-Q leaves it
+ * unsignaled), so the run ends when the signaled ones have. */
+static bool all_signaled_done(unsigned qps, const uint64_t *qdone, const uint64_t *qsig_end)
+{
+	for (unsigned q = 0; q < qps; q++)
+		if (qdone[q] < qsig_end[q])
+			return false;
+	return true;
+}
+
 /* Posts READs/WRITEs/SENDs/atomics as fast as each QP's depth allows.
  * wr_id = (QP << 48) | that QP's sequence; completions are in order per QP,
  * so a signaled one completes everything before it on its QP. */
@@ -88,6 +99,7 @@ static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
 	const struct cfg *c = s->c;
 	uint64_t iters = c->iters, posted = 0, done = 0, window_done = 0;
 	uint64_t qposted[MAX_QPS] = { 0 }, qdone[MAX_QPS] = { 0 };
+	uint64_t qsig_end[MAX_QPS] = { 0 };   /* after each QP's last signaled WR */
 	double t0, t_end, window_t0, peak = 0, next_interval;
 	struct xr_wc wc[64];
 	uint8_t *local = s->buf + s->slot * s->slots;   /* second half: sources and landing areas */
@@ -122,7 +134,9 @@ static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
 					 * its last signaled one would never complete. */
 					bool tail = !timed && at + (uint64_t)c->qps * c->tx_depth >= iters;
 					bool fills = seq - qdone[q] + 1 >= c->tx_depth;
-					bool signaled = seq % c->cq_mod == c->cq_mod - 1 || tail || timed || fills;   /* -Q, at most -t (perf_opts.c) */
+					bool signaled = seq % c->cq_mod == c->cq_mod - 1 || tail || fills;   /* -Q, at most -t (perf_opts.c) */
+					if (signaled)
+						qsig_end[q] = seq + 1;
 					fill_wr(s, &base[q], q, seq, (unsigned)(at % s->slots), size, signaled, &w[n], &sg[n]);
 					if (n)
 						w[n - 1].next = &w[n];
@@ -183,7 +197,7 @@ static int run_bw_sender(struct side *s, uint64_t size, struct bw_report *rep)
 			fflush(s->out);
 			next_interval += 1e6;
 		}
-		if ((timed ? stop_posting : posted >= iters) && done >= posted)
+		if (timed ? stop_posting && all_signaled_done(c->qps, qdone, qsig_end) : posted >= iters && done >= posted)
 			break;
 	}
 	t_end = now_us();

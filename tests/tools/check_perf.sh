@@ -41,6 +41,11 @@ assert d['status']=='ok' and len(d['results'])==23 and d['results'][-1]['MsgSize
 out=$(timeout 60 "$perf" read_bw --link mem -D 3 2>&1) || fail "read_bw -D 3: $out"
 n=$(grep -cE '^ 65536 ' <<<"$out" || true)
 [ "$n" -ge 3 ] || fail "read_bw -D 3 printed $n result lines"
+# -D keeps -Q: a completion per 32 WRs, not one per WR (and the run ends).
+out=$(timeout 60 "$perf" write_bw --link mem -s 64 -D 1 -Q 32 --counters 2>&1) || fail "write_bw -D 1 -Q 32: $out"
+wqes=$(awk '$1=="sq_wqes"{print $2; exit}' <<<"$out"); cqes=$(awk '$1=="cqes"{print $2; exit}' <<<"$out")
+[ -n "$wqes" ] && [ -n "$cqes" ] && [ "$wqes" -gt 0 ] && [ $((cqes * 8)) -lt "$wqes" ] ||
+  fail "write_bw -D 1 -Q 32: $cqes completions for $wqes WRs"
 
 # rc_pingpong mode.
 out=$(timeout 60 "$perf" pingpong --link mem -n 200 2>&1) || fail "pingpong: $out"
