@@ -35,6 +35,8 @@
 #define HOST_MAX_CONNS 128
 #define HOST_MAX_NEG 256               /* remembered non-local destinations */
 #define HOST_NEG_NS 100000000ull       /* retry a non-local destination after 100 ms */
+#define HOST_NEG_MAX_NS 10000000000ull /* ... or, after stalled handshakes, at most 10 s */
+#define HOST_SLOW_CONNECT_NS 10000000ull /* an attempt this long stalled the data path (a peer that does not answer) */
 #define HOST_STALL_NS 50000000ull      /* no free slot this long: the peer is stalled, drop */
 /* Past the last slot: any 16-bit length a peer writes stays inside the mapping. */
 #define HOST_TAIL_PAD 65536u
@@ -112,6 +114,7 @@ struct host_conn {
 struct host_neg {
 	xr_gid addr;
 	uint64_t until;
+	uint64_t wait_ns;            /* the next wait: longer after each stalled attempt */
 };
 
 struct host_ep {

@@ -119,6 +119,22 @@ static int recv_msg(int fd, struct host_hello *m, int *fds, unsigned nfds)
 	return -EPROTO;
 }
 
+/* The descriptor a peer hands over for its wakeups is written in the data
+ * path: it must be an anonymous inode, as an eventfd is (a pipe without a
+ * reader would raise SIGPIPE in this process, a socket or a file could
+ * block; a timerfd or signalfd only fails the write), and writes to it
+ * must not block (an eventfd held at its maximum would hold the data
+ * path). */
+static bool peer_efd_ok(int fd)
+{
+	struct stat st;
+	int fl;
+
+	if (fstat(fd, &st) || (st.st_mode & S_IFMT) != 0 || (fl = fcntl(fd, F_GETFL)) < 0)
+		return false;
+	return fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0;
+}
+
 /* Lays the connection over the two mappings. Ours is new (zeroed):
  * every index starts at 0, all our slots free. */
 static struct host_conn *conn_new(uint8_t *out_map, uint8_t *in_map, const uint8_t peer[16])
@@ -253,9 +269,15 @@ struct host_conn *host_ep_connect(struct host_ep *h, const xr_gid *addr)
 	int s, mfd = -1, fds[2], pfds[2];
 	uint8_t *omap = NULL, *imap = NULL;
 
-	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	/* Non-blocking: a listener whose backlog is full (a stopped device,
+	 * or anyone's socket squatting the name) refuses at once, where a
+	 * blocking connect() held the data path for good. The handshake then
+	 * waits with timeouts. */
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s < 0 || connect(s, (struct sockaddr *)&sa, salen))
 		goto fail;   /* no device there: the common case for a remote address */
+	if (fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK))
+		goto fail;
 	if (!uid_allowed(h, s)) {
 		ctl_count(h, &h->ctl_st.refused_uid);
 		goto fail;
@@ -275,7 +297,7 @@ struct host_conn *host_ep_connect(struct host_ep *h, const xr_gid *addr)
 	/* A refusal carries no descriptors: recv_msg fails on it. */
 	if (send_msg(s, &m, fds, 2) || recv_msg(s, &r, pfds, 2))
 		goto unreserve;
-	imap = r.reply && !r.status ? in_map_checked(pfds[0], &r) : NULL;
+	imap = r.reply && !r.status && peer_efd_ok(pfds[1]) ? in_map_checked(pfds[0], &r) : NULL;
 	close(pfds[0]);
 	if (!imap || !(c = conn_new(omap, imap, addr->raw))) {
 		close(pfds[1]);
@@ -320,7 +342,7 @@ static void accept_one(struct host_ep *h, int s)
 		close(s);
 		return;
 	}
-	if (m.reply || !(imap = in_map_checked(fds[0], &m)))
+	if (m.reply || !peer_efd_ok(fds[1]) || !(imap = in_map_checked(fds[0], &m)))
 		err = -EPROTO;
 	else if (!reserve(h))
 		err = -ENOSPC;

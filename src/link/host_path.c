@@ -79,7 +79,10 @@ static struct host_neg *neg_find(struct host_ep *h, const xr_gid *a)
 }
 
 /* The live connection to a, connecting on first use; NULL when no device
- * holds a (remembered for HOST_NEG_NS). *gone: one did and has exited. */
+ * holds a (remembered for HOST_NEG_NS, counted from the attempt's end;
+ * twice as long after each attempt that stalled the data path, up to
+ * HOST_NEG_MAX_NS: a stopped peer, or one that never answers). *gone: one
+ * did and has exited. */
 static struct host_conn *route(struct host_ep *h, const xr_gid *a, bool *gone)
 {
 	struct host_neg *n;
@@ -109,8 +112,16 @@ static struct host_conn *route(struct host_ep *h, const xr_gid *a, bool *gone)
 	if (!n) {   /* full: forget the oldest-placed entry */
 		n = h->nneg < HOST_MAX_NEG ? &h->neg[h->nneg++] : &h->neg[now % HOST_MAX_NEG];
 		n->addr = *a;
+		n->wait_ns = HOST_NEG_NS;
 	}
-	n->until = now + HOST_NEG_NS;
+	{
+		uint64_t end = now_ns();
+		n->until = end + n->wait_ns;
+		if (end - now >= HOST_SLOW_CONNECT_NS)
+			n->wait_ns = n->wait_ns * 2 < HOST_NEG_MAX_NS ? n->wait_ns * 2 : HOST_NEG_MAX_NS;
+		else
+			n->wait_ns = HOST_NEG_NS;
+	}
 	return NULL;
 }
 
@@ -356,14 +367,25 @@ static void give_back(struct host_conn *c, uint32_t i)
 	atomic_store_explicit(&c->out->ret_tail, c->rx_ret_tail, memory_order_release);
 }
 
+/* Frames a peer has left for us: what its tail says, or none when the
+ * tail is no count (a scribble: host_ep_recv takes nothing from it). */
+static uint32_t rx_waiting(const struct host_conn *c)
+{
+	uint32_t avail = atomic_load_explicit(&c->in->tail, memory_order_acquire) - c->rx_head;
+
+	return avail > HOST_SLOTS ? 0 : avail;
+}
+
 /* Frees connections whose peer has gone, once nothing of theirs is held
- * and nothing it sent is left to read. */
+ * and nothing it sent is left to read. A scribbled tail leaves nothing to
+ * read: a dead peer's connection never stays for it (HOST_MAX_CONNS such
+ * peers locked everyone out). */
 static void reap(struct host_ep *h)
 {
 	for (unsigned i = 0; i < h->nconn;) {
 		struct host_conn *c = h->conn[i];
 		if (!atomic_load_explicit(&c->dead, memory_order_acquire) || c->nrx_held || c->tx_engine ||
-		    atomic_load_explicit(&c->in->tail, memory_order_acquire) != c->rx_head) {
+		    rx_waiting(c)) {
 			i++;
 			continue;
 		}
@@ -384,10 +406,8 @@ unsigned host_ep_recv(struct host_ep *h, struct xr_frame **f, unsigned n)
 	reap(h);
 	for (unsigned k = 0; k < h->nconn && got < n; k++) {
 		struct host_conn *c = h->conn[(h->rr + k) % h->nconn];
-		uint32_t avail = atomic_load_explicit(&c->in->tail, memory_order_acquire) - c->rx_head;
+		uint32_t avail = rx_waiting(c);   /* a peer's scribble, not a count: nothing */
 
-		if (avail > HOST_SLOTS)
-			avail = 0;   /* a peer's scribble, not a count: take nothing */
 		for (; avail && got < n; avail--) {
 			uint32_t i = atomic_load_explicit(&c->in->sent[c->rx_head++ & (HOST_SLOTS - 1)], memory_order_relaxed);
 			struct xr_frame *s;
@@ -456,7 +476,7 @@ int host_ep_wait_fd(struct host_ep *h)
 		atomic_fetch_add(&h->conn[i]->out->sleeps, 1);   /* only we write it: no race on the add */
 	atomic_thread_fence(memory_order_seq_cst);
 	for (unsigned i = 0; i < h->nconn && !waiting; i++)
-		waiting = atomic_load_explicit(&h->conn[i]->in->tail, memory_order_acquire) != h->conn[i]->rx_head;
+		waiting = rx_waiting(h->conn[i]) != 0;   /* a scribbled tail: no reason to stay awake */
 	pthread_mutex_unlock(&h->lock);
 	if (waiting) {
 		v = 1;   /* already there: make the fd readable now */
@@ -496,7 +516,7 @@ int host_ep_arm(struct host_ep *h, bool arm)
 	 * it writes the fd (a wakeup that finds the frame taken). */
 	atomic_thread_fence(memory_order_seq_cst);
 	for (unsigned i = 0; i < h->nconn && arm && !waiting; i++)
-		waiting = atomic_load_explicit(&h->conn[i]->in->tail, memory_order_acquire) != h->conn[i]->rx_head;
+		waiting = rx_waiting(h->conn[i]) != 0;   /* a scribbled tail: no reason to stay awake */
 	pthread_mutex_unlock(&h->lock);
 	return waiting;
 }

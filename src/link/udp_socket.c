@@ -8,6 +8,7 @@
 #include <netinet/udp.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -96,8 +97,9 @@ int udp_socket_open_in(int netns, const struct sockaddr_storage *local, uint16_t
 {
 	struct stat ours, here_st;
 	struct ns_open o = { netns, local, port, -EAGAIN };
+	sigset_t all, old;
 	pthread_t t;
-	int here;
+	int here, made;
 
 	if (netns < 0 || (here = udp_netns_here()) < 0)
 		return udp_socket_open(local, port);
@@ -107,7 +109,13 @@ int udp_socket_open_in(int netns, const struct sockaddr_storage *local, uint16_t
 		return udp_socket_open(local, port);
 	}
 	close(here);
-	if (pthread_create(&t, NULL, open_in_ns, &o))
+	/* The thread takes no signal: a handler must not run in the other
+	 * namespace. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	made = pthread_create(&t, NULL, open_in_ns, &o);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (made)
 		return -EAGAIN;   /* the port falls back */
 	pthread_join(t, NULL);
 	return o.fd;

@@ -28,6 +28,7 @@
 
 #include "test_util.h"
 #include "link/host.h"
+#include "host_rogue.h"
 #include "xroce/link.h"
 
 #define LEN_OFF 34   /* after Ethernet + IPv4: source index, sequence */
@@ -401,73 +402,6 @@ static void test_bad_handshake_refused(void **state)
 	xr_link_close(a);
 }
 
-
-/* A peer made by hand: the test speaks the handshake itself, then writes
- * its own memfd as a buggy or hostile process could. */
-struct rogue {
-	int sock, efd, dev_efd, dev_mfd;
-	struct host_out *mine;           /* what the device reads from us */
-	const struct host_out *dev;      /* what it writes, mapped read only */
-	struct xr_frame *to_dev, *from_dev;
-};
-
-static void rogue_connect(struct rogue *r, const char *dev, const char *me)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct host_hello m = { HOST_MAGIC, HOST_VERSION, 0, HOST_SLOTS, 0, { 0 } }, reply;
-	union { char buf[CMSG_SPACE(2 * sizeof(int))]; struct cmsghdr align; } ctl;
-	struct iovec iov = { &m, sizeof(m) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			      .msg_controllen = CMSG_SPACE(2 * sizeof(int)) };
-	struct cmsghdr *c;
-	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "xroce-host/%s", dev);
-	int mfd = memfd_create("rogue", MFD_ALLOW_SEALING), fds[2];
-	size_t size = host_out_size();
-	xr_gid g;
-	uint8_t *map;
-
-	assert_int_equal(ftruncate(mfd, (off_t)size), 0);
-	assert_int_equal(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
-	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
-	assert_true(map != MAP_FAILED);
-	r->mine = (struct host_out *)map;
-	r->mine->magic = HOST_MAGIC;
-	r->mine->version = HOST_VERSION;
-	r->mine->slots = HOST_SLOTS;
-	r->mine->slot_size = sizeof(struct xr_frame);
-	r->mine->size = size;
-	r->to_dev = (struct xr_frame *)(map + HOST_SLOTS_OFF);
-	assert_int_equal(xr_gid_parse(&g, me), 0);
-	memcpy(m.addr, g.raw, 16);
-	r->efd = eventfd(0, EFD_NONBLOCK);
-	r->sock = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-	assert_int_equal(connect(r->sock, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)), 0);
-	memset(&ctl, 0, sizeof(ctl));
-	c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(2 * sizeof(int));
-	fds[0] = mfd;
-	fds[1] = r->efd;
-	memcpy(CMSG_DATA(c), fds, sizeof(fds));
-	assert_int_equal(sendmsg(r->sock, &msg, 0), (ssize_t)sizeof(m));
-	iov.iov_base = &reply;
-	msg.msg_controllen = sizeof(ctl.buf);
-	assert_int_equal(recvmsg(r->sock, &msg, 0), (ssize_t)sizeof(reply));
-	assert_int_equal(reply.reply, 1);
-	assert_int_equal(reply.status, 0);
-	memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(fds));
-	r->dev_mfd = fds[0];
-	r->dev_efd = fds[1];
-	/* The device's memfd is sealed: we can read it, never write it. */
-	assert_true(mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, r->dev_mfd, 0) == MAP_FAILED);
-	map = mmap(NULL, size, PROT_READ, MAP_SHARED, r->dev_mfd, 0);
-	assert_true(map != MAP_FAILED);
-	assert_int_not_equal(mprotect(map, size, PROT_READ | PROT_WRITE), 0);
-	r->dev = (const struct host_out *)map;
-	r->from_dev = (struct xr_frame *)(map + HOST_SLOTS_OFF);
-	close(mfd);
-}
 
 static void test_rogue_peer_counted_not_trusted(void **state)
 {
