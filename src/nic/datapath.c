@@ -360,9 +360,8 @@ static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx, st
 		xr_count(e, XR_CNT_DROP_ICRC_UNVERIFIABLE, 1);
 		return;
 	}
-	/* A gather frame's payload is read where the sender has it, until the
-	 * frame is freed (link.h); on other links a peer may write the fields
-	 * (the host link's shared memory): never a pointer to follow. */
+	/* A gather frame's payload is read where it lies (link.h); elsewhere a
+	 * peer may write the fields (host link memory): never follow them. */
 	if (e->link->gather && __atomic_load_n(&f->gather_state, __ATOMIC_RELAXED) != XR_GATHER_NONE)
 		ext = xr_frame_claim(f);
 	/* The link may have checked the ICRC already (UDP link): once is enough. */
