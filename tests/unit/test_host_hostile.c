@@ -16,7 +16,7 @@
  *  - peers that scribble their ring's tail and exit were never freed
  *    (HOST_MAX_CONNS of them locked everyone out), and a live one kept
  *    our engine from ever sleeping.
- * Addresses 10.250.7.x and 10.250.4.x are this file's only.
+ * Addresses 10.252.1.x and 10.252.2.x are this file's only.
  */
 #include <arpa/inet.h>
 #include <setjmp.h>
@@ -75,12 +75,12 @@ static int in_child(int (*fn)(void), int ms)
 
 static int squatted_body(void)
 {
-	struct xr_link *a = xr_link_host("10.250.7.1");
+	struct xr_link *a = xr_link_host("10.252.1.1");
 	struct xr_link_host_stats st;
 
 	if (!a)
 		return 90;
-	send_one(a, "10.250.7.1", "10.250.7.2");
+	send_one(a, "10.252.1.1", "10.252.1.2");
 	xr_link_host_stats(a, &st);
 	return st.tx_drop_no_peer == 1 ? 0 : 91;
 }
@@ -88,7 +88,7 @@ static int squatted_body(void)
 static void test_a_squatted_rendezvous_refuses_at_once(void **state)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "xroce-host/10.250.7.2");
+	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "xroce-host/10.252.1.2");
 	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 	int p[2], st;
 	char c;
@@ -138,7 +138,7 @@ static void test_a_stopped_peer_stalls_one_attempt_not_every_frame(void **state)
 	peer = fork();
 	assert_true(peer >= 0);
 	if (peer == 0) {
-		struct xr_link *l = xr_link_host("10.250.7.4");
+		struct xr_link *l = xr_link_host("10.252.1.4");
 		if (!l || write(p[1], "r", 1) != 1)
 			_exit(1);
 		pause();
@@ -147,13 +147,13 @@ static void test_a_stopped_peer_stalls_one_attempt_not_every_frame(void **state)
 	close(p[1]);
 	assert_int_equal(read(p[0], &c, 1), 1);
 	kill(peer, SIGSTOP);
-	a = xr_link_host("10.250.7.3");
+	a = xr_link_host("10.252.1.3");
 	assert_non_null(a);
 	t0 = ms_now();
-	send_one(a, "10.250.7.3", "10.250.7.4");   /* the handshake's timeout */
+	send_one(a, "10.252.1.3", "10.252.1.4");   /* the handshake's timeout */
 	first = ms_now() - t0;
 	t0 = ms_now();
-	send_one(a, "10.250.7.3", "10.250.7.4");
+	send_one(a, "10.252.1.3", "10.252.1.4");
 	second = ms_now() - t0;
 	xr_link_close(a);
 	kill(peer, SIGKILL);
@@ -165,7 +165,7 @@ static void test_a_stopped_peer_stalls_one_attempt_not_every_frame(void **state)
 
 static void test_a_pipe_for_an_eventfd_is_refused(void **state)
 {
-	struct xr_link *a = xr_link_host("10.250.7.5");
+	struct xr_link *a = xr_link_host("10.252.1.5");
 	struct xr_link_host_stats st;
 	struct rogue r;
 	int p[2];
@@ -174,7 +174,7 @@ static void test_a_pipe_for_an_eventfd_is_refused(void **state)
 	assert_non_null(a);
 	assert_int_equal(pipe(p), 0);
 	close(p[0]);   /* a write would raise SIGPIPE */
-	assert_int_not_equal(rogue_connect_with(&r, "10.250.7.5", "10.250.7.6", p[1]), 0);
+	assert_int_not_equal(rogue_connect_with(&r, "10.252.1.5", "10.252.1.6", p[1]), 0);
 	assert_int_equal(xr_link_host_stats(a, &st), 0);
 	assert_int_equal(st.refused_hello, 1);
 	assert_int_equal(st.peers_accepted, 0);
@@ -185,7 +185,7 @@ static void test_a_pipe_for_an_eventfd_is_refused(void **state)
 
 static int full_eventfd_body(void)
 {
-	struct xr_link *a = xr_link_host("10.250.7.7");
+	struct xr_link *a = xr_link_host("10.252.1.7");
 	struct xr_link_host_stats st;
 	struct rogue r;
 	int efd = eventfd(0, 0);   /* blocking */
@@ -193,11 +193,11 @@ static int full_eventfd_body(void)
 
 	if (!a || efd < 0 || write(efd, &v, sizeof(v)) != sizeof(v))
 		return 90;
-	if (rogue_connect_with(&r, "10.250.7.7", "10.250.7.8", efd))
+	if (rogue_connect_with(&r, "10.252.1.7", "10.252.1.8", efd))
 		return 91;
 	atomic_store(&r.mine->sleeps, 1);   /* "asleep": we must wake it */
 	for (int i = 0; i < 200; i++) {     /* the control thread hands the connection over */
-		send_one(a, "10.250.7.7", "10.250.7.8");
+		send_one(a, "10.252.1.7", "10.252.1.8");
 		xr_link_host_stats(a, &st);
 		if (st.tx_host)
 			return 0;
@@ -215,14 +215,14 @@ static void test_a_full_blocking_eventfd_does_not_block_us(void **state)
 /* A live peer's scribbled tail: nothing to read, nothing to stay awake for. */
 static void test_a_scribbled_tail_keeps_no_one_awake(void **state)
 {
-	struct xr_link *a = xr_link_host("10.250.7.11");
+	struct xr_link *a = xr_link_host("10.252.1.11");
 	struct xr_link_host_stats st;
 	struct xr_frame *f[4];
 	struct rogue live;
 
 	(void)state;
 	assert_non_null(a);
-	rogue_connect(&live, "10.250.7.11", "10.250.4.200");
+	rogue_connect(&live, "10.252.1.11", "10.252.2.200");
 	atomic_store(&live.mine->tail, 0x80000000u);
 	for (int i = 0; i < 200; i++) {
 		xr_link_recv(a, f, 4);   /* adopts the connection */
@@ -242,7 +242,7 @@ static void test_a_scribbled_tail_keeps_no_one_awake(void **state)
  * an honest peer still gets in. */
 static void test_dead_peers_with_scribbled_tails_are_freed(void **state)
 {
-	struct xr_link *a = xr_link_host("10.250.7.9"), *b;
+	struct xr_link *a = xr_link_host("10.252.1.9"), *b;
 	struct xr_link_host_stats st, sb;
 	struct xr_frame *f[4];
 
@@ -254,8 +254,8 @@ static void test_dead_peers_with_scribbled_tails_are_freed(void **state)
 		if (pid == 0) {
 			struct rogue r;
 			char me[32];
-			snprintf(me, sizeof(me), "10.250.4.%d", i + 1);
-			if (rogue_connect_with(&r, "10.250.7.9", me, -1))
+			snprintf(me, sizeof(me), "10.252.2.%d", i + 1);
+			if (rogue_connect_with(&r, "10.252.1.9", me, -1))
 				_exit(1);
 			atomic_store(&r.mine->tail, 0x80000000u);
 			_exit(0);
@@ -272,9 +272,9 @@ static void test_dead_peers_with_scribbled_tails_are_freed(void **state)
 	xr_link_recv(a, f, 4);
 	assert_int_equal(st.peers_accepted, HOST_MAX_CONNS);
 	assert_int_equal(st.peers_gone, HOST_MAX_CONNS);
-	b = xr_link_host("10.250.7.10");
+	b = xr_link_host("10.252.1.10");
 	assert_non_null(b);
-	send_one(b, "10.250.7.10", "10.250.7.9");
+	send_one(b, "10.252.1.10", "10.252.1.9");
 	assert_int_equal(xr_link_host_stats(b, &sb), 0);
 	assert_int_equal(xr_link_host_stats(a, &st), 0);
 	assert_int_equal(st.refused_full, 0);   /* 1 before: the table stayed full */
