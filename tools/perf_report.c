@@ -165,8 +165,11 @@ void print_link_paths(struct side *s)
 	fprintf(s->out, " Link paths (%s link%s):\n", s->base_link->kind,
 		!strcmp(s->base_link->kind, "udp") && !h.host_path ? ", host path off" : "");
 	fprintf(s->out, "   %-26s %" PRIu64 " sent, %" PRIu64 " received\n", "host (shared memory)", h.tx_host, h.rx_host);
-	if (!strcmp(s->base_link->kind, "udp"))
+	if (!strcmp(s->base_link->kind, "udp")) {
 		fprintf(s->out, "   %-26s %" PRIu64 " sent, %" PRIu64 " received\n", "network (UDP)", h.tx_net, h.rx_net);
+		if (h.sport_fallbacks)   /* the rxe port was taken: ECMP sees one flow */
+			fprintf(s->out, "   %-26s %" PRIu64 " (sent from 4791)\n", "source ports not had", h.sport_fallbacks);
+	}
 	if (h.tx_drop_no_peer || h.tx_drop_peer_gone || h.tx_drop_stalled || h.tx_drop_not_ip || h.rx_drop_bad_len ||
 	    h.rx_drop_bad_index)
 		fprintf(s->out, "   drops: no_peer %" PRIu64 " peer_gone %" PRIu64 " stalled %" PRIu64 " not_ip %" PRIu64

@@ -579,6 +579,7 @@ int udp_link_host_stats(struct xr_link *l, struct xr_link_host_stats *out)
 		host_ep_stats(u->host, out);
 	pthread_mutex_lock(&u->lock);
 	out->tx_net = u->tx_net;
+	out->sport_fallbacks = u->sport_fallbacks;
 	pthread_mutex_unlock(&u->lock);
 	out->rx_net = u->rx_net;
 	out->host_path = u->host != NULL;

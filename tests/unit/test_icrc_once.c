@@ -104,6 +104,11 @@ static void one_icrc_per_packet(bool take_sport)
 	/* One build per packet sent, one check per packet received: a
 	 * patched source port updates the ICRC without a second pass. */
 	assert_int_equal(icrc_calls, tx + rx);
+	{
+		struct xr_link_host_stats st;
+		assert_int_equal(xr_link_host_stats(p.la, &st), 0);
+		assert_int_equal(st.sport_fallbacks, take_sport ? 1 : 0);   /* the case is what it claims */
+	}
 	if (taker >= 0)
 		close(taker);
 	close_pair(&p);

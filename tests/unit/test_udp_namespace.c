@@ -99,6 +99,11 @@ static void test_a_source_port_socket_is_made_in_the_links_namespace(void **stat
 	assert_int_equal(poll(&pf, 1, 2000), 1);
 	assert_true(recvfrom(rx, buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen) > 0);
 	assert_int_equal(ntohs(from.sin_port), SPORT);   /* not the 4791 fallback */
+	{
+		struct xr_link_host_stats st;
+		assert_int_equal(xr_link_host_stats(s.l, &st), 0);
+		assert_int_equal(st.sport_fallbacks, 0);
+	}
 	close(rx);
 	xr_link_close(s.l);
 }
