@@ -207,6 +207,23 @@ ssize_t xr_pkt_build(struct xr_pkt *p, uint8_t *buf, size_t cap);
  */
 ssize_t xr_pkt_build_hdrs(struct xr_pkt *p, uint8_t *buf, size_t cap);
 
+/*
+ * The headers of one connection, built once: Ethernet, IP and UDP bytes
+ * as they are for every packet of it, but for the lengths and the IPv4
+ * checksum, which build_hdrs_tmpl patches (the sum of the rest is kept).
+ * tmpl_init takes the L2-L4 fields of *p (-EINVAL for a bad one);
+ * build_hdrs_tmpl is build_hdrs for a packet whose L2-L4 fields are the
+ * template's: only the BTH and what follows it are read from *p.
+ */
+struct xr_hdr_tmpl {
+	uint8_t bytes[XR_ETH_HLEN + XR_VLAN_HLEN + XR_IPV6_HLEN + XR_UDP_HLEN];
+	uint8_t l3_off, l4_off;      /* the BTH follows the UDP header at l4_off */
+	uint8_t ip_version;
+	uint32_t ip4_sum;            /* the IPv4 header's sum without its total length */
+};
+int xr_hdr_tmpl_init(struct xr_hdr_tmpl *t, const struct xr_pkt *p);
+ssize_t xr_pkt_build_hdrs_tmpl(struct xr_pkt *p, const struct xr_hdr_tmpl *t, uint8_t *buf, size_t cap);
+
 /* MAC control frames, XR_MAC_CTRL_FRAME (60) bytes, to 01:80:C2:00:00:01:
  * an 802.1Qbb PFC frame pausing the priorities in mask for quanta (0:
  * resume), and an 802.3x PAUSE. Return the length. */

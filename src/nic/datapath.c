@@ -270,10 +270,8 @@ struct xr_frame *xr_tx_begin(struct xr_engine *e, struct xr_tx *tx, struct xr_qp
 	return xr_tx_begin_prio(e, tx, qp, p, xr_pfc_qp_prio(e, qp));
 }
 
-struct xr_frame *xr_tx_begin_prio(struct xr_engine *e, struct xr_tx *tx, struct xr_qp *qp, struct xr_pkt *p,
-				  uint8_t prio)
+struct xr_frame *xr_tx_frame(struct xr_engine *e, struct xr_tx *tx, uint8_t prio)
 {
-	const struct xr_qp_ctx *c = &qp->ctx;
 	struct xr_frame *f;
 
 	/* A paused priority builds nothing: every producer (requester,
@@ -285,40 +283,20 @@ struct xr_frame *xr_tx_begin_prio(struct xr_engine *e, struct xr_tx *tx, struct 
 	if (tx->full || tx->n == sizeof(tx->f) / sizeof(tx->f[0]))
 		return NULL;
 	f = xr_link_frame_alloc(e->link);
-	if (!f) {
+	if (!f)
 		tx->full = true;
-		return NULL;
+	return f;
+}
+
+struct xr_frame *xr_tx_begin_prio(struct xr_engine *e, struct xr_tx *tx, struct xr_qp *qp, struct xr_pkt *p,
+				  uint8_t prio)
+{
+	struct xr_frame *f = xr_tx_frame(e, tx, prio);
+
+	if (f) {
+		xr_pkt_init(p, 0);
+		xr_tx_address(e, qp, p);
 	}
-	xr_pkt_init(p, 0);
-	xr_mac_from_regs(p->smac, xr_reg_get(e, XR_REG_MAC_LOW), xr_reg_get(e, XR_REG_MAC_HIGH));
-	if (c->peer_mac[0] | c->peer_mac[1] | c->peer_mac[2] | c->peer_mac[3] | c->peer_mac[4] | c->peer_mac[5])
-		memcpy(p->dmac, c->peer_mac, 6);
-	else
-		xr_mac_from_regs(p->dmac, xr_reg_get(e, XR_REG_PEER_MAC_LOW), xr_reg_get(e, XR_REG_PEER_MAC_HIGH));
-	p->vlan = c->vlan;
-	p->pcp = c->pcp;
-	p->vid = c->vid;
-	p->dgid = c->peer_gid;
-	if (xr_gid_is_ipv4(&c->peer_gid)) {
-		p->ip_version = 4;
-		xr_gid_from_ipv4(&p->sgid, xr_reg_get(e, XR_REG_IP_ADDR));
-	} else {
-		p->ip_version = 6;
-		for (int i = 0; i < 4; i++) {
-			uint32_t w = xr_reg_get(e, XR_REG_IPV6_ADDR_0 + 4u * (unsigned)i);
-			p->sgid.raw[4 * i] = (uint8_t)(w >> 24);
-			p->sgid.raw[4 * i + 1] = (uint8_t)(w >> 16);
-			p->sgid.raw[4 * i + 2] = (uint8_t)(w >> 8);
-			p->sgid.raw[4 * i + 3] = (uint8_t)w;
-		}
-		p->flow_label = c->flow_label;
-	}
-	p->traffic_class = xr_cc_tclass(e, c->traffic_class);
-	p->hop_limit = c->hop_limit ? c->hop_limit : 64;
-	p->sport = c->src_port ? c->src_port : xr_rxe_udp_sport(qp->qpn, c->dest_qpn);
-	p->dport = c->dst_port ? c->dst_port : (uint16_t)xr_reg_get(e, XR_REG_PEER_UDP_PORT);
-	p->pkey = c->pkey;
-	p->dqpn = c->dest_qpn;
 	return f;
 }
 
@@ -779,6 +757,7 @@ void xr_datapath_init(struct xr_engine *e)
 	e->progress.tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	atomic_store(&e->cc_due_ns, UINT64_MAX);
 	e->wait_due_ns = UINT64_MAX;
+	atomic_store(&e->tx_gen, 1);   /* a block's zero never matches */
 }
 
 void xr_datapath_fini(struct xr_engine *e)

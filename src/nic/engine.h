@@ -17,6 +17,7 @@
 #include "xroce/engine.h"
 #include "xroce/link.h"
 #include "xroce/ring.h"
+#include "xroce/wire.h"
 
 #define XR_PLAIN_REG_WORDS (0x400 / 4)
 
@@ -157,6 +158,18 @@ struct xr_pfc {
  * xr_qp_act_put): taken when it starts a WQE or a request arrives, given
  * back when the QP is idle again, so an idle QP is struct xr_qp alone. */
 struct xr_resp_held;
+/* A connection's headers, built once (tx_hdr.c): an RC or UC QP's
+ * addresses do not change while it is connected. Stale once the engine's
+ * tx_gen has moved (a register or a table written since) or the block
+ * came to another QP. */
+struct xr_tx_proto {
+	const struct xr_qp *qp;              /* whose, when built */
+	uint32_t gen;                        /* e->tx_gen then */
+	int err;                             /* the fields were refused: no packet is built */
+	struct xr_pkt pkt;                   /* a packet with the addresses filled in */
+	struct xr_hdr_tmpl tmpl;             /* the same as Ethernet, IP and UDP bytes */
+};
+
 struct xr_qp_act {
 	struct xr_hw_wqe cur_wqe;            /* requester: the WQE being segmented */
 	struct xr_hw_rwqe rwqe;              /* responder: the receive WQE being filled */
@@ -166,6 +179,7 @@ struct xr_qp_act {
 	uint32_t meta_slots;                 /* 1 << the SQ's log size */
 	uint32_t gather_seq;                 /* the newest gather frame of the QP's, */
 	struct xr_frame *gather_f;           /* ...and its sequence (req.c) */
+	struct xr_tx_proto proto;
 	struct xr_swqe_meta meta[];          /* one per SQ slot; zero outside [tail, started_end) */
 };
 
@@ -289,6 +303,9 @@ struct xr_engine {
 	struct xr_link *link;
 	struct xr_tx *txq;                     /* frames built, not yet taken by the link */
 	uint32_t gather_seq;         /* the last gather frame's sequence (req.c) */
+	/* Moves with every write of a register or a table (regfile.c): the
+	 * connections' header templates built before are stale (tx_hdr.c). */
+	_Atomic uint32_t tx_gen;
 	pthread_mutex_t dp_mutex;              /* one progress pass at a time; soft reset and quiesce take it too */
 	pthread_mutex_t busy_lock;
 	struct xr_qp **busy;                   /* QPs with work, timers or flushes: a ring, oldest first */
@@ -654,5 +671,21 @@ struct xr_frame *xr_tx_begin(struct xr_engine *e, struct xr_tx *tx, struct xr_qp
 struct xr_frame *xr_tx_begin_prio(struct xr_engine *e, struct xr_tx *tx, struct xr_qp *qp,
 				  struct xr_pkt *p, uint8_t prio);
 void xr_tx_commit(struct xr_engine *e, struct xr_tx *tx, struct xr_frame *f, struct xr_pkt *p);
+/* A frame of the burst for priority prio: NULL while it is paused, or
+ * when the burst or the pool is exhausted. */
+struct xr_frame *xr_tx_frame(struct xr_engine *e, struct xr_tx *tx, uint8_t prio);
+
+/* tx_hdr.c: a packet's addresses, from the registers and the QP context. */
+void xr_tx_address(struct xr_engine *e, const struct xr_qp *qp, struct xr_pkt *p);
+/* xr_tx_begin for a packet of an RC or UC QP with its active block, whose
+ * headers come from the connection's template: the caller sets the BTH
+ * and what follows (never the addresses) and builds with xr_tx_build_conn. */
+struct xr_frame *xr_tx_begin_conn(struct xr_engine *e, struct xr_tx *tx, struct xr_qp *qp, struct xr_pkt *p);
+ssize_t xr_tx_build_conn(const struct xr_qp *qp, struct xr_pkt *p, struct xr_frame *f);
+/* Every template built so far is stale (a register or a table written). */
+static inline void xr_tx_headers_stale(struct xr_engine *e)
+{
+	atomic_fetch_add_explicit(&e->tx_gen, 1, memory_order_release);
+}
 
 #endif

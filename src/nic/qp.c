@@ -132,6 +132,7 @@ static struct xr_qp_act *act_alloc(struct xr_engine *e, uint32_t slots)
 	a->held = NULL;
 	a->gather_f = NULL;
 	a->gather_seq = 0;
+	a->proto.qp = NULL;   /* no template yet */
 	a->meta_slots = slots;
 	memset(a->meta, 0, slots * sizeof(a->meta[0]));
 	atomic_fetch_add(&e->qp_mem.act, 1);

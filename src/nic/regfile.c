@@ -174,6 +174,7 @@ static enum xr_axi_resp table_cmd(struct xr_engine *e, uint32_t off, uint32_t va
 static enum xr_axi_resp reg_write(struct xr_engine *e, uint32_t off, uint32_t val)
 {
 	const struct xr_reg_desc *d = xr_reg_by_offset(off);
+	enum xr_axi_resp resp;
 
 	if (!d)
 		return XR_AXI_DECERR;
@@ -185,9 +186,13 @@ static enum xr_axi_resp reg_write(struct xr_engine *e, uint32_t off, uint32_t va
 		return XR_AXI_SLVERR;   /* bits outside the defined fields */
 	switch (off) {
 	case XR_REG_CTRL:
-		return ctrl_write(e, val);
+		resp = ctrl_write(e, val);
+		xr_tx_headers_stale(e);   /* a soft reset */
+		return resp;
 	case XR_REG_QP_CMD: case XR_REG_MR_CMD: case XR_REG_CQ_CMD: case XR_REG_SRQ_CMD:
-		return table_cmd(e, off, val);
+		resp = table_cmd(e, off, val);
+		xr_tx_headers_stale(e);   /* a QP's addresses may have changed */
+		return resp;
 	case XR_REG_SRQ_DB:
 		return xr_srq_doorbell(e, val);
 	case XR_REG_EVLOG_SEL:
@@ -208,6 +213,8 @@ static enum xr_axi_resp reg_write(struct xr_engine *e, uint32_t off, uint32_t va
 		if (d->access == XR_W1C)
 			val = xr_reg_get(e, off) & ~val;
 		xr_reg_set(e, off, val);
+		/* After the value: a template built from it carries the new generation. */
+		xr_tx_headers_stale(e);
 		return XR_AXI_OKAY;
 	}
 }

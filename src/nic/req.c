@@ -294,7 +294,8 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 		r->cur_psn = psn_add(m->last_psn, 1);
 		return true;
 	}
-	f = xr_tx_begin(e, tx, qp, &p);
+	/* A UD packet's addresses are its WQE's; a connection's its template's. */
+	f = qp->ctx.type == XR_QPT_UD ? xr_tx_begin(e, tx, qp, &p) : xr_tx_begin_conn(e, tx, qp, &p);
 	if (!f)
 		return false;
 	if (qp->ctx.type == XR_QPT_UD)
@@ -350,7 +351,8 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 		   (last || r->since_ackreq + 1 >= MAX_PKTS_PER_ACK ||
 		    (xr_cc_paced(qp) && qp->ctx.timeout &&
 		     now - r->ackreq_ns >= ack_timeout_ns(qp->ctx.timeout) / 8));
-	if (xr_pkt_build_hdrs(&p, f->data, sizeof(f->data)) < 0) {
+	if ((qp->ctx.type == XR_QPT_UD ? xr_pkt_build_hdrs(&p, f->data, sizeof(f->data))
+				       : xr_tx_build_conn(qp, &p, f)) < 0) {
 		xr_link_frame_free(e->link, f);
 		m->status = XR_WC_LOC_QP_OP_ERR;
 		return false;

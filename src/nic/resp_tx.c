@@ -19,7 +19,7 @@ static bool send_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_resp
 	};
 	uint8_t type = it->syndrome & XR_AETH_TYPE_MASK;
 	struct xr_pkt p;
-	struct xr_frame *f = xr_tx_begin(e, tx, qp, &p);
+	struct xr_frame *f = xr_tx_begin_conn(e, tx, qp, &p);
 
 	if (!f)
 		return false;
@@ -27,7 +27,7 @@ static bool send_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_resp
 	p.psn = it->psn;
 	p.aeth.syndrome = it->syndrome;
 	p.aeth.msn = it->msn;
-	xr_pkt_build_hdrs(&p, f->data, sizeof(f->data));
+	xr_tx_build_conn(qp, &p, f);
 	xr_tx_commit(e, tx, f, &p);
 	/* Counted as they leave: every NAK counted is on the wire. */
 	if (type == XR_AETH_ACK) {
@@ -86,7 +86,7 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 	 * (a CNP for a READ's responses names this QP). Held: sent later. */
 	if (res->kind == RES_READ && !xr_cc_may_send(e, qp, now))
 		return false;
-	f = xr_tx_begin(e, tx, qp, &p);
+	f = xr_tx_begin_conn(e, tx, qp, &p);
 	if (!f)
 		return false;
 	p.aeth.syndrome = XR_AETH_ACK_UNLIMITED;
@@ -97,7 +97,7 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 		p.opcode = XR_OP_RC_ATOMIC_ACKNOWLEDGE;
 		p.psn = res->first_psn;
 		p.atomic_orig = res->atomic_orig;
-		xr_pkt_build_hdrs(&p, f->data, sizeof(f->data));
+		xr_tx_build_conn(qp, &p, f);
 		xr_tx_commit(e, tx, f, &p);
 		res->queued = false;
 		xr_resp_q_pop(&qp->resp);
@@ -119,7 +119,7 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 	}
 	p.psn = res->next_psn;
 	p.payload_len = len;
-	xr_pkt_build_hdrs(&p, f->data, sizeof(f->data));
+	xr_tx_build_conn(qp, &p, f);
 	if (len)
 		xr_dma_read(mr, res->stream_va + off, f->data + p.payload_off, len);
 	xr_tx_commit(e, tx, f, &p);

@@ -48,19 +48,25 @@ static void build_ext_hdr(uint8_t *h, enum xr_ext_hdr which, const struct xr_pkt
 	}
 }
 
-static int check_fields(const struct xr_pkt *p, const struct xr_opcode_info *op)
+/* The fields of Ethernet, IP and UDP: what a template is made of. */
+static int check_l2_l4(const struct xr_pkt *p)
 {
-	if (!op)
-		return -EINVAL;
 	if (p->ip_version != 4 && p->ip_version != 6)
 		return -EINVAL;
 	if (p->ip_version == 4 && (!xr_gid_is_ipv4(&p->sgid) || !xr_gid_is_ipv4(&p->dgid)))
 		return -EINVAL;
-	if (p->pcp > 7 || p->vid > 0xFFF || p->tver > 0xF ||
-	    p->dqpn > XR_QPN_MASK || p->psn > XR_PSN_MASK ||
-	    p->flow_label > 0xFFFFF || p->bth_resv7 > 0x7F ||
-	    p->aeth.msn > 0xFFFFFF || p->deth.src_qp > XR_QPN_MASK ||
-	    p->rdeth_eec > 0xFFFFFF)
+	if (p->pcp > 7 || p->vid > 0xFFF || p->flow_label > 0xFFFFF)
+		return -EINVAL;
+	return 0;
+}
+
+/* The fields of the BTH and what follows it: what changes per packet. */
+static int check_bth_on(const struct xr_pkt *p, const struct xr_opcode_info *op)
+{
+	if (!op)
+		return -EINVAL;
+	if (p->tver > 0xF || p->dqpn > XR_QPN_MASK || p->psn > XR_PSN_MASK || p->bth_resv7 > 0x7F ||
+	    p->aeth.msn > 0xFFFFFF || p->deth.src_qp > XR_QPN_MASK || p->rdeth_eec > 0xFFFFFF)
 		return -EINVAL;
 	if (op->payload == XR_PAY_NONE && p->payload_len)
 		return -EINVAL;
@@ -69,41 +75,32 @@ static int check_fields(const struct xr_pkt *p, const struct xr_opcode_info *op)
 	return 0;
 }
 
-/* The IPv4 header checksum from the fields' values, not read back from
- * the frame: the frame's lines may still be on their way from the core
- * that read them last, and a read of bytes just stored there waits for
- * them. */
-static uint16_t ipv4_csum_of(const struct xr_pkt *p, uint16_t totlen, uint32_t src, uint32_t dst)
+/* The IPv4 header's one's-complement sum without its total length, which
+ * is all that changes from packet to packet of one connection. From the
+ * fields' values, not read back from the frame: the frame's lines may
+ * still be on their way from the core that read them last, and a read of
+ * bytes just stored there waits for them. */
+static uint32_t ipv4_sum_but_len(const struct xr_pkt *p, uint32_t src, uint32_t dst)
 {
-	uint32_t sum = (0x45u << 8 | p->traffic_class) + totlen + p->ip_id + (p->df ? IP4_FLAG_DF : 0u) +
-		       ((uint32_t)p->hop_limit << 8 | IP_PROTO_UDP) + (src >> 16) + (src & 0xFFFF) + (dst >> 16) +
-		       (dst & 0xFFFF);
+	return (0x45u << 8 | p->traffic_class) + p->ip_id + (p->df ? IP4_FLAG_DF : 0u) +
+	       ((uint32_t)p->hop_limit << 8 | IP_PROTO_UDP) + (src >> 16) + (src & 0xFFFF) + (dst >> 16) +
+	       (dst & 0xFFFF);
+}
 
+static uint16_t ipv4_csum_with_len(uint32_t sum, uint16_t totlen)
+{
+	sum += totlen;
 	sum = (sum & 0xFFFF) + (sum >> 16);
 	sum = (sum & 0xFFFF) + (sum >> 16);
 	return (uint16_t)~sum;
 }
 
-ssize_t xr_pkt_build_hdrs(struct xr_pkt *p, uint8_t *buf, size_t cap)
+/* Ethernet (tagged or not), IP and UDP up to the BTH at l4_off + 8, with
+ * every length and the IPv4 checksum for a frame of total bytes. */
+static void build_l2_l4(const struct xr_pkt *p, uint8_t *buf, size_t l3_off, size_t l4_off, size_t total)
 {
-	const struct xr_opcode_info *op = xr_opcode_info(p->opcode);
-	size_t l3_off, l4_off, bth_off, pay_off, ip_len, total;
-	uint8_t pad, *ip, *udp, *bth, *h;
-	int err = check_fields(p, op);
+	uint8_t *ip = buf + l3_off, *udp = buf + l4_off;
 
-	if (err)
-		return err;
-	pad = (uint8_t)(-p->payload_len & 3);
-	l3_off = XR_ETH_HLEN + (p->vlan ? XR_VLAN_HLEN : 0);
-	ip_len = p->ip_version == 4 ? XR_IPV4_HLEN : XR_IPV6_HLEN;
-	l4_off = l3_off + ip_len;
-	bth_off = l4_off + XR_UDP_HLEN;
-	pay_off = bth_off + XR_BTH_LEN + op->hdr_len;
-	total = pay_off + p->payload_len + pad + XR_ICRC_LEN;
-	if (total > cap)
-		return -EMSGSIZE;
-
-	/* Ethernet, optionally tagged. */
 	memcpy(buf + ETH_OFF_DMAC, p->dmac, 6);
 	memcpy(buf + ETH_OFF_SMAC, p->smac, 6);
 	if (p->vlan) {
@@ -112,8 +109,6 @@ ssize_t xr_pkt_build_hdrs(struct xr_pkt *p, uint8_t *buf, size_t cap)
 	}
 	put_be16(buf + l3_off - 2, p->ip_version == 4 ? XR_ETHERTYPE_IPV4 : XR_ETHERTYPE_IPV6);
 
-	/* IP */
-	ip = buf + l3_off;
 	if (p->ip_version == 4) {
 		uint32_t src = xr_gid_to_ipv4(&p->sgid), dst = xr_gid_to_ipv4(&p->dgid);
 
@@ -126,7 +121,8 @@ ssize_t xr_pkt_build_hdrs(struct xr_pkt *p, uint8_t *buf, size_t cap)
 		ip[IP4_OFF_PROTO] = IP_PROTO_UDP;
 		put_be32(ip + IP4_OFF_SRC, src);
 		put_be32(ip + IP4_OFF_DST, dst);
-		put_be16(ip + IP4_OFF_CSUM, ipv4_csum_of(p, (uint16_t)(total - l3_off), src, dst));
+		put_be16(ip + IP4_OFF_CSUM,
+			 ipv4_csum_with_len(ipv4_sum_but_len(p, src, dst), (uint16_t)(total - l3_off)));
 	} else {
 		ip6_set_vtf(ip, p->traffic_class, p->flow_label);
 		put_be16(ip + IP6_OFF_PAYLEN, (uint16_t)(total - l4_off));
@@ -137,23 +133,23 @@ ssize_t xr_pkt_build_hdrs(struct xr_pkt *p, uint8_t *buf, size_t cap)
 	}
 
 	/* UDP; the checksum, when asked for, is filled in last. */
-	udp = buf + l4_off;
 	put_be16(udp + UDP_OFF_SPORT, p->sport);
 	put_be16(udp + UDP_OFF_DPORT, p->dport);
 	put_be16(udp + UDP_OFF_LEN, (uint16_t)(total - l4_off));
 	put_be16(udp + UDP_OFF_CSUM, 0);
+}
 
-	/* BTH */
-	bth = buf + bth_off;
+/* The BTH and the opcode's extended headers, walked in wire order. */
+static void build_bth(const struct xr_pkt *p, const struct xr_opcode_info *op, uint8_t *bth, uint8_t pad)
+{
+	uint8_t *h = bth + XR_BTH_LEN;
+
 	bth[BTH_OFF_OPCODE] = p->opcode;
 	bth_set_flags(bth, p->se, p->mig, pad, p->tver);
 	put_be16(bth + BTH_OFF_PKEY, p->pkey);
 	bth_set_fb(bth, p->fecn, p->becn);
 	put_be24(bth + BTH_OFF_DQPN, p->dqpn);
 	bth_set_ackreq_psn(bth, p->ackreq, p->bth_resv7, p->psn);
-
-	/* Extended headers, walked in wire order. */
-	h = bth + XR_BTH_LEN;
 	for (unsigned i = 0; i < XR_EXT_HDR_COUNT; i++) {
 		enum xr_ext_hdr which = (enum xr_ext_hdr)(1u << i);
 		if (op->hdrs & which) {
@@ -161,7 +157,20 @@ ssize_t xr_pkt_build_hdrs(struct xr_pkt *p, uint8_t *buf, size_t cap)
 			h += xr_ext_hdr_size(which);
 		}
 	}
+}
 
+/* The layout of a frame with its BTH at bth_off: offsets, length, pad.
+ * Returns the length, -EMSGSIZE past cap. */
+static ssize_t lay_out(struct xr_pkt *p, const struct xr_opcode_info *op, size_t l3_off, size_t l4_off,
+		       size_t cap)
+{
+	size_t bth_off = l4_off + XR_UDP_HLEN;
+	size_t pay_off = bth_off + XR_BTH_LEN + op->hdr_len;
+	uint8_t pad = (uint8_t)(-p->payload_len & 3);
+	size_t total = pay_off + p->payload_len + pad + XR_ICRC_LEN;
+
+	if (total > cap)
+		return -EMSGSIZE;
 	p->pad = pad;
 	p->op = op;
 	p->l3_off = (uint16_t)l3_off;
@@ -170,6 +179,71 @@ ssize_t xr_pkt_build_hdrs(struct xr_pkt *p, uint8_t *buf, size_t cap)
 	p->payload_off = (uint16_t)pay_off;
 	p->len = (uint16_t)total;
 	return (ssize_t)total;
+}
+
+ssize_t xr_pkt_build_hdrs(struct xr_pkt *p, uint8_t *buf, size_t cap)
+{
+	const struct xr_opcode_info *op = xr_opcode_info(p->opcode);
+	size_t l3_off = XR_ETH_HLEN + (p->vlan ? XR_VLAN_HLEN : 0);
+	size_t l4_off = l3_off + (p->ip_version == 4 ? XR_IPV4_HLEN : XR_IPV6_HLEN);
+	int err = check_l2_l4(p);
+	ssize_t total;
+
+	if (!err)
+		err = check_bth_on(p, op);
+	if (err)
+		return err;
+	total = lay_out(p, op, l3_off, l4_off, cap);
+	if (total < 0)
+		return total;
+	build_l2_l4(p, buf, l3_off, l4_off, (size_t)total);
+	build_bth(p, op, buf + p->bth_off, p->pad);
+	return total;
+}
+
+int xr_hdr_tmpl_init(struct xr_hdr_tmpl *t, const struct xr_pkt *p)
+{
+	int err = check_l2_l4(p);
+
+	if (err)
+		return err;
+	memset(t, 0, sizeof(*t));
+	t->ip_version = p->ip_version;
+	t->l3_off = (uint8_t)(XR_ETH_HLEN + (p->vlan ? XR_VLAN_HLEN : 0));
+	t->l4_off = (uint8_t)(t->l3_off + (p->ip_version == 4 ? XR_IPV4_HLEN : XR_IPV6_HLEN));
+	/* Built for a frame that ends at the BTH: the lengths are patched per packet. */
+	build_l2_l4(p, t->bytes, t->l3_off, t->l4_off, (size_t)t->l4_off + XR_UDP_HLEN);
+	if (p->ip_version == 4)
+		t->ip4_sum = ipv4_sum_but_len(p, xr_gid_to_ipv4(&p->sgid), xr_gid_to_ipv4(&p->dgid));
+	return 0;
+}
+
+ssize_t xr_pkt_build_hdrs_tmpl(struct xr_pkt *p, const struct xr_hdr_tmpl *t, uint8_t *buf, size_t cap)
+{
+	const struct xr_opcode_info *op = xr_opcode_info(p->opcode);
+	int err = check_bth_on(p, op);
+	ssize_t total;
+	uint8_t *ip = buf + t->l3_off;
+
+	if (err)
+		return err;
+	total = lay_out(p, op, t->l3_off, t->l4_off, cap);
+	if (total < 0)
+		return total;
+	if (cap >= sizeof(t->bytes))
+		memcpy(buf, t->bytes, sizeof(t->bytes));
+	else
+		memcpy(buf, t->bytes, (size_t)t->l4_off + XR_UDP_HLEN);
+	if (t->ip_version == 4) {
+		uint16_t len = (uint16_t)(total - t->l3_off);
+		put_be16(ip + IP4_OFF_TOTLEN, len);
+		put_be16(ip + IP4_OFF_CSUM, ipv4_csum_with_len(t->ip4_sum, len));
+	} else {
+		put_be16(ip + IP6_OFF_PAYLEN, (uint16_t)(total - t->l4_off));
+	}
+	put_be16(buf + t->l4_off + UDP_OFF_LEN, (uint16_t)(total - t->l4_off));
+	build_bth(p, op, buf + p->bth_off, p->pad);
+	return total;
 }
 
 /* The pad (0..3 bytes) as one 4-byte store: the bytes after it are the
