@@ -194,9 +194,14 @@ static bool out_stale(const struct gather_out *o)
 	return o->f->gather_seq != o->seq || s == XR_GATHER_DONE || s == XR_GATHER_COPIED || s == XR_GATHER_NONE;
 }
 
-/* Room for one more entry, dropping stale ones from the front. */
+/* Room for one more entry, dropping stale ones from the front only when
+ * there is none: the oldest frame out is most often the one the receiver
+ * is reading now, and a look at its state per send took its line from
+ * the receiver's core in the middle of the claim. */
 static bool out_room(struct end *e, uint32_t staged)
 {
+	if (e->out_tail - e->out_head + staged <= e->out_mask)
+		return true;
 	while (e->out_head != e->out_tail && out_stale(&e->out[e->out_head & e->out_mask]))
 		e->out_head++;
 	return e->out_tail - e->out_head + staged <= e->out_mask;

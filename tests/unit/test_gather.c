@@ -477,6 +477,55 @@ static void test_settle_copies_unclaimed_and_waits_for_a_reader(void **state)
 	xr_link_close(b);
 }
 
+/* The list of frames sent by reference is pruned only when full (the
+ * oldest is most often the frame being read: a look per send took its
+ * line from the reader). Full, with its oldest still claimed, a frame
+ * goes whole, its payload in data[]; once the reader lets the oldest go,
+ * frames go by reference again. Every frame arrives with its bytes. */
+static void test_a_full_out_list_sends_whole_then_by_reference_again(void **state)
+{
+	struct xr_link *a, *b;
+	struct xr_frame *f, *got, *held = NULL;
+	static uint8_t src[300][64];
+	uint64_t by_ref = 0;
+	unsigned whole = 0, i;
+
+	(void)state;
+	/* 16 frames a direction: each end owns 144, the list holds 255. */
+	assert_int_equal(xr_link_mem_pair_ex(&a, &b, 16, XR_MEM_GATHER), 0);
+	for (i = 0; i < 300; i++) {
+		fill(src[i], sizeof(src[i]), (uint8_t)i);
+		f = xr_link_frame_alloc(a);
+		assert_non_null(f);
+		memset(f->data, 0, 64);
+		f->len = 128;
+		xr_frame_set_gather(f, 64, src[i], sizeof(src[i]));
+		assert_int_equal(xr_link_send(a, &f, 1), 1);
+		assert_int_equal(xr_link_recv(b, &got, 1), 1);
+		if (a->stats.tx_gather == by_ref) {
+			assert_null(got->gather);   /* whole: nothing to claim */
+			whole++;
+		} else {
+			assert_ptr_equal(xr_frame_claim(got), src[i]);
+		}
+		by_ref = a->stats.tx_gather;
+		assert_memory_equal(got->gather ? got->gather : got->data + 64, src[i], sizeof(src[i]));
+		if (i == 0)
+			held = got;              /* claimed and kept: the list's oldest */
+		else
+			xr_link_frame_free(b, got);
+		if (i == 280) {
+			xr_link_frame_free(b, held);   /* let the oldest go */
+			held = NULL;
+		}
+	}
+	assert_int_equal(whole, 281 - 255);  /* frames 255..280 went whole */
+	assert_int_equal(by_ref, 300 - whole);
+	xr_link_settle(a);
+	xr_link_close(a);
+	xr_link_close(b);
+}
+
 /* A fault or capture wrapper would see frames without their payload. */
 static void test_wrappers_refuse_a_gather_link(void **state)
 {
@@ -567,6 +616,7 @@ int main(void)
 		cmocka_unit_test(test_a_send_by_reference_arrives),
 		cmocka_unit_test(test_a_closed_engine_settles_its_frames),
 		cmocka_unit_test(test_settle_copies_unclaimed_and_waits_for_a_reader),
+		cmocka_unit_test(test_a_full_out_list_sends_whole_then_by_reference_again),
 		cmocka_unit_test(test_wrappers_refuse_a_gather_link),
 		cmocka_unit_test(test_a_peers_gather_fields_are_never_followed),
 	};
