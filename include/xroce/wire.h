@@ -213,7 +213,10 @@ ssize_t xr_pkt_build_hdrs(struct xr_pkt *p, uint8_t *buf, size_t cap);
  * checksum, which build_hdrs_tmpl patches (the sum of the rest is kept).
  * tmpl_init takes the L2-L4 fields of *p (-EINVAL for a bad one);
  * build_hdrs_tmpl is build_hdrs for a packet whose L2-L4 fields are the
- * template's: only the BTH and what follows it are read from *p.
+ * template's: only the BTH and what follows it are read from *p. It copies
+ * the template's whole size when cap allows (one fixed-size copy): bytes
+ * up to sizeof(bytes) past the headers may be overwritten, so the payload
+ * is written after it, never before.
  */
 struct xr_hdr_tmpl {
 	uint8_t bytes[XR_ETH_HLEN + XR_VLAN_HLEN + XR_IPV6_HLEN + XR_UDP_HLEN];

@@ -494,6 +494,9 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 			qp->sq_pi = qp->rq_pi = 0;
 		}
 		qp->ctx = next;
+		/* Under the lock, with the context: a pass that takes the QP
+		 * after the commit never builds from a template of before it. */
+		xr_tx_headers_stale(e);
 		if (next.state == XR_QPS_RESET)
 			runtime_reset(e, qp, true);
 		runtime_setup(e, qp, &mem);

@@ -12,6 +12,22 @@
 
 /* ---- responses out ---- */
 
+/* The headers of a response. A context whose addresses no packet can
+ * carry (the window's field widths refuse one today) fails the QP, as a
+ * requester's WQE fails on its packet: nothing it owes can leave, so all
+ * of it is dropped, and no frame leaves half built. */
+static bool built(struct xr_engine *e, struct xr_qp *qp, struct xr_pkt *p, struct xr_frame *f)
+{
+	if (xr_tx_build_conn(qp, p, f) >= 0)
+		return true;
+	xr_link_frame_free(e->link, f);
+	xr_qp_to_error(e, qp, XR_WC_LOC_QP_OP_ERR);
+	for (unsigned i = 0; i < qp->resp.q_len; i++)
+		xr_resp_q_at(qp, i)->fatal = false;
+	xr_resp_flush(qp);
+	return false;
+}
+
 static bool send_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_resp_item *it, struct xr_tx *tx)
 {
 	static const enum xr_counter nak_cnt[] = {
@@ -27,7 +43,8 @@ static bool send_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_resp
 	p.psn = it->psn;
 	p.aeth.syndrome = it->syndrome;
 	p.aeth.msn = it->msn;
-	xr_tx_build_conn(qp, &p, f);
+	if (!built(e, qp, &p, f))
+		return false;
 	xr_tx_commit(e, tx, f, &p);
 	/* Counted as they leave: every NAK counted is on the wire. */
 	if (type == XR_AETH_ACK) {
@@ -97,7 +114,8 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 		p.opcode = XR_OP_RC_ATOMIC_ACKNOWLEDGE;
 		p.psn = res->first_psn;
 		p.atomic_orig = res->atomic_orig;
-		xr_tx_build_conn(qp, &p, f);
+		if (!built(e, qp, &p, f))
+			return false;
 		xr_tx_commit(e, tx, f, &p);
 		res->queued = false;
 		xr_resp_q_pop(&qp->resp);
@@ -119,7 +137,8 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 	}
 	p.psn = res->next_psn;
 	p.payload_len = len;
-	xr_tx_build_conn(qp, &p, f);
+	if (!built(e, qp, &p, f))
+		return false;
 	if (len)
 		xr_dma_read(mr, res->stream_va + off, f->data + p.payload_off, len);
 	xr_tx_commit(e, tx, f, &p);

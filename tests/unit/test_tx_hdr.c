@@ -184,8 +184,9 @@ static void write_one(struct tapped *t, uint64_t id)
 	expect_wc(&t->p, &t->p.a, id, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "write");
 }
 
-/* The traffic class of each WRITE and of each ACK in the tap's file, in
- * order; every frame must parse (the IPv4 checksum, the ICRC). */
+/* The traffic class of each WRITE of A's and of each ACK of B's in the
+ * tap's file, in order; every frame must parse (the IPv4 checksum, the
+ * ICRC). */
 static unsigned tapped_read(struct tapped *t, uint8_t *wr_tc, uint8_t *ack_tc, unsigned max)
 {
 	uint8_t hdr[24], rec[16], frame[XR_MAX_FRAME];
@@ -202,9 +203,10 @@ static unsigned tapped_read(struct tapped *t, uint8_t *wr_tc, uint8_t *ack_tc, u
 		assert_true(incl <= sizeof(frame));
 		assert_int_equal(fread(frame, 1, incl, f), incl);
 		assert_int_equal(xr_pkt_parse(frame, incl, 0, 0, &pk), XR_PARSE_OK);
-		if ((pk.op->flags & XR_OPF_WRITE) && writes < max) {
+		bool from_a = xr_gid_to_ipv4(&pk.sgid) == 0x0A000001;
+		if ((pk.op->flags & XR_OPF_WRITE) && from_a && writes < max) {
 			wr_tc[writes++] = pk.traffic_class;
-		} else if ((pk.op->flags & XR_OPF_ACK) && acks < max) {
+		} else if ((pk.op->flags & XR_OPF_ACK) && !from_a && acks < max) {
 			ack_tc[acks++] = pk.traffic_class;
 		}
 	}
@@ -278,6 +280,93 @@ static void test_a_reconnected_qp_sends_its_new_path(void **state)
 	assert_int_equal(atc[1] & 0xFC, 0x48);
 }
 
+/* The commit and the packets after it agree. A pass that ran between a
+ * QP commit's release of the QP and the generation's move used a template
+ * built from the context before the commit: here a pass run from the
+ * event the commit logs (its interrupt runs after the QP is released, as
+ * a pass of another thread may) sent the WRITE the commit released with
+ * the old DSCP (0x20, not 0x48). The generation now moves inside the
+ * commit, under the QP's lock. Inline mode: the pass is ours to run. */
+static struct xr_engine *commit_hook_engine;
+
+static void pass_on_qp_state(void *ctx, uint32_t type, uint32_t qpn)
+{
+	(void)ctx;
+	(void)qpn;
+	if (type == XR_EV_QP_STATE && commit_hook_engine)
+		xr_engine_progress(commit_hook_engine);
+}
+
+static void test_a_commit_and_its_next_packet_agree(void **state)
+{
+	struct h_opts o = base_opts(XR_MTU_1024);
+	struct xr_qp_attr at = { .qp_state = XR_QPS_SQD };
+	uint32_t off[XR_QP_SHADOW_WORDS], val[XR_QP_SHADOW_WORDS];
+	uint8_t wtc[4], atc[4];
+	struct xr_sge s;
+	struct xr_send_wr w = { .wr_id = 2, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+				.send_flags = XR_SEND_SIGNALED };
+	struct xr_wc wc;
+	struct xr_qp_ctx c;
+	struct xr_regio *r;
+	struct tapped t;
+	uint32_t qpn;
+	int n;
+
+	(void)state;
+	o.mode = XR_PROGRESS_INLINE;
+	o.timeout = 18;
+	o.traffic_class = 0x20;
+	tapped_open(&t, &o);
+	connect_both(&t, &o, 1);
+	write_one(&t, 1);
+	r = xr_context_regs(t.p.a.ctx);
+	qpn = xr_qp_num(t.p.a.qp[0]);
+
+	/* A's QP drained (SQD): its next WRITE waits for the commit. */
+	assert_int_equal(xr_modify_qp(t.p.a.qp[0], &at, XR_QP_STATE), 0);
+	s = (struct xr_sge){ (uintptr_t)h_data(&t.p.a), 64, t.p.a.mr->lkey };
+	w.wr.rdma.remote_addr = (uintptr_t)h_data(&t.p.b);
+	w.wr.rdma.rkey = t.p.b.mr->rkey;
+	assert_int_equal(xr_post_send(t.p.a.qp[0], &w, NULL), 0);
+
+	/* The commit's shadow: back to RTS with DSCP 0x48, only STATE and AV. */
+	assert_int_equal(xr_regio_qp_read(r, qpn, &c), 0);
+	c.state = XR_QPS_RTS;
+	c.traffic_class = 0x48;
+	n = xr_qp_ctx_encode(&c, off, val);
+	assert_true(n > 0);
+	assert_int_equal(xr_regio_write(r, XR_REG_QP_SEL, qpn), 0);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(xr_regio_write(r, off[i], val[i]), 0);
+	assert_int_equal(xr_regio_write(r, XR_REG_QP_COMMIT_MASK, XR_QPM_STATE | XR_QPM_AV), 0);
+
+	/* B WRITEs to A: A's ACK builds A's template at today's generation,
+	 * from the context still in force. */
+	{
+		struct xr_sge sb = { (uintptr_t)h_data(&t.p.b), 64, t.p.b.mr->lkey };
+		struct xr_send_wr wb = { .wr_id = 7, .sg_list = &sb, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+					 .send_flags = XR_SEND_SIGNALED };
+		wb.wr.rdma.remote_addr = (uintptr_t)h_data(&t.p.a) + 4096;
+		wb.wr.rdma.rkey = t.p.a.mr->rkey;
+		assert_int_equal(xr_post_send(t.p.b.qp[0], &wb, NULL), 0);
+		expect_wc(&t.p, &t.p.b, 7, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "B's write");
+	}
+
+	commit_hook_engine = xr_context_engine(t.p.a.ctx);
+	xr_engine_set_event_irq(commit_hook_engine, pass_on_qp_state, NULL);
+	assert_int_equal(xr_regio_write(r, XR_REG_QP_CMD, XR_CMD_COMMIT), 0);
+	commit_hook_engine = NULL;
+	assert_true(h_wait(&t.p, &t.p.a, &wc, 5000));
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+
+	/* A's WRITEs: the first before the commit, the second after it. */
+	assert_int_equal(tapped_read(&t, wtc, atc, 4), 2);
+	assert_int_equal(wtc[0] & 0xFC, 0x20);
+	assert_int_equal(wtc[1] & 0xFC, 0x48);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -285,6 +374,7 @@ int main(void)
 		cmocka_unit_test(test_template_refuses_bad_addresses),
 		BOTH(test_a_register_written_shows_in_the_next_packet),
 		BOTH(test_a_reconnected_qp_sends_its_new_path),
+		cmocka_unit_test(test_a_commit_and_its_next_packet_agree),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
