@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What the RC suites share: the mode under test, counters, payloads, the
- * base options and completion checks (test_rc.c, test_rc_errors.c). */
+ * base options, completion checks and the pcap tap's frames (test_rc.c,
+ * test_rc_errors.c, test_tx_hdr.c). */
 #ifndef XR_TEST_RC_CHECKS_H
 #define XR_TEST_RC_CHECKS_H
 
@@ -57,6 +58,32 @@ static inline void expect_wc(struct pair *p, struct end *e, uint64_t wr_id, enum
 		fail_msg("%s: wc id %llu status %d (%s) opcode %d, expected id %llu status %d opcode %d", what,
 			 (unsigned long long)wc.wr_id, wc.status, xr_wc_status_str(wc.status), wc.opcode,
 			 (unsigned long long)wr_id, st, op);
+}
+
+/* Every frame of a pcap file (a tap's, closed), in order: each must parse
+ * as RoCE v2 (the IPv4 checksum, the ICRC); fn sees each. The file goes
+ * afterwards. Returns how many there were. */
+static inline unsigned h_tapped_frames(const char *path, void (*fn)(const struct xr_pkt *pk, void *arg), void *arg)
+{
+	static uint8_t frame[XR_MAX_FRAME];
+	uint8_t hdr[24], rec[16];
+	unsigned n = 0;
+	FILE *f = fopen(path, "rb");
+
+	assert_non_null(f);
+	assert_int_equal(fread(hdr, 1, 24, f), 24);
+	while (fread(rec, 1, 16, f) == 16) {
+		uint32_t incl = (uint32_t)rec[8] | (uint32_t)rec[9] << 8 | (uint32_t)rec[10] << 16 | (uint32_t)rec[11] << 24;
+		struct xr_pkt pk;
+		assert_true(incl <= sizeof(frame));
+		assert_int_equal(fread(frame, 1, incl, f), incl);
+		assert_int_equal(xr_pkt_parse(frame, incl, 0, 0, &pk), XR_PARSE_OK);
+		fn(&pk, arg);
+		n++;
+	}
+	fclose(f);
+	unlink(path);
+	return n;
 }
 
 static inline int set_thread(void **s) { (void)s; MODE = XR_PROGRESS_THREAD; return 0; }

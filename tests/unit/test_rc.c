@@ -662,6 +662,15 @@ static void test_fault_wrapper_is_reproducible(void **state)
 	}
 }
 
+/* WRITEs in tally[0], ACKs in tally[1]. */
+static void count_op(const struct xr_pkt *pk, void *arg)
+{
+	unsigned *tally = arg;
+
+	tally[0] += (pk->op->flags & XR_OPF_WRITE) != 0;
+	tally[1] += (pk->op->flags & XR_OPF_ACK) != 0;
+}
+
 /* The pcap tap records every frame both ways, as valid RoCE v2. */
 static void test_pcap_tap(void **state)
 {
@@ -671,9 +680,7 @@ static void test_pcap_tap(void **state)
 	struct xr_sge s;
 	struct xr_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
 				.send_flags = XR_SEND_SIGNALED };
-	FILE *f;
-	uint8_t hdr[24], rec[16], frame[XR_MAX_FRAME];
-	unsigned frames = 0, writes = 0, acks = 0;
+	unsigned frames, tally[2] = { 0, 0 };
 
 	(void)state;
 	/* It counts frames: an engine thread kept off its core past a 17 ms
@@ -696,23 +703,9 @@ static void test_pcap_tap(void **state)
 	assert_int_equal(xr_post_send(p.a.qp[0], &w, NULL), 0);
 	expect_wc(&p, &p.a, 1, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "tapped write");
 	h_close(&p);   /* closes the tap: the file is complete */
-	f = fopen(path, "rb");
-	assert_non_null(f);
-	assert_int_equal(fread(hdr, 1, 24, f), 24);
-	while (fread(rec, 1, 16, f) == 16) {
-		uint32_t incl = (uint32_t)rec[8] | (uint32_t)rec[9] << 8 | (uint32_t)rec[10] << 16 | (uint32_t)rec[11] << 24;
-		struct xr_pkt pk;
-		assert_true(incl <= sizeof(frame));
-		assert_int_equal(fread(frame, 1, incl, f), incl);
-		assert_int_equal(xr_pkt_parse(frame, incl, 0, 0, &pk), XR_PARSE_OK);
-		writes += (pk.op->flags & XR_OPF_WRITE) != 0;
-		acks += (pk.op->flags & XR_OPF_ACK) != 0;
-		frames++;
-	}
-	fclose(f);
-	unlink(path);
-	assert_int_equal(writes, 5);   /* 5000 bytes at MTU 1024: FIRST, 3 MIDDLE, LAST */
-	assert_int_equal(acks, 1);
+	frames = h_tapped_frames(path, count_op, tally);
+	assert_int_equal(tally[0], 5);   /* WRITEs: 5000 bytes at MTU 1024, FIRST, 3 MIDDLE, LAST */
+	assert_int_equal(tally[1], 1);   /* ACKs */
 	assert_int_equal(frames, 6);
 }
 

@@ -184,35 +184,31 @@ static void write_one(struct tapped *t, uint64_t id)
 	expect_wc(&t->p, &t->p.a, id, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "write");
 }
 
-/* The traffic class of each WRITE of A's and of each ACK of B's in the
- * tap's file, in order; every frame must parse (the IPv4 checksum, the
- * ICRC). */
+/* The traffic class of each WRITE of A's and of each ACK of B's. */
+struct classes {
+	uint8_t *wr_tc, *ack_tc;
+	unsigned writes, acks, max;
+};
+
+static void note_class(const struct xr_pkt *pk, void *arg)
+{
+	struct classes *c = arg;
+	bool from_a = xr_gid_to_ipv4(&pk->sgid) == 0x0A000001;
+
+	if ((pk->op->flags & XR_OPF_WRITE) && from_a && c->writes < c->max)
+		c->wr_tc[c->writes++] = pk->traffic_class;
+	else if ((pk->op->flags & XR_OPF_ACK) && !from_a && c->acks < c->max)
+		c->ack_tc[c->acks++] = pk->traffic_class;
+}
+
+/* What the tap saw, in order; every frame must parse. Returns A's WRITEs. */
 static unsigned tapped_read(struct tapped *t, uint8_t *wr_tc, uint8_t *ack_tc, unsigned max)
 {
-	uint8_t hdr[24], rec[16], frame[XR_MAX_FRAME];
-	unsigned writes = 0, acks = 0;
-	FILE *f;
+	struct classes c = { wr_tc, ack_tc, 0, 0, max };
 
 	h_close(&t->p);   /* closes the tap: the file is complete */
-	f = fopen(t->path, "rb");
-	assert_non_null(f);
-	assert_int_equal(fread(hdr, 1, 24, f), 24);
-	while (fread(rec, 1, 16, f) == 16) {
-		uint32_t incl = (uint32_t)rec[8] | (uint32_t)rec[9] << 8 | (uint32_t)rec[10] << 16 | (uint32_t)rec[11] << 24;
-		struct xr_pkt pk;
-		assert_true(incl <= sizeof(frame));
-		assert_int_equal(fread(frame, 1, incl, f), incl);
-		assert_int_equal(xr_pkt_parse(frame, incl, 0, 0, &pk), XR_PARSE_OK);
-		bool from_a = xr_gid_to_ipv4(&pk.sgid) == 0x0A000001;
-		if ((pk.op->flags & XR_OPF_WRITE) && from_a && writes < max) {
-			wr_tc[writes++] = pk.traffic_class;
-		} else if ((pk.op->flags & XR_OPF_ACK) && !from_a && acks < max) {
-			ack_tc[acks++] = pk.traffic_class;
-		}
-	}
-	fclose(f);
-	unlink(t->path);
-	return writes;
+	h_tapped_frames(t->path, note_class, &c);
+	return c.writes;
 }
 
 /* The ECT bits of a packet under CC_CTRL value cc, for a QP that chose none. */
