@@ -167,8 +167,8 @@ void print_link_paths(struct side *s)
 	fprintf(s->out, "   %-26s %" PRIu64 " sent, %" PRIu64 " received\n", "host (shared memory)", h.tx_host, h.rx_host);
 	if (!strcmp(s->base_link->kind, "udp")) {
 		fprintf(s->out, "   %-26s %" PRIu64 " sent, %" PRIu64 " received\n", "network (UDP)", h.tx_net, h.rx_net);
-		if (h.sport_fallbacks)   /* the rxe port was taken: ECMP sees one flow */
-			fprintf(s->out, "   %-26s %" PRIu64 " (sent from 4791)\n", "source ports not had", h.sport_fallbacks);
+		if (h.sport_fallbacks)   /* the rxe port could not be had: ECMP saw one flow meanwhile */
+			fprintf(s->out, "   %-26s %" PRIu64 " (sent from 4791 until tried again)\n", "source port tries failed", h.sport_fallbacks);
 	}
 	if (h.tx_drop_no_peer || h.tx_drop_peer_gone || h.tx_drop_stalled || h.tx_drop_not_ip || h.rx_drop_bad_len ||
 	    h.rx_drop_bad_index)

@@ -326,7 +326,8 @@ struct xr_link *xr_link_host(const char *addr);
 struct xr_link_host_stats {
 	uint64_t tx_host, rx_host;       /* frames through shared memory */
 	uint64_t tx_net, rx_net;         /* UDP link: frames through the kernel's network */
-	uint64_t sport_fallbacks;        /* UDP link: source ports that could not be had (sent from 4791) */
+	uint64_t sport_fallbacks;        /* UDP link: tries to take a source port that failed (its packets
+					  * went from 4791 until the next try, a second later) */
 	uint64_t tx_drop_no_peer;        /* host link: no device at the destination */
 	uint64_t tx_drop_peer_gone;      /* the peer exited with frames still for it */
 	uint64_t tx_drop_stalled;        /* the peer's ring stayed full (a stopped process) */

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../wire/hdr.h"
@@ -62,7 +63,8 @@ struct udp_link {
 	size_t hdr;                   /* Ethernet + IP + UDP bytes rebuilt on receive */
 	struct frame_pool pool;
 	pthread_mutex_t lock;
-	int *sport_fd;                /* one socket per rxe source port, -1 until used */
+	int *sport_fd;                /* one socket per rxe source port: SPORT_UNTRIED, SPORT_FAILED or the fd */
+	uint64_t sport_retry_ns;      /* when ports that could not be had are tried again */
 	int netns;                    /* the network namespace it was opened in (-1: unknown) */
 	int raw_fd;                   /* IPv4 raw_ip_id: receives with the real IP header; else -1 */
 	bool strict_icrc;
@@ -73,7 +75,22 @@ struct udp_link {
 	struct rx_ring rx;
 };
 
-/* The socket that sends from sport; the 4791 one when sport cannot be had. */
+#define SPORT_UNTRIED (-1)
+#define SPORT_FAILED (-2)
+/* A port that could not be had is tried again this much later, not per
+ * packet: the cause may pass (descriptors or threads exhausted for a
+ * moment, a program that held the port gone). */
+#define SPORT_RETRY_NS 1000000000ull
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The socket that sends from sport; the 4791 one while sport cannot be had. */
 static int socket_for(struct udp_link *u, uint16_t sport)
 {
 	int *slot, fd;
@@ -83,10 +100,13 @@ static int socket_for(struct udp_link *u, uint16_t sport)
 	slot = &u->sport_fd[sport - RXE_SPORT_BASE];
 	if (*slot >= 0)
 		return *slot;
+	if (*slot == SPORT_FAILED && mono_ns() < u->sport_retry_ns)
+		return u->fd;
 	fd = udp_socket_open_in(u->netns, &u->local, sport);
 	if (fd < 0) {
 		u->sport_fallbacks++;
-		*slot = u->fd;   /* remembered: do not retry a taken port per packet */
+		*slot = SPORT_FAILED;
+		u->sport_retry_ns = mono_ns() + SPORT_RETRY_NS;
 		return u->fd;
 	}
 	*slot = fd;
@@ -490,7 +510,7 @@ static void udp_close(struct xr_link *l)
 		close(u->wait_ep);
 	}
 	for (unsigned i = 0; u->sport_fd && i < RXE_SPORTS; i++)
-		if (u->sport_fd[i] >= 0 && u->sport_fd[i] != u->fd)
+		if (u->sport_fd[i] >= 0)
 			close(u->sport_fd[i]);
 	free(u->sport_fd);
 	if (u->raw_fd >= 0)
@@ -645,7 +665,7 @@ struct xr_link *xr_link_udp_ex(const char *addr, const struct xr_link_udp_opts *
 		return NULL;
 	}
 	for (unsigned i = 0; i < RXE_SPORTS; i++)
-		u->sport_fd[i] = -1;
+		u->sport_fd[i] = SPORT_UNTRIED;
 	pthread_mutex_init(&u->lock, NULL);
 	u->netns = udp_netns_here();
 	u->link.ops = &udp_ops;
