@@ -46,13 +46,9 @@ int xr_engine_attach_link(struct xr_engine *e, struct xr_link *l);
 int xr_engine_progress(struct xr_engine *e);
 /* xr_engine_progress for a caller that calls it in a tight loop (a CQ
  * poll, a spin on memory): an idle pass reads the clock for the timers of
- * QPs waiting for an ACK in one call of eight, and a pass that took a
- * small burst returns once the burst's data and completions are placed,
- * leaving the ACKs and responses it calls for to the next pass (the next
- * poll, a blocking wait's slice; inline, a post runs none), as such a
- * caller comes back within microseconds: nothing inline moves between
- * its calls anyway. A caller that passes now and then (once per slice of a
- * blocking wait) uses xr_engine_progress, which always looks and serves. */
+ * QPs waiting for an ACK in one call of eight, as such a caller comes
+ * back within microseconds. A caller that passes now and then (once per
+ * slice of a blocking wait) uses xr_engine_progress, which always looks. */
 int xr_engine_poll(struct xr_engine *e);
 int xr_engine_start_thread(struct xr_engine *e);
 /* A pass run by a caller that polls for completions while the engine has

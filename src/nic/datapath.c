@@ -19,9 +19,6 @@
 #include "recv.h"
 
 #define RX_BURST 32
-/* A polling caller's burst of at most this many frames is a ping-pong's
- * (a request and an ACK), not a stream's: see hand_back_early. */
-#define EARLY_BURST_MAX 4
 
 /* While the receive ring is being drained (each burst came back full),
  * ACK timers wait (and the RNR waits of QPs parked off the busy list): an
@@ -542,23 +539,6 @@ static bool idle_timer_look(struct xr_engine *e)
 	return !pass_polling || e->clock_fn || (++e->idle_polls & 7) == 0;
 }
 
-/* A caller polling in a tight loop (xr_engine_poll, a CQ poll) runs the
- * pass in its own thread: the data and completions a burst brought are
- * placed mid-pass, but it sees them only once the pass returns. After a
- * small burst the pass returns at once, and the caller's next poll builds
- * what the burst calls for (ACKs, responses) along with what the caller
- * posted meanwhile: a ping-pong's reply leaves with the ACK, one burst,
- * a step sooner (write_lat 0.86-0.94x). Every other pass at most, so
- * serving never waits on a stream of small bursts. The engine's thread
- * serves at once: the caller on the other core sees the data as placed. */
-static bool hand_back_early(struct xr_engine *e, int got)
-{
-	bool early = pass_polling && got > 0 && got <= EARLY_BURST_MAX && !e->rx_returned;
-
-	e->rx_returned = early;
-	return early;
-}
-
 /* *movable: a QP was left with work it can do at once (qp_can_move), or
  * frames wait for the link: someone must pass again soon. */
 static int progress_locked(struct xr_engine *e, bool *movable)
@@ -597,10 +577,6 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 		}
 	}
 	work += got > 0 ? got : 0;
-	if (hand_back_early(e, got)) {
-		*movable = true;
-		return work;
-	}
 
 	/* Frames the link could not take last time go first; while it stays
 	 * full nothing new is built (backpressure, never a silent drop). */

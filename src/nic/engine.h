@@ -321,7 +321,6 @@ struct xr_engine {
 	uint64_t wait_due_ns;
 	uint32_t idle_polls;                   /* idle passes of callers (the clock is read in one of eight) */
 	uint32_t rx_undrained;                 /* frames taken since the receive ring last ran short (passes only) */
-	bool rx_returned;                      /* the last pass handed its small burst back before serving (passes only) */
 	struct xr_pfc pfc;                     /* PFC and PAUSE (pfc.c) */
 	void (*irq)(void *ctx, uint32_t cqn);  /* completion interrupt (MSI-X) */
 	void *irq_ctx;
