@@ -8,8 +8,57 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
 
 #include "perf.h"
+
+/* ---- the clock ----
+ * perftest's way: one stamp per iteration, just before the post, and a
+ * sample is the time from one stamp to the next (halved for a ping-pong),
+ * so the clock is read once per round trip, off the peer's half. The TSC
+ * where it is invariant (perftest reads it too: here a quarter of the
+ * cost of clock_gettime), its rate taken against CLOCK_MONOTONIC over the
+ * run; elsewhere the monotonic clock in ns. */
+static bool tsc_invariant(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned a, b, c, d;
+
+	return __get_cpuid(0x80000007, &a, &b, &c, &d) && (d >> 8 & 1);
+#else
+	return false;
+#endif
+}
+
+static uint64_t stamp_now(bool tsc)
+{
+	struct timespec ts;
+
+#if defined(__x86_64__) || defined(__i386__)
+	if (tsc)
+		return __rdtsc();
+#endif
+	(void)tsc;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The samples of a run whose posts were stamped at at[0..n-1] and which
+ * ended at at[n]: n - 1 of them from post to post, perftest's, or the
+ * one there is for a single iteration. Returns how many. */
+static uint64_t lat_samples(const uint64_t *at, uint64_t n, double ticks_per_us, unsigned rtt_factor,
+			    double *t)
+{
+	uint64_t k = n > 1 ? n - 1 : n;
+
+	for (uint64_t i = 0; i < k; i++)
+		t[i] = (double)(at[i + 1] - at[i]) / ticks_per_us / rtt_factor;
+	return k;
+}
 
 /* ---- latency ---- */
 
@@ -78,15 +127,21 @@ int run_lat(struct side *s)
 {
 	const struct cfg *c = s->c;
 	uint64_t size = ud_size(s, c->size), iters = c->iters;
-	double *t = calloc(iters, sizeof(double));
+	double *t = calloc(iters, sizeof(double)), us0, ticks_per_us = 1e3;
+	uint64_t *posted_at = calloc(iters + 1, sizeof(*posted_at)), nsamples = 0, tick0 = 0;
+	bool tsc = tsc_invariant();
+	unsigned rtt_factor = c->verb == V_WRITE || c->verb == V_SEND ? 2 : 1;
 	uint8_t *rx = s->buf, *tx = s->buf + s->slot * s->slots;
 	volatile uint8_t *flag = rx + (size ? size - 1 : 0);
 	struct xr_wc wc;
 	int rc = 0;
 	bool active = !s->server || c->verb == V_WRITE || c->verb == V_SEND;
 
-	if (!t)
+	if (!t || !posted_at) {
+		free(t);
+		free(posted_at);
 		return -1;
+	}
 	if (proto_of(c).pre_run_hs && oob_handshake(&s->oob, &s->my[0], &s->rem[0]))
 		return -1;
 	if (c->verb == V_SEND)
@@ -95,8 +150,9 @@ int run_lat(struct side *s)
 	if (c->verb == V_ATOMIC && !s->server)
 		memset(rx, 0, 8);
 	if (active) {
+		us0 = now_us();
+		tick0 = stamp_now(tsc);
 		for (uint64_t i = 0; i < iters && !rc; i++) {
-			double t0 = now_us();
 			struct xr_sge sg = { (uintptr_t)tx, (uint32_t)size, s->mr->lkey };
 			struct xr_send_wr w = { .wr_id = i, .sg_list = &sg, .num_sge = 1, .send_flags = XR_SEND_SIGNALED };
 			uint8_t stamp = (uint8_t)(i + 1);   /* perftest's (char)++scnt: consecutive stamps differ */
@@ -121,6 +177,7 @@ int run_lat(struct side *s)
 					verify_lat_rx(s, rx, size, i);
 				}
 				w.opcode = XR_WR_RDMA_WRITE;
+				posted_at[i] = stamp_now(tsc);
 				if (xr_post_send(s->qp[0], &w, NULL) || wait_one(s, &wc, false))
 					rc = -1;
 				if (my_turn && !rc) {
@@ -128,7 +185,6 @@ int run_lat(struct side *s)
 						pump(s);
 					verify_lat_rx(s, rx, size, i);
 				}
-				t[i] = (now_us() - t0) / 2;
 				break;
 			case V_SEND: {
 				/* Each message is checked before its buffer is posted again. */
@@ -136,16 +192,17 @@ int run_lat(struct side *s)
 					rc = -1;
 				w.opcode = XR_WR_SEND;
 				set_dest(s, 0, &w);
+				posted_at[i] = stamp_now(tsc);
 				if (!rc && (xr_post_send(s->qp[0], &w, NULL) || wait_one(s, &wc, false)))
 					rc = -1;
 				if (my_turn && !rc && lat_recv_one(s, rx, size, i))
 					rc = -1;
-				t[i] = (now_us() - t0) / 2;
 				break;
 			}
 			case V_READ:
 				w.opcode = XR_WR_RDMA_READ;
 				sg.addr = (uintptr_t)rx;
+				posted_at[i] = stamp_now(tsc);
 				if (xr_post_send(s->qp[0], &w, NULL) || wait_one(s, &wc, false))
 					rc = -1;
 				if (c->verify && !rc) {
@@ -156,7 +213,6 @@ int run_lat(struct side *s)
 						}
 					s->verified++;
 				}
-				t[i] = now_us() - t0;
 				break;
 			case V_ATOMIC:
 				w.opcode = XR_WR_ATOMIC_FETCH_AND_ADD;
@@ -165,6 +221,7 @@ int run_lat(struct side *s)
 				w.wr.atomic.remote_addr = s->rem[0].vaddr;
 				w.wr.atomic.rkey = s->rem[0].rkey;
 				w.wr.atomic.compare_add = 1;
+				posted_at[i] = stamp_now(tsc);
 				if (xr_post_send(s->qp[0], &w, NULL) || wait_one(s, &wc, false))
 					rc = -1;
 				if (c->verify && !rc) {
@@ -178,14 +235,20 @@ int run_lat(struct side *s)
 						s->verify_errors++;
 					s->verified++;
 				}
-				t[i] = now_us() - t0;
 				break;
 			}
 		}
+		posted_at[iters] = stamp_now(tsc);
+		if (tsc) {   /* the two clocks read side by side at both ends */
+			double us = now_us() - us0;
+			ticks_per_us = us > 0 ? (double)(posted_at[iters] - tick0) / us : 1e3;
+		}
+		if (!rc)
+			nsamples = lat_samples(posted_at, iters, ticks_per_us, rtt_factor, t);
 	}
 	if (!rc && (!s->server || c->verb == V_WRITE || c->verb == V_SEND)) {   /* no table from a failed run */
 		if (!s->server) {
-			struct lat_result r = lat_stats(t, iters);
+			struct lat_result r = lat_stats(t, nsamples);
 			fprintf(s->out, RESULT_LINE);
 			fprintf(s->out, " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "
 					"t_stdev[usec]   99%% percentile[usec]   99.9%% percentile[usec] \n");
@@ -200,5 +263,6 @@ int run_lat(struct side *s)
 		pump_until_peer(s, PEER_WAIT_MS);
 	report_verify(s);
 	free(t);
+	free(posted_at);
 	return rc ? rc : s->rc;
 }

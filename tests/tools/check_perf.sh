@@ -26,6 +26,26 @@ for t in write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat atomic_l
   echo "ok   $t: $(grep -E '^ [0-9]' <<<"$out" | tail -1 | tr -s ' \t' ' ')"
 done
 
+# The latency clock (perftest's: a stamp per post, samples from post to
+# post, the TSC's rate taken against the monotonic clock): the samples of
+# a run long enough to outweigh its setup fit in the time the whole
+# command took, and fill at least a quarter of it (a rate off by 2x
+# fails one or the other); a single iteration still gives its sample.
+t0=$(date +%s%N)
+out=$(timeout 120 "$perf" write_lat --link mem -n 200000 --out_json --out_json_file=lat.json 2>&1) || fail "write_lat -n 200000: $out"
+t1=$(date +%s%N)
+/usr/bin/python3 -c "
+import json,sys
+r=json.load(open('lat.json'))['results'][-1]
+wall_us=($t1-$t0)/1e3
+loop_us=r['t_avg']*2*199999
+assert 0.05 <= r['t_min'] <= r['t_typical'] <= r['t_max'], r
+assert wall_us / 4 <= loop_us <= wall_us, (loop_us, wall_us)
+" || fail "write_lat's samples do not fit its run: $(cat lat.json)"
+out=$(timeout 60 "$perf" write_lat --link mem -n 1 2>&1) || fail "write_lat -n 1: $out"
+grep -qE '^ 2 +1 +[0-9.]*[1-9]' <<<"$out" || fail "write_lat -n 1: no sample: $(grep -E '^ [0-9]' <<<"$out")"
+echo "ok   the latency clock"
+
 # -a: every size from 2 up, one line each; --report_gbits; --out_json.
 out=$(timeout 120 "$perf" write_bw --link mem -a -n 20 --report_gbits --out_json --out_json_file=w.json 2>&1) || fail "write_bw -a: $out"
 lines=$(grep -cE '^ [0-9]+ +20 ' <<<"$out" || true)
