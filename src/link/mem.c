@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "gather.h"
@@ -70,7 +69,6 @@ struct padded_link {
 struct mem_pair {
 	struct end end[2];
 	struct xr_frame *frames;     /* the pool: first half end 0's, second half end 1's */
-	size_t frames_bytes;         /* its mapping's length */
 	uint32_t per_end;            /* frames each end owns */
 	unsigned depth;              /* frames a direction may hold */
 	_Atomic int refs;
@@ -392,8 +390,7 @@ static void pair_free(struct mem_pair *p)
 		free(e->free_stack);
 		free(e->out);
 	}
-	if (p->frames)
-		munmap(p->frames, p->frames_bytes);
+	free(p->frames);
 	free(p);
 }
 
@@ -457,17 +454,14 @@ int xr_link_mem_pair_ex(struct xr_link **a, struct xr_link **b, unsigned depth, 
 	/* Not on huge pages: MADV_HUGEPAGE measured +4 to +9 %, but a huge
 	 * page's first touch may stall for compaction mid-traffic (two CI
 	 * runs with it had an ACK later than its timeout; performance.md).
-	 * In memory before the first frame, and each page written once: the
-	 * pool is cycled through, and a frame's first use cost a fault (on
-	 * this VM, which pages in shadow tables, even a page populated by the
-	 * kernel faults at its first write from here): a ping-pong's first
-	 * thousand round trips took 13-20 us each, not 1.5. */
-	p->frames_bytes = (size_t)2 * p->per_end * sizeof(struct xr_frame);
-	p->frames = mmap(NULL, p->frames_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-			 -1, 0);
-	if (p->frames == MAP_FAILED)
-		p->frames = NULL;
-	for (size_t o = 0; p->frames && o < p->frames_bytes; o += 4096)
+	 * Each page written once now, not at each frame's first use: the pool
+	 * is cycled through, and on a VM that pages in shadow tables every
+	 * first touch from here faults (12 us a page here, even one the kernel
+	 * has populated): a ping-pong's first thousand round trips took 13-20
+	 * us each, not 1.5. It costs the pair its whole pool in memory at once
+	 * (9.4 MB at the default depth, 3.1 MB at 256) and ~11 ms. */
+	p->frames = aligned_alloc(64, (size_t)2 * p->per_end * sizeof(struct xr_frame));
+	for (size_t o = 0; p->frames && o < (size_t)2 * p->per_end * sizeof(struct xr_frame); o += 4096)
 		((volatile uint8_t *)p->frames)[o] = 0;
 	for (int i = 0; i < 2; i++) {
 		struct end *e = &p->end[i];
