@@ -47,6 +47,35 @@ static uint64_t stamp_now(bool tsc)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Both clocks at one moment: the monotonic clock read on either side of
+ * the stamp, again if something came between (a preemption there would
+ * skew the rate of a short run). */
+static void clocks_now(bool tsc, double *us, uint64_t *ticks)
+{
+	for (int i = 0; i < 5; i++) {
+		double a = now_us();
+		*ticks = stamp_now(tsc);
+		double b = now_us();
+		*us = (a + b) / 2;
+		if (b - a < 2)
+			break;
+	}
+}
+
+/* The TSC's ticks per microsecond between two readings of both clocks
+ * taken at start; the end's taken here, at least 20 ms after the start
+ * (the readings' error is a microsecond or two: a 0.01 % rate). */
+static double tsc_rate(double us0, uint64_t tick0)
+{
+	double us1;
+	uint64_t tick1;
+
+	while (now_us() - us0 < 20000)
+		;
+	clocks_now(true, &us1, &tick1);
+	return (double)(tick1 - tick0) / (us1 - us0);
+}
+
 /* The samples of a run whose posts were stamped at at[0..n-1] and which
  * ended at at[n]: n - 1 of them from post to post, perftest's, or the
  * one there is for a single iteration. Returns how many. */
@@ -142,16 +171,18 @@ int run_lat(struct side *s)
 		free(posted_at);
 		return -1;
 	}
-	if (proto_of(c).pre_run_hs && oob_handshake(&s->oob, &s->my[0], &s->rem[0]))
+	if (proto_of(c).pre_run_hs && oob_handshake(&s->oob, &s->my[0], &s->rem[0])) {
+		free(t);
+		free(posted_at);
 		return -1;
+	}
 	if (c->verb == V_SEND)
 		for (unsigned i = 0; i < 2 && i < c->rx_depth; i++)
 			post_recv_buf(s, 0, rx, (uint32_t)(size ? size : 1), i);
 	if (c->verb == V_ATOMIC && !s->server)
 		memset(rx, 0, 8);
 	if (active) {
-		us0 = now_us();
-		tick0 = stamp_now(tsc);
+		clocks_now(tsc, &us0, &tick0);
 		for (uint64_t i = 0; i < iters && !rc; i++) {
 			struct xr_sge sg = { (uintptr_t)tx, (uint32_t)size, s->mr->lkey };
 			struct xr_send_wr w = { .wr_id = i, .sg_list = &sg, .num_sge = 1, .send_flags = XR_SEND_SIGNALED };
@@ -159,7 +190,9 @@ int run_lat(struct side *s)
 			/* perftest's write_lat: the server writes first (it skips its
 			 * first poll); send_lat: the client sends first. */
 			bool my_turn = c->verb == V_WRITE ? s->server : !s->server;
-			for (uint64_t b = 0; b < size; b++)
+			/* The message the peer checks: only then (perftest sends
+			 * what the buffer holds; a fill per message would be timed). */
+			for (uint64_t b = 0; c->verify && b < size; b++)
 				tx[b] = pattern(i, b);
 			if (size)
 				tx[size - 1] = stamp;
@@ -239,10 +272,8 @@ int run_lat(struct side *s)
 			}
 		}
 		posted_at[iters] = stamp_now(tsc);
-		if (tsc) {   /* the two clocks read side by side at both ends */
-			double us = now_us() - us0;
-			ticks_per_us = us > 0 ? (double)(posted_at[iters] - tick0) / us : 1e3;
-		}
+		if (tsc)
+			ticks_per_us = tsc_rate(us0, tick0);
 		if (!rc)
 			nsamples = lat_samples(posted_at, iters, ticks_per_us, rtt_factor, t);
 	}

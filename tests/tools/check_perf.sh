@@ -27,10 +27,11 @@ for t in write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat atomic_l
 done
 
 # The latency clock (perftest's: a stamp per post, samples from post to
-# post, the TSC's rate taken against the monotonic clock): the samples of
-# a run long enough to outweigh its setup fit in the time the whole
-# command took, and fill at least a quarter of it (a rate off by 2x
-# fails one or the other); a single iteration still gives its sample.
+# post, TSC ticks turned into microseconds at a rate taken against the
+# monotonic clock): a long run's samples add up to at most the command's
+# wall time and to at least a quarter of it (0.8 here): none lost or
+# counted twice, and in microseconds, not ticks or nanoseconds. A single
+# iteration still gives its one sample.
 t0=$(date +%s%N)
 out=$(timeout 120 "$perf" write_lat --link mem -n 200000 --out_json --out_json_file=lat.json 2>&1) || fail "write_lat -n 200000: $out"
 t1=$(date +%s%N)
