@@ -28,11 +28,12 @@
 #define HOST_MAGIC 0x78726f68u         /* "xroh" */
 #define HOST_VERSION 3                 /* 3: a memfd per side, slots passed by index */
 /* Frame slots per direction, owned by its sender. Slots are reused in
- * turn, so this sets how long ago the peer read a slot we write again:
+ * turn (but a ping-pong's few: slot_take), so this sets how long ago the
+ * peer read a slot we write again:
  * 128 (550 KiB) left it in the reader's cache and every line of a frame
  * was a cross-core miss (0.79 of the mem link's bandwidth, 512: 0.91). */
 #define HOST_SLOTS 512
-#define HOST_SLOTS_WARM 32             /* slots a connection with few frames out cycles through (slot_take) */
+#define HOST_SLOTS_WARM 32             /* slots a connection with a frame or two out keeps to (slot_take) */
 #define HOST_MAX_CONNS 128
 #define HOST_MAX_NEG 256               /* remembered non-local destinations */
 #define HOST_NEG_NS 100000000ull       /* retry a non-local destination after 100 ms */

@@ -185,14 +185,17 @@ static int32_t slot_take(struct host_ep *h, struct host_conn *c)
 {
 	uint32_t i;
 
-	/* Also once HOST_SLOTS_WARM slots are out: what came back goes on
-	 * top of the stack, so traffic with few frames in flight (a
-	 * ping-pong) keeps to the same few slots instead of cycling through
-	 * all of them, each page's first touch a fault (on this VM, which
-	 * pages in shadow tables, 12 us a page: a ping-pong's first few
-	 * hundred round trips took 40 us and more). A stream, with most of
-	 * the slots out, reclaims when the stack runs dry, as before. */
-	if (!c->ntx_free || c->ntx_free == HOST_SLOTS - HOST_SLOTS_WARM)
+	/* Also once HOST_SLOTS_WARM slots are out, if nearly all of them
+	 * are back: traffic with a frame or two in flight (a ping-pong) then
+	 * keeps to the same few slots, instead of cycling through all of
+	 * them, each page's first touch a fault (on this VM, which pages in
+	 * shadow tables, 12 us a page: a ping-pong's first few hundred round
+	 * trips took 40 us and more). Traffic with more in flight cycles
+	 * through all, as the reader's cache needs (HOST_SLOTS), and reads
+	 * the peer's tail here once per cycle. */
+	if (!c->ntx_free || (c->ntx_free == HOST_SLOTS - HOST_SLOTS_WARM &&
+			     atomic_load_explicit(&c->in->ret_tail, memory_order_relaxed) - c->tx_ret_head >=
+				     HOST_SLOTS_WARM - 4))
 		reclaim(h, c);
 	if (!c->ntx_free)
 		return -1;
