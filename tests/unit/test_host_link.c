@@ -20,7 +20,6 @@
 #include <stddef.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -248,14 +247,6 @@ static void test_frames_cross_exact_and_in_order(void **state)
 	assert_int_equal(st.rx_host, ECHO_FRAMES);
 	assert_int_equal(st.peers_connected, 1);
 	xr_link_close(a);
-}
-
-static long minor_faults(void)
-{
-	struct rusage u;
-
-	getrusage(RUSAGE_SELF, &u);
-	return u.ru_minflt;
 }
 
 /* One frame in flight at a time, 3,000 times: after the first hundred

@@ -8,7 +8,6 @@
 #include <poll.h>
 #include <unistd.h>
 #include <pthread.h>
-#include <sys/resource.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,14 +31,6 @@ static uint32_t seq_of(const struct xr_frame *f)
 		if (f->data[i] != (uint8_t)(s & 0xff))
 			return UINT32_MAX;
 	return s;
-}
-
-static long minor_faults(void)
-{
-	struct rusage u;
-
-	getrusage(RUSAGE_SELF, &u);
-	return u.ru_minflt;
 }
 
 /* Every frame of the pool used once, each way, whole: no page of it is

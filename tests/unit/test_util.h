@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 /* Hex string with optional spaces, '|' and newlines -> bytes; returns length. */
 static inline size_t hex_to_bytes(const char *hex, uint8_t *out, size_t cap)
@@ -33,6 +34,15 @@ static inline size_t hex_to_bytes(const char *hex, uint8_t *out, size_t cap)
 		}
 	}
 	return n;
+}
+
+/* Page faults this process has taken (a first touch of memory). */
+static inline long minor_faults(void)
+{
+	struct rusage u;
+
+	getrusage(RUSAGE_SELF, &u);
+	return u.ru_minflt;
 }
 
 /* xorshift64*: a seeded generator so failing runs are reproducible. */
