@@ -166,12 +166,7 @@ int run_lat(struct side *s)
 	int rc = 0;
 	bool active = !s->server || c->verb == V_WRITE || c->verb == V_SEND;
 
-	if (!t || !posted_at) {
-		free(t);
-		free(posted_at);
-		return -1;
-	}
-	if (proto_of(c).pre_run_hs && oob_handshake(&s->oob, &s->my[0], &s->rem[0])) {
+	if (!t || !posted_at || (proto_of(c).pre_run_hs && oob_handshake(&s->oob, &s->my[0], &s->rem[0]))) {
 		free(t);
 		free(posted_at);
 		return -1;

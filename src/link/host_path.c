@@ -180,22 +180,26 @@ static void reclaim(struct host_ep *h, struct host_conn *c)
 	}
 }
 
+/* HOST_SLOTS_WARM slots out, and nearly all of them back (a frame or two
+ * in flight, as a ping-pong keeps): taken back now, on top of the stack,
+ * such traffic keeps to the same few slots instead of cycling through all
+ * of them, each page's first touch a fault (on this VM, which pages in
+ * shadow tables, 12 us a page: a ping-pong's first few hundred round
+ * trips took 40 us and more). Traffic with more in flight cycles through
+ * all, as the reader's cache needs (HOST_SLOTS), and reads the peer's
+ * tail here once per cycle. The tail is the peer's: reclaim checks it. */
+static bool warm_slots_back(const struct host_conn *c)
+{
+	return c->ntx_free == HOST_SLOTS - HOST_SLOTS_WARM &&
+	       atomic_load_explicit(&c->in->ret_tail, memory_order_relaxed) - c->tx_ret_head >= HOST_SLOTS_WARM - 4;
+}
+
 /* A free slot of c for the caller (state TX_ENGINE), or -1. */
 static int32_t slot_take(struct host_ep *h, struct host_conn *c)
 {
 	uint32_t i;
 
-	/* Also once HOST_SLOTS_WARM slots are out, if nearly all of them
-	 * are back: traffic with a frame or two in flight (a ping-pong) then
-	 * keeps to the same few slots, instead of cycling through all of
-	 * them, each page's first touch a fault (on this VM, which pages in
-	 * shadow tables, 12 us a page: a ping-pong's first few hundred round
-	 * trips took 40 us and more). Traffic with more in flight cycles
-	 * through all, as the reader's cache needs (HOST_SLOTS), and reads
-	 * the peer's tail here once per cycle. */
-	if (!c->ntx_free || (c->ntx_free == HOST_SLOTS - HOST_SLOTS_WARM &&
-			     atomic_load_explicit(&c->in->ret_tail, memory_order_relaxed) - c->tx_ret_head >=
-				     HOST_SLOTS_WARM - 4))
+	if (!c->ntx_free || warm_slots_back(c))
 		reclaim(h, c);
 	if (!c->ntx_free)
 		return -1;

@@ -440,6 +440,7 @@ int xr_link_mem_pair_ex(struct xr_link **a, struct xr_link **b, unsigned depth, 
 {
 	/* Aligned as its lines are laid out (calloc gives 16 bytes). */
 	struct mem_pair *p;
+	size_t pool_bytes;
 	int err = 0;
 
 	if (flags & ~XR_MEM_GATHER)
@@ -460,8 +461,9 @@ int xr_link_mem_pair_ex(struct xr_link **a, struct xr_link **b, unsigned depth, 
 	 * has populated): a ping-pong's first thousand round trips took 13-20
 	 * us each, not 1.5. It costs the pair its whole pool in memory at once
 	 * (9.4 MB at the default depth, 3.1 MB at 256) and ~11 ms. */
-	p->frames = aligned_alloc(64, (size_t)2 * p->per_end * sizeof(struct xr_frame));
-	for (size_t o = 0; p->frames && o < (size_t)2 * p->per_end * sizeof(struct xr_frame); o += 4096)
+	pool_bytes = (size_t)2 * p->per_end * sizeof(struct xr_frame);
+	p->frames = aligned_alloc(64, pool_bytes);
+	for (size_t o = 0; p->frames && o < pool_bytes; o += 4096)
 		((volatile uint8_t *)p->frames)[o] = 0;
 	for (int i = 0; i < 2; i++) {
 		struct end *e = &p->end[i];

@@ -2,8 +2,9 @@
 /*
  * The in-memory link on its own: order and backpressure per direction,
  * frames returning to their owner's pool, the pool in memory before the
- * first frame, the armed wakeup, and two threads streaming both ways at once (ASan/TSan-style races show here
- * as lost, duplicated or reordered frames).
+ * first frame, the armed wakeup, and two threads streaming both ways at
+ * once (ASan/TSan-style races show here as lost, duplicated or reordered
+ * frames).
  */
 #include <poll.h>
 #include <unistd.h>
@@ -44,7 +45,7 @@ static void test_the_pool_is_in_memory_before_traffic(void **state)
 	(void)state;
 	assert_int_equal(xr_link_mem_pair(&l[0], &l[1], 0), 0);
 	before = minor_faults();
-	for (unsigned k = 0; k < 2 * 1152; k++) {
+	for (unsigned k = 0; k < 2 * 1152; k++) {   /* a side's pool: the default depth 1,024 + 128 */
 		struct xr_frame *f = xr_link_frame_alloc(l[k & 1]);
 		assert_non_null(f);
 		f->len = XR_MAX_FRAME;
