@@ -54,7 +54,8 @@ int xr_engine_start_thread(struct xr_engine *e);
 /* A pass run by a caller that polls for completions while the engine has
  * its own thread: while callers keep doing so, the thread stays out of
  * their way (on a small machine it would take the cores they spin on and
- * be preempted holding the pipeline); it takes over when they stop. */
+ * be preempted holding the pipeline); it takes over when they stop. The
+ * pass is xr_engine_poll's: such callers come back within microseconds. */
 int xr_engine_assist(struct xr_engine *e);
 /* The caller has nothing in flight any more (its last completion) or is
  * about to block (arming a CQ for an event): it may not call again soon,

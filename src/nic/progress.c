@@ -103,7 +103,7 @@ void xr_progress_lease(struct xr_engine *e)
 int xr_engine_assist(struct xr_engine *e)
 {
 	xr_progress_lease(e);
-	return xr_engine_progress(e);
+	return xr_engine_poll(e);   /* its callers poll in tight loops */
 }
 
 static bool assisted_lately(struct xr_engine *e)

@@ -141,6 +141,34 @@ static bool readable(int fd)
 	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
+/* The pause's arm (ops->arm) says whether a frame already waits, so the
+ * caller takes it rather than leave it to a wakeup. It looks at the next
+ * slot, not the producer's tail: check it wherever the head stands,
+ * across the ring's wrap. */
+static void test_arm_sees_a_queued_frame(void **state)
+{
+	struct xr_link *a, *b;
+	struct xr_frame *f, *got[4];
+
+	(void)state;
+	assert_int_equal(xr_link_mem_pair(&a, &b, 16), 0);
+	for (unsigned i = 0; i < 70; i++) {
+		assert_int_equal(b->ops->arm(b, true), 0);   /* nothing waits */
+		f = xr_link_frame_alloc(a);
+		assert_non_null(f);
+		fill(f, i);
+		assert_int_equal(xr_link_send(a, &f, 1), 1);
+		assert_int_equal(b->ops->arm(b, true), 1);   /* one waits: take it */
+		assert_int_equal(b->ops->arm(b, false), 0);
+		assert_int_equal(xr_link_recv(b, got, 4), 1);
+		assert_int_equal(seq_of(got[0]), i);
+		xr_link_frame_free(b, got[0]);
+	}
+	assert_int_equal(b->ops->arm(b, true), 0);
+	xr_link_close(a);
+	xr_link_close(b);
+}
+
 /* wait_fd arms the wakeup: a frame after arming makes the fd readable, a
  * frame already queued when arming does too, and an unarmed end is not
  * woken (no syscall per frame on the fast path). */
@@ -262,6 +290,7 @@ int main(void)
 		cmocka_unit_test(test_pool_returns),
 		cmocka_unit_test(test_the_pool_is_in_memory_before_traffic),
 		cmocka_unit_test(test_armed_wakeup),
+		cmocka_unit_test(test_arm_sees_a_queued_frame),
 		cmocka_unit_test(test_two_threads_both_ways),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
