@@ -459,9 +459,13 @@ static void test_settle_copies_unclaimed_and_waits_for_a_reader(void **state)
 	s.l = a;
 	atomic_init(&s.done, false);
 	assert_int_equal(pthread_create(&t, NULL, settle_thread, &s), 0);
+	/* The settle's first step, however late its thread runs (a fixed
+	 * 50 ms failed now and then on a loaded machine). */
+	for (int i = 0; i < 5000 && !__atomic_load_n(&a->stats.gather_settled, __ATOMIC_RELAXED); i++)
+		usleep(1000);
+	assert_int_equal(a->stats.gather_settled, 1);       /* the other copied in */
 	usleep(50 * 1000);
 	assert_false(atomic_load(&s.done));                 /* waits for the reader */
-	assert_int_equal(a->stats.gather_settled, 1);       /* the other copied in */
 	xr_link_frame_free(b, got[0]);
 	for (int i = 0; i < 2000 && !atomic_load(&s.done); i++)
 		usleep(1000);
