@@ -54,8 +54,7 @@ int xr_engine_start_thread(struct xr_engine *e);
 /* A pass run by a caller that polls for completions while the engine has
  * its own thread: while callers keep doing so, the thread stays out of
  * their way (on a small machine it would take the cores they spin on and
- * be preempted holding the pipeline); it takes over when they stop. The
- * pass is xr_engine_poll's: such callers come back within microseconds. */
+ * be preempted holding the pipeline); it takes over when they stop. */
 int xr_engine_assist(struct xr_engine *e);
 /* The caller has nothing in flight any more (its last completion) or is
  * about to block (arming a CQ for an event): it may not call again soon,
@@ -99,10 +98,14 @@ void xr_engine_stop_thread(struct xr_engine *e);
 void xr_engine_set_clock(struct xr_engine *e, uint64_t (*fn)(void *ctx), void *ctx);
 
 /* Completion interrupts: fn(ctx, cqn) runs when an armed CQ gets a CQE
- * (from the engine's thread or the progressing caller). */
+ * (from the engine's thread or the progressing caller), once the pass
+ * that wrote it has let go of its locks: fn may use the engine. */
 void xr_engine_set_irq(struct xr_engine *e, void (*fn)(void *ctx, uint32_t cqn), void *ctx);
 /* The event queue's interrupt: fn(ctx, type, qpn) runs after each event is
- * logged (enum xr_event_type; from whichever thread logged it). Set it
+ * logged (enum xr_event_type; from whichever thread logged it, in the
+ * order it logged them): an event a register access raised, inside that
+ * access (fn may read the log through the registers); one a pass raised,
+ * once the pass has let go of its locks. fn may use the engine. Set it
  * before traffic starts. */
 void xr_engine_set_event_irq(struct xr_engine *e, void (*fn)(void *ctx, uint32_t type, uint32_t qpn), void *ctx);
 

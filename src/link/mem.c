@@ -29,9 +29,9 @@
 
 /* A single-producer single-consumer ring of frame pointers. A slot is
  * NULL until the producer fills it and again once the consumer took it,
- * so the consumer finds a frame by reading its slot alone: the tail, one
- * more line from the other core before every frame, is read only to
- * count what waits (backlog, sleeping). */
+ * so the consumer finds a frame by reading its slot alone (ring_ready,
+ * ring_get): the tail, one more line from the other core before every
+ * frame, is read only to count what waits (the backlog). */
 struct ring {
 	_Alignas(64) _Atomic uint32_t tail;   /* written by the producer */
 	uint32_t head_seen;          /* the producer's last read of head */
@@ -372,7 +372,9 @@ static int mem_arm(struct xr_link *l, bool arm)
 	 * frame is seen in its slot, a line this end just read: the tail
 	 * (ring_count) is the producer's line, which receiving never reads,
 	 * and reading it made every pause a miss on the other core (a
-	 * tenth of a ping-pong's half round trip through the thread). */
+	 * tenth of a ping-pong's half round trip through the thread). The
+	 * head is read plainly: callers hold the engine's dp_mutex, as every
+	 * consumer does (a stale head would find an emptied slot). */
 	atomic_thread_fence(memory_order_seq_cst);
 	return arm && ring_ready(&e->in);
 }

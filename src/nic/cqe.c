@@ -72,8 +72,8 @@ bool xr_complete(struct xr_engine *e, struct xr_qp *qp, uint32_t cqn, const stru
 	xr_count(e, XR_CNT_CQES, 1);
 	if (wc->status != XR_WC_SUCCESS)
 		xr_evlog_add(e, XR_EV_WQE_COMPLETED, qp->qpn, wc->status, (uint32_t)wc->wr_id);
-	if (fire && e->irq)
-		e->irq(e->irq_ctx, cqn);
+	if (fire)
+		xr_irq_cq(e, cqn);
 	return true;
 }
 

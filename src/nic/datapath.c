@@ -45,6 +45,9 @@ static _Thread_local bool post_streaming;   /* xr_engine_post_stream: end takes 
 static _Thread_local const struct xr_engine *pass_owner;
 /* The pass runs for xr_engine_poll: its caller comes back at once. */
 static _Thread_local bool pass_polling;
+/* The clock as the caller has just read it (an assisting caller's lease
+ * stamp, xr_engine_poll_at): the pass reads it no second time. 0: none. */
+static _Thread_local uint64_t pass_now;
 
 void xr_dp_wake_thread(struct xr_engine *e)
 {
@@ -536,7 +539,12 @@ static void serve_qp(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, ui
  * (which would see a timer eight slices late), a test's own clock. */
 static bool idle_timer_look(struct xr_engine *e)
 {
-	return !pass_polling || e->clock_fn || (++e->idle_polls & 7) == 0;
+	return !pass_polling || pass_now || e->clock_fn || (++e->idle_polls & 7) == 0;
+}
+
+static uint64_t pass_clock(const struct xr_engine *e)
+{
+	return pass_now && !e->clock_fn ? pass_now : xr_engine_now(e);
 }
 
 /* *movable: a QP was left with work it can do at once (qp_can_move), or
@@ -593,7 +601,7 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 	/* An idle pass stops here without a lock (or, with no QP waiting, a
 	 * clock read): a QP marked busy meanwhile is seen by the next pass. */
 	if (!__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) && e->nwait && timers && idle_timer_look(e))
-		unpark_due(e, xr_engine_now(e));
+		unpark_due(e, pass_clock(e));
 	if (!__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE)) {
 		tx_flush(e, tx);
 		due = e->nwaiting ? e->wait_due_ns : UINT64_MAX;
@@ -603,7 +611,7 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 			atomic_store_explicit(&e->cc_due_ns, due, memory_order_relaxed);
 		return work;
 	}
-	now = xr_engine_now(e);
+	now = pass_clock(e);
 	if (timers)
 		unpark_due(e, now);
 	/* The QPs busy now, oldest first; those it puts back (and any a
@@ -664,6 +672,7 @@ int xr_dp_pass(struct xr_engine *e, bool block, bool *ran)
 {
 	bool movable = false;
 	int work = 0;
+	struct xr_irq_held held;
 
 	if (ran)
 		*ran = false;
@@ -672,6 +681,7 @@ int xr_dp_pass(struct xr_engine *e, bool block, bool *ran)
 	if (ran)
 		*ran = true;
 	pass_owner = e;
+	xr_irq_hold_begin(e, &held);
 	if (!(xr_reg_get(e, XR_REG_CTRL) & XR_CTRL_SOFT_RESET))
 		work = progress_locked(e, &movable);
 	/* A caller's pass left frames in the link that leave only on a later
@@ -679,8 +689,10 @@ int xr_dp_pass(struct xr_engine *e, bool block, bool *ran)
 	 * must look again (its own sleep checks this under dp_mutex). */
 	if (!xr_progress_is_thread(e) && thread_sleeps_untimed(e) && xr_link_tx_held(e->link))
 		arm_tick(e);
+	xr_irq_hold_take(e, &held);
 	pass_owner = NULL;
 	pthread_mutex_unlock(&e->dp_mutex);
+	xr_irq_hold_deliver(e, &held);
 	/* A caller's pass left work that cannot wait for its next call: the
 	 * sleeping thread takes it (the thread's own pass loops by itself). */
 	if (movable && !xr_progress_is_thread(e) && e->doorbell_efd >= 0 &&
@@ -701,6 +713,16 @@ int xr_engine_poll(struct xr_engine *e)
 	pass_polling = true;
 	work = xr_dp_pass(e, false, NULL);
 	pass_polling = false;
+	return work;
+}
+
+int xr_engine_poll_at(struct xr_engine *e, uint64_t now)
+{
+	int work;
+
+	pass_now = now;
+	work = xr_engine_poll(e);
+	pass_now = 0;
 	return work;
 }
 
@@ -768,6 +790,7 @@ void xr_datapath_fini(struct xr_engine *e)
 	if (e->link)
 		xr_link_settle(e->link);   /* the host's memory may go with the engine */
 	free(e->txq);
+	free(e->irq_held.cqn);
 	free(e->busy);
 	free(e->wait);
 	if (e->doorbell_efd >= 0)

@@ -84,9 +84,11 @@ static void move_off_this_core(void)
  * completion) has earned nothing. */
 #define ASSIST_LEASE_MAX_NS 4000000
 
-void xr_progress_lease(struct xr_engine *e)
+uint64_t xr_progress_lease(struct xr_engine *e)
 {
-	atomic_store_explicit(&e->progress.assist_ns, xr_now_ns(), memory_order_relaxed);
+	uint64_t now = xr_now_ns();
+
+	atomic_store_explicit(&e->progress.assist_ns, now, memory_order_relaxed);
 	/* Back from a pause with a request out (a ping-pong's post, then
 	 * polls for its ACK): the frames are ours to take again, not the
 	 * thread's to wake for (a frame between the two wakes it: it finds
@@ -98,12 +100,14 @@ void xr_progress_lease(struct xr_engine *e)
 	    (__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) || __atomic_load_n(&e->nwaiting, __ATOMIC_ACQUIRE)) &&
 	    atomic_exchange(&e->progress.paused, false))
 		xr_dp_link_arm(e, false);
+	return now;
 }
 
 int xr_engine_assist(struct xr_engine *e)
 {
-	xr_progress_lease(e);
-	return xr_engine_poll(e);   /* its callers poll in tight loops */
+	/* The lease's clock reading serves the pass's timers, all of them:
+	 * while the caller holds the lease its passes are the only ones. */
+	return xr_engine_poll_at(e, xr_progress_lease(e));
 }
 
 static bool assisted_lately(struct xr_engine *e)

@@ -286,6 +286,45 @@ static void test_a_polling_caller_holds_the_thread_back(void **state)
 	h_close(&p);
 }
 
+/* While a caller holds the lease its polls are the only passes, so each
+ * must serve the timers: one poll after a request's ACK timer fell due
+ * retransmits it. A poll that looked at the timers one call in eight left
+ * them to a caller that polled every 2 ms to fire 12 ms late. b's WRITEs
+ * go to a whose thread is stopped: no ACK comes. A round the thread
+ * served itself (it slept past the lease: a preempted caller) proves
+ * nothing. */
+static void test_an_assisting_poll_serves_a_due_timer(void **state)
+{
+	struct pair p;
+	struct h_opts o = { .mode = XR_PROGRESS_THREAD, .mtu = XR_MTU_1024, .buf_len = 4096,
+			    .timeout = 5, .retry_cnt = 7, .rnr_retry = 7, .retry7_forever = true };
+	struct xr_wc wc;
+	int conclusive = 0;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &o), 0);
+	xr_engine_stop_thread(eng(&p.a));
+	post_write(&p, 1);
+	for (int r = 0; r < 300 && conclusive < 8; r++) {
+		uint64_t before, slept;
+
+		assert_int_equal(xr_poll_cq(p.b.cq, 1, &wc), 0);   /* the lease */
+		before = h_counter(&p.b, XR_CNT_RETRANSMITS);
+		slept = h_now_ns();
+		usleep(200);   /* the timer (131 us) falls due; the lease (500 us) holds */
+		slept = h_now_ns() - slept;
+		if (slept > 400000 || h_counter(&p.b, XR_CNT_RETRANSMITS) != before)
+			continue;   /* the thread's, or too late to tell */
+		assert_int_equal(xr_poll_cq(p.b.cq, 1, &wc), 0);
+		conclusive++;
+		assert_int_equal(h_counter(&p.b, XR_CNT_RETRANSMITS), before + 1);
+	}
+	printf("%d rounds: each poll retransmitted\n", conclusive);
+	assert_true(conclusive >= 4);
+	assert_int_equal(xr_engine_start_thread(eng(&p.a)), 0);
+	stop_b_and_close(&p);
+}
+
 /* The thread standing by for a lease still stops at once when the device
  * closes, also right after the caller handed the engine back: the close's
  * wakeup and the hand-back's were read together, and the thread went to
@@ -324,6 +363,7 @@ int main(void)
 		cmocka_unit_test(test_a_renewed_lease_is_looked_at_less_often),
 		cmocka_unit_test(test_a_lease_taken_again_starts_short),
 		cmocka_unit_test(test_a_polling_caller_holds_the_thread_back),
+		cmocka_unit_test(test_an_assisting_poll_serves_a_due_timer),
 		cmocka_unit_test(test_stop_right_after_the_hand_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
