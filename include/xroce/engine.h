@@ -99,14 +99,16 @@ void xr_engine_set_clock(struct xr_engine *e, uint64_t (*fn)(void *ctx), void *c
 
 /* Completion interrupts: fn(ctx, cqn) runs when an armed CQ gets a CQE
  * (from the engine's thread or the progressing caller), once the pass
- * that wrote it has let go of its locks: fn may use the engine. */
+ * that wrote it has ended: fn may use the engine. */
 void xr_engine_set_irq(struct xr_engine *e, void (*fn)(void *ctx, uint32_t cqn), void *ctx);
 /* The event queue's interrupt: fn(ctx, type, qpn) runs after each event is
  * logged (enum xr_event_type; from whichever thread logged it, in the
- * order it logged them): an event a register access raised, inside that
- * access (fn may read the log through the registers); one a pass raised,
- * once the pass has let go of its locks. fn may use the engine. Set it
- * before traffic starts. */
+ * order it logged them), once the register access or the pass that
+ * logged it has ended: fn may use the engine, and reads the registers as
+ * the access left them. As a CPU's interrupt, it may come between two
+ * accesses of a command sequence on that thread (select, shadow, command,
+ * status): a handler that issues commands of its own must not meet one
+ * half done. Both handlers: set before traffic starts. */
 void xr_engine_set_event_irq(struct xr_engine *e, void (*fn)(void *ctx, uint32_t type, uint32_t qpn), void *ctx);
 
 /* What the engine holds for its QPs (sizing; bench-scale reports it).

@@ -672,7 +672,8 @@ int xr_dp_pass(struct xr_engine *e, bool block, bool *ran)
 {
 	bool movable = false;
 	int work = 0;
-	struct xr_irq_held held;
+	uint64_t now_before;
+	bool polling_before;
 
 	if (ran)
 		*ran = false;
@@ -681,7 +682,7 @@ int xr_dp_pass(struct xr_engine *e, bool block, bool *ran)
 	if (ran)
 		*ran = true;
 	pass_owner = e;
-	xr_irq_hold_begin(e, &held);
+	xr_irq_hold();
 	if (!(xr_reg_get(e, XR_REG_CTRL) & XR_CTRL_SOFT_RESET))
 		work = progress_locked(e, &movable);
 	/* A caller's pass left frames in the link that leave only on a later
@@ -689,10 +690,16 @@ int xr_dp_pass(struct xr_engine *e, bool block, bool *ran)
 	 * must look again (its own sleep checks this under dp_mutex). */
 	if (!xr_progress_is_thread(e) && thread_sleeps_untimed(e) && xr_link_tx_held(e->link))
 		arm_tick(e);
-	xr_irq_hold_take(e, &held);
 	pass_owner = NULL;
 	pthread_mutex_unlock(&e->dp_mutex);
-	xr_irq_hold_deliver(e, &held);
+	/* The interrupts it raised: a handler's own passes read the clock. */
+	now_before = pass_now;
+	polling_before = pass_polling;
+	pass_now = 0;
+	pass_polling = false;
+	xr_irq_release();
+	pass_now = now_before;
+	pass_polling = polling_before;
 	/* A caller's pass left work that cannot wait for its next call: the
 	 * sleeping thread takes it (the thread's own pass loops by itself). */
 	if (movable && !xr_progress_is_thread(e) && e->doorbell_efd >= 0 &&
@@ -790,7 +797,6 @@ void xr_datapath_fini(struct xr_engine *e)
 	if (e->link)
 		xr_link_settle(e->link);   /* the host's memory may go with the engine */
 	free(e->txq);
-	free(e->irq_held.cqn);
 	free(e->busy);
 	free(e->wait);
 	if (e->doorbell_efd >= 0)

@@ -83,16 +83,7 @@ struct xr_engine *xr_engine_create(void)
 	e->srqs = calloc(XR_MAX_SRQ, sizeof(*e->srqs));
 	if (!e->mrs || !e->mr_variant || !e->cqs || !e->srqs)
 		goto nomem;
-	/* Recursive: an event's interrupt runs in the register access that
-	 * raised it (an enable, a command, an error), and its handler reads
-	 * the event log through the registers. */
-	{
-		pthread_mutexattr_t a;
-		pthread_mutexattr_init(&a);
-		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
-		pthread_mutex_init(&e->reg_lock, &a);
-		pthread_mutexattr_destroy(&a);
-	}
+	pthread_mutex_init(&e->reg_lock, NULL);
 	pthread_mutex_init(&e->evlog_lock, NULL);
 	e->debug.listen_fd = -1;
 	e->t0_ns = xr_now_ns();
@@ -175,7 +166,6 @@ void xr_evlog_add(struct xr_engine *e, enum xr_event_type t, uint32_t qpn, uint3
 {
 	uint64_t seq, ts;
 	struct xr_evlog_slot *sl;
-	bool held = xr_dp_in_pass(e);
 
 	if ((unsigned)t < 32 && (xr_reg_get(e, XR_REG_EVLOG_MASK) >> t & 1))
 		return;   /* filtered (EVLOG_MASK): nor is its interrupt raised */
@@ -193,14 +183,9 @@ void xr_evlog_add(struct xr_engine *e, enum xr_event_type t, uint32_t qpn, uint3
 	__atomic_store_n(&sl->ev.qpn, qpn, __ATOMIC_RELAXED);
 	__atomic_store_n(&sl->ev.arg0, a0, __ATOMIC_RELAXED);
 	__atomic_store_n(&sl->ev.arg1, a1, __ATOMIC_RELAXED);
-	__atomic_store_n(&sl->held, held, __ATOMIC_RELAXED);
 	atomic_store_explicit(&sl->tag, 2 * seq + 2, memory_order_release);
 	pthread_mutex_unlock(&e->evlog_lock);
-	/* Inside a pass the handler would run under its locks, and one that
-	 * touches the engine (a counter clear, a QP commit) would deadlock:
-	 * the pass raises it when it ends (irq.c). */
-	if (e->event_irq && !held)
-		e->event_irq(e->event_irq_ctx, t, qpn);
+	xr_irq_event(e, t, qpn);   /* inside an access or a pass: at its end (irq.c) */
 }
 
 /* The selected event into the EVLOG_* read registers' values: invalid when

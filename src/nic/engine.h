@@ -250,16 +250,6 @@ struct xr_evlog_entry {
 struct xr_evlog_slot {
 	_Atomic uint64_t tag;
 	struct xr_evlog_entry ev;    /* fields written and read with relaxed atomics */
-	uint8_t held;                /* logged inside a pass: its interrupt waits for the pass's end (irq.c) */
-};
-
-/* Interrupts raised inside a pass, held until the pass has let go of its
- * locks (irq.c): the events' range of the log, and the CQs that fired. */
-struct xr_irq_held {
-	uint64_t ev_from, ev_to;
-	uint32_t cqn[32];
-	uint32_t *more;              /* past 32: the pass's list, moved out */
-	unsigned ncq;
 };
 
 struct xr_engine {
@@ -334,10 +324,6 @@ struct xr_engine {
 	struct xr_pfc pfc;                     /* PFC and PAUSE (pfc.c) */
 	void (*irq)(void *ctx, uint32_t cqn);  /* completion interrupt (MSI-X) */
 	void *irq_ctx;
-	struct {                               /* CQs that fired inside the pass (dp_mutex) */
-		uint32_t *cqn;
-		unsigned n, cap;
-	} irq_held;
 	void (*event_irq)(void *ctx, uint32_t type, uint32_t qpn);  /* event queue interrupt */
 	void *event_irq_ctx;
 	struct {
@@ -406,11 +392,22 @@ void xr_engine_soft_reset(struct xr_engine *e);
 void xr_evlog_read(struct xr_engine *e, uint64_t seq, struct xr_evlog_entry *out, bool *valid);
 uint64_t xr_evlog_count(struct xr_engine *e);
 void xr_evlog_add(struct xr_engine *e, enum xr_event_type t, uint32_t qpn, uint32_t a0, uint32_t a1);
-/* Interrupts (irq.c): raised now, or, inside a pass, held for its end. */
+/* Interrupts (irq.c): raised at once, or, inside a register access or a
+ * pass (between xr_irq_hold and xr_irq_release), once the thread has left
+ * the outermost of them. */
+void xr_irq_event(struct xr_engine *e, uint32_t type, uint32_t qpn);
 void xr_irq_cq(struct xr_engine *e, uint32_t cqn);
-void xr_irq_hold_begin(struct xr_engine *e, struct xr_irq_held *h);
-void xr_irq_hold_take(struct xr_engine *e, struct xr_irq_held *h);
-void xr_irq_hold_deliver(struct xr_engine *e, struct xr_irq_held *h);
+extern _Thread_local unsigned xr_irq_depth, xr_irq_queued;
+void xr_irq_deliver(void);
+static inline void xr_irq_hold(void)
+{
+	xr_irq_depth++;
+}
+static inline void xr_irq_release(void)
+{
+	if (!--xr_irq_depth && xr_irq_queued)
+		xr_irq_deliver();
+}
 
 /* Table commands (qp.c, mr.c, cq.c): return an enum xr_cmd_status. */
 enum xr_cmd_status xr_qp_cmd(struct xr_engine *e, uint32_t cmd);

@@ -1,101 +1,111 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Interrupts: the completion interrupt (an armed CQ got a CQE) and the
- * event queue's (an event was logged). Raised outside a pass, the handler
- * runs at once, in the thread that raised it (a register access: its lock
- * is recursive, so the handler may read the log through the registers).
- * Raised inside a pass, it waits for the pass to end: the pass holds the
- * data path's lock and a QP's, and a handler that touched the engine
- * (cleared the counters, committed or reset a QP, reset the engine) would
- * wait for them forever. So does hardware: an interrupt reaches the host
- * after the pipeline's write that raised it, never inside the pipeline.
+ * event queue's (an event was logged). Raised inside a register access or
+ * a pass, an interrupt waits until the thread has left the outermost of
+ * them: the access holds the register lock and the register window's
+ * state (a command's status, the selected QP), the pass the data path's
+ * lock and a QP's, and a handler that touched the engine (read the log
+ * through the registers, cleared the counters, committed a QP) would wait
+ * for them forever or change what the access returns. So does hardware:
+ * an interrupt reaches the host after the access or the pipeline's write
+ * that raised it. Raised anywhere else, the handler runs at once.
+ *
+ * Held interrupts queue per thread, in the order raised; a handler that
+ * itself enters the engine raises its own behind them.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
 
-void xr_irq_cq(struct xr_engine *e, uint32_t cqn)
+struct held_irq {
+	struct xr_engine *e;
+	uint32_t type;    /* an event's type, or HELD_CQ */
+	uint32_t arg;     /* the event's QPN, or the CQ's number */
+};
+
+#define HELD_CQ UINT32_MAX
+
+#define HELD_INLINE 64
+
+_Thread_local unsigned xr_irq_depth;    /* register accesses and passes entered */
+_Thread_local unsigned xr_irq_queued;   /* held, delivered or not yet */
+
+static _Thread_local struct {
+	struct held_irq *q;      /* the inline array, or past it one on the heap */
+	unsigned next, cap;      /* next: the first not delivered yet */
+	struct held_irq inline_q[HELD_INLINE];
+} held;
+
+static void run(const struct held_irq *h)
 {
-	if (!e->irq)
-		return;
-	if (xr_dp_in_pass(e)) {
-		if (e->irq_held.n == e->irq_held.cap) {
-			unsigned cap = e->irq_held.cap ? 2 * e->irq_held.cap : 64;
-			uint32_t *c = realloc(e->irq_held.cqn, cap * sizeof(*c));
-			if (c) {
-				e->irq_held.cqn = c;
-				e->irq_held.cap = cap;
+	struct xr_engine *e = h->e;
+
+	/* The handler as it is now: one may have been cleared meanwhile. */
+	if (h->type == HELD_CQ) {
+		void (*fn)(void *, uint32_t) = e->irq;
+		if (fn)
+			fn(e->irq_ctx, h->arg);
+	} else {
+		void (*fn)(void *, uint32_t, uint32_t) = e->event_irq;
+		if (fn)
+			fn(e->event_irq_ctx, h->type, h->arg);
+	}
+}
+
+static void raise_irq(struct xr_engine *e, uint32_t type, uint32_t arg)
+{
+	struct held_irq h = { e, type, arg };
+
+	if (xr_irq_depth) {
+		if (!held.q) {
+			held.q = held.inline_q;
+			held.cap = HELD_INLINE;
+		}
+		if (xr_irq_queued == held.cap) {
+			struct held_irq *q = held.q == held.inline_q ? malloc(2 * held.cap * sizeof(*q))
+								     : realloc(held.q, 2 * held.cap * sizeof(*q));
+			if (q) {
+				if (held.q == held.inline_q)
+					memcpy(q, held.inline_q, sizeof(held.inline_q));
+				held.q = q;
+				held.cap *= 2;
 			}
 		}
-		if (e->irq_held.n < e->irq_held.cap) {
-			e->irq_held.cqn[e->irq_held.n++] = cqn;
+		if (xr_irq_queued < held.cap) {
+			held.q[xr_irq_queued++] = h;
 			return;
 		}
 		/* Out of memory: raised now rather than lost. */
 	}
-	e->irq(e->irq_ctx, cqn);
+	run(&h);
 }
 
-void xr_irq_hold_begin(struct xr_engine *e, struct xr_irq_held *h)
+void xr_irq_event(struct xr_engine *e, uint32_t type, uint32_t qpn)
 {
-	h->ev_from = atomic_load_explicit(&e->evlog_seq, memory_order_relaxed);
-	h->ncq = 0;
-	h->more = NULL;
+	if (e->event_irq)
+		raise_irq(e, type, qpn);
 }
 
-/* Before the pass lets go of dp_mutex: what it raised, moved out. */
-void xr_irq_hold_take(struct xr_engine *e, struct xr_irq_held *h)
+void xr_irq_cq(struct xr_engine *e, uint32_t cqn)
 {
-	unsigned n = e->irq_held.n;
+	if (e->irq)
+		raise_irq(e, HELD_CQ, cqn);
+}
 
-	h->ev_to = atomic_load_explicit(&e->evlog_seq, memory_order_relaxed);
-	h->ncq = n;
-	if (!n)
-		return;
-	if (n <= sizeof(h->cqn) / sizeof(h->cqn[0])) {
-		memcpy(h->cqn, e->irq_held.cqn, n * sizeof(h->cqn[0]));
-	} else {
-		h->more = e->irq_held.cqn;   /* the next pass that needs one allocates anew */
-		e->irq_held.cqn = NULL;
-		e->irq_held.cap = 0;
+/* The thread has left the outermost access or pass. A handler that
+ * enters the engine delivers what it raised from its own release, and
+ * what is left of ours after it: each once, in order. */
+void xr_irq_deliver(void)
+{
+	while (held.next < xr_irq_queued) {
+		struct held_irq h = held.q[held.next++];   /* a copy: the queue may grow */
+		run(&h);
 	}
-	e->irq_held.n = 0;
-}
-
-/* Whether event seq is whole in the log and was held by a pass, and what
- * its handler is told; a slot rewritten meanwhile (the ring lapped it, or
- * another thread's event is being written there) is not. */
-static bool held_event(struct xr_engine *e, uint64_t seq, uint32_t *type, uint32_t *qpn)
-{
-	const struct xr_evlog_slot *sl = &e->evlog[seq % XR_EVLOG_ENTRIES];
-	uint64_t t1 = atomic_load_explicit(&sl->tag, memory_order_acquire), t2;
-	bool held;
-
-	*type = __atomic_load_n(&sl->ev.type, __ATOMIC_RELAXED);
-	*qpn = __atomic_load_n(&sl->ev.qpn, __ATOMIC_RELAXED);
-	held = __atomic_load_n(&sl->held, __ATOMIC_RELAXED);
-	atomic_thread_fence(memory_order_acquire);   /* the fields before the second look */
-	t2 = atomic_load_explicit(&sl->tag, memory_order_relaxed);
-	return held && t1 == t2 && t1 == 2 * seq + 2;
-}
-
-/* After the pass let go: the completions' handlers, then the events',
- * each in the order raised. */
-void xr_irq_hold_deliver(struct xr_engine *e, struct xr_irq_held *h)
-{
-	const uint32_t *cqn = h->more ? h->more : h->cqn;
-	uint32_t type, qpn;
-
-	for (unsigned i = 0; i < h->ncq; i++)
-		e->irq(e->irq_ctx, cqn[i]);
-	free(h->more);
-	h->more = NULL;
-	if (!e->event_irq || h->ev_to == h->ev_from)
-		return;
-	/* Only the last ring's worth can still be read. */
-	for (uint64_t s = h->ev_to - h->ev_from > XR_EVLOG_ENTRIES ? h->ev_to - XR_EVLOG_ENTRIES : h->ev_from;
-	     s < h->ev_to; s++)
-		if (held_event(e, s, &type, &qpn))
-			e->event_irq(e->event_irq_ctx, type, qpn);
+	xr_irq_queued = held.next = 0;
+	if (held.q != held.inline_q) {   /* a flush's thousands: not kept past it */
+		free(held.q);
+		held.q = NULL;
+	}
 }

@@ -10,7 +10,11 @@
 #include <string.h>
 
 #include "engine.h"
+#include "commit_hook.h"
 #include "resp.h"
+
+void (*volatile xr_qp_commit_hook)(void *arg);
+void *volatile xr_qp_commit_hook_arg;
 
 /* Allowed QP state transitions (IBTA vol.1 10.3, kernel qp_state_table). */
 static const uint8_t transitions[7] = {
@@ -517,6 +521,8 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 			xr_qp_mark_busy(e, qp);
 	}
 	pthread_mutex_unlock(&qp->lock);
+	if (__builtin_expect(xr_qp_commit_hook != NULL, 0))
+		xr_qp_commit_hook(xr_qp_commit_hook_arg);
 
 	/* Reset, or failed by the host: its buffers may go (flushed WQEs
 	 * settle too, but a reset flushes nothing). A new QP sent nothing. */

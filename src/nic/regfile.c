@@ -235,12 +235,14 @@ enum xr_axi_resp xr_engine_reg_read(struct xr_engine *e, uint32_t addr, uint32_t
 
 	if (!val)
 		val = &dummy;
+	xr_irq_hold();   /* a read can raise an event (an error): after the access */
 	pthread_mutex_lock(&e->reg_lock);
 	r = (addr & 3) ? XR_AXI_DECERR : reg_read(e, addr, val);
 	if (r != XR_AXI_OKAY)
 		*val = 0;
 	count_error(e, addr, r);
 	pthread_mutex_unlock(&e->reg_lock);
+	xr_irq_release();
 	return r;
 }
 
@@ -252,18 +254,26 @@ enum xr_axi_resp xr_engine_reg_write(struct xr_engine *e, uint32_t addr, uint32_
 	/* Doorbells touch only their queue (under its own lock), as an
 	 * FPGA's doorbell page bypasses the control registers' bus: posters
 	 * on many threads do not queue behind one register lock. */
+	/* A doorbell logs its event with no lock held: it interrupts at once. */
 	if (d && d->count > 1 && d->access != XR_RO) {
 		r = xr_doorbell(e, addr, val);
 		if (r != XR_AXI_OKAY) {
+			xr_irq_hold();
 			pthread_mutex_lock(&e->reg_lock);
 			count_error(e, addr, r);
 			pthread_mutex_unlock(&e->reg_lock);
+			xr_irq_release();
 		}
 		return r;
 	}
+	/* What the write raises (an enable's event, a command's, an error's)
+	 * interrupts once it is done: a handler then reads the registers as
+	 * the write left them, and its accesses change nothing it returns. */
+	xr_irq_hold();
 	pthread_mutex_lock(&e->reg_lock);
 	r = (addr & 3) ? XR_AXI_DECERR : reg_write(e, addr, val);
 	count_error(e, addr, r);
 	pthread_mutex_unlock(&e->reg_lock);
+	xr_irq_release();
 	return r;
 }

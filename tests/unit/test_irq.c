@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Interrupt handlers that touch the engine, as a driver's do: the event
  * handler reads the log through the registers, and either handler may
- * clear the counters. Raised by a register access, the handler runs in
- * it; raised inside a pass, after the pass (it held the data path's lock
- * and a QP's: the clear would wait for them forever). Every event's
- * interrupt comes once, in the log's order. A handler that deadlocks
- * fails the test after 5 s instead of hanging it. */
+ * clear the counters, write a register or run a pass. Raised inside a
+ * register access or a pass, the handler runs once the thread has left
+ * it (the access held the register lock and the window's state, the pass
+ * the data path's lock and a QP's). Every event's interrupt comes once,
+ * in the log's order, however many a pass raised. A handler that
+ * deadlocks fails the test after 5 s instead of hanging it. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -75,8 +76,8 @@ static void *enable(void *arg)
 }
 
 /* An event raised by a register write (an enable refused: nothing is
- * configured, a register error): the handler runs in that access and
- * reads the log through the registers. */
+ * configured, a register error): the handler reads the log through the
+ * registers once the write is done. */
 static void test_an_event_handler_reads_the_log_in_a_register_access(void **state)
 {
 	struct seen s = { .e = xr_engine_create() };
@@ -199,12 +200,217 @@ static void test_a_completion_handler_raised_in_a_pass_may_clear_the_counters(vo
 	free(t);
 }
 
+static struct xr_engine *eng_of(struct end *e)
+{
+	return xr_context_engine(e->ctx);
+}
+
+/* The enable's events: the handler sees CTRL as the write left it, and
+ * a write of its own (it turns the device off again) stands. */
+struct ctrl_seen {
+	struct xr_engine *e;
+	unsigned n;
+	uint32_t on[4], ctrl[4];
+	bool turn_off;
+};
+
+static void on_enable(void *ctx, uint32_t type, uint32_t qpn)
+{
+	struct ctrl_seen *c = ctx;
+	uint32_t n = reg(c->e, XR_REG_EVLOG_COUNT);
+
+	(void)qpn;
+	if (type != XR_EV_ENABLE || c->n == 4)
+		return;
+	assert_int_equal(xr_engine_reg_write(c->e, XR_REG_EVLOG_SEL, n - 1), XR_AXI_OKAY);
+	c->on[c->n] = reg(c->e, XR_REG_EVLOG_ARG0);
+	c->ctrl[c->n] = reg(c->e, XR_REG_CTRL);
+	c->n++;
+	if (c->on[c->n - 1] && c->turn_off) {
+		c->turn_off = false;
+		assert_int_equal(xr_engine_reg_write(c->e, XR_REG_CTRL, 0), XR_AXI_OKAY);
+	}
+}
+
+static void test_an_enable_interrupts_after_the_write(void **state)
+{
+	struct pair p;
+	struct ctrl_seen c = { .turn_off = true };
+
+	(void)state;
+	assert_int_equal(h_open(&p, &opts), 0);
+	c.e = eng_of(&p.a);
+	xr_engine_set_event_irq(c.e, on_enable, &c);
+	assert_int_equal(xr_engine_reg_write(c.e, XR_REG_CTRL, 0), XR_AXI_OKAY);
+	assert_int_equal(xr_engine_reg_write(c.e, XR_REG_CTRL, XR_CTRL_ENABLE), XR_AXI_OKAY);
+	xr_engine_set_event_irq(c.e, NULL, NULL);
+	assert_int_equal(c.n, 3);   /* off, on, and the handler's off */
+	assert_int_equal(c.on[0], 0);
+	assert_int_equal(c.ctrl[0] & XR_CTRL_ENABLE, 0);
+	assert_int_equal(c.on[1], 1);
+	assert_int_equal(c.ctrl[1] & XR_CTRL_ENABLE, XR_CTRL_ENABLE);
+	assert_int_equal(c.on[2], 0);
+	assert_int_equal(c.ctrl[2] & XR_CTRL_ENABLE, 0);
+	assert_int_equal(reg(c.e, XR_REG_CTRL) & XR_CTRL_ENABLE, 0);
+	h_close(&p);
+}
+
+/* Posts n unsignaled WRITEs from a to b (not sent: a's engine does not
+ * run), then moves a's QP to ERR: a's next pass flushes them all. */
+static void post_and_fail(struct pair *p, unsigned n)
+{
+	struct xr_sge sg = { (uintptr_t)h_data(&p->a), 8, p->a.mr->lkey };
+	struct xr_qp_attr at = { .qp_state = XR_QPS_ERR };
+
+	for (unsigned i = 0; i < n; i++) {
+		struct xr_send_wr w = { .wr_id = i, .sg_list = &sg, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE };
+		w.wr.rdma.remote_addr = (uintptr_t)h_data(&p->b);
+		w.wr.rdma.rkey = p->b.mr->rkey;
+		assert_int_equal(xr_post_send(p->a.qp[0], &w, NULL), 0);
+	}
+	assert_int_equal(xr_modify_qp(p->a.qp[0], &at, XR_QP_STATE), 0);
+}
+
+static unsigned counted;
+
+static void count_events(void *ctx, uint32_t type, uint32_t qpn)
+{
+	(void)ctx;
+	(void)type;
+	(void)qpn;
+	counted++;
+}
+
+/* A flush of 6,000 WQEs logs an event each in one pass, more than the
+ * log's ring holds (4,096): each interrupts once all the same. */
+static void test_a_pass_of_thousands_of_events_interrupts_for_each(void **state)
+{
+	struct pair p;
+	struct h_opts o = opts;
+	uint32_t from, logged;
+
+	(void)state;
+	o.sq_depth = 8192;
+	o.cq_depth = 16384;
+	assert_int_equal(h_open(&p, &o), 0);
+	post_and_fail(&p, 6000);
+	from = reg(eng_of(&p.a), XR_REG_EVLOG_COUNT);
+	counted = 0;
+	xr_engine_set_event_irq(eng_of(&p.a), count_events, NULL);
+	xr_engine_progress(eng_of(&p.a));
+	xr_engine_set_event_irq(eng_of(&p.a), NULL, NULL);
+	logged = reg(eng_of(&p.a), XR_REG_EVLOG_COUNT) - from;
+	assert_true(logged > XR_EVLOG_ENTRIES);
+	assert_int_equal(counted, logged);
+	h_close(&p);
+}
+
+/* A handler that takes the interrupt away (a driver going) while more
+ * wait: the rest are not delivered, and nothing calls a NULL handler. */
+static struct xr_engine *leaving;
+
+static void leave(void *ctx, uint32_t type, uint32_t qpn)
+{
+	(void)ctx;
+	(void)type;
+	(void)qpn;
+	counted++;
+	xr_engine_set_event_irq(leaving, NULL, NULL);
+}
+
+static void test_a_handler_cleared_while_interrupts_wait(void **state)
+{
+	struct pair p;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &opts), 0);
+	post_and_fail(&p, 4);
+	leaving = eng_of(&p.a);
+	counted = 0;
+	xr_engine_set_event_irq(leaving, leave, NULL);
+	xr_engine_progress(leaving);   /* 4 flush completions and more: held */
+	assert_int_equal(counted, 1);
+	h_close(&p);
+}
+
+/* A completion's handler sends a request and drives the engine until it
+ * completes; the peer is silent, so the ACK timer must fire. The handler
+ * runs at the end of an assisting poll, whose pass took the lease's clock
+ * reading: the handler's own passes must read the clock anew, or time
+ * stands still for them and the timer never fires. */
+struct waiter {
+	struct pair *p;
+	bool fired, done;
+	enum xr_wc_status status;
+};
+
+static void send_and_wait(void *ctx, uint32_t cqn)
+{
+	struct waiter *w = ctx;
+	struct xr_sge sg = { (uintptr_t)h_data(&w->p->a), 8, w->p->a.mr->lkey };
+	struct xr_send_wr wr = { .wr_id = 2, .sg_list = &sg, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+				 .send_flags = XR_SEND_SIGNALED };
+	struct xr_wc wc;
+	uint64_t t0 = h_now_ms();
+
+	(void)cqn;
+	if (w->fired)
+		return;
+	w->fired = true;
+	wr.wr.rdma.remote_addr = (uintptr_t)h_data(&w->p->b);
+	wr.wr.rdma.rkey = w->p->b.mr->rkey;
+	if (xr_post_send(w->p->a.qp[0], &wr, NULL))
+		return;
+	while (!w->done && h_now_ms() - t0 < 2000) {
+		xr_engine_progress(eng_of(&w->p->a));
+		if (xr_poll_cq(w->p->a.cq, 1, &wc) == 1 && wc.wr_id == 2) {
+			w->done = true;
+			w->status = wc.status;
+		}
+	}
+}
+
+static void test_a_handlers_passes_see_the_clock_move(void **state)
+{
+	struct pair p;
+	struct h_opts o = opts;
+	struct waiter w = { .p = &p };
+	struct xr_sge sg;
+	struct xr_send_wr wr = { .wr_id = 1, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE, .send_flags = XR_SEND_SIGNALED };
+	uint64_t t0;
+
+	(void)state;
+	o.timeout = 8;    /* ~1 ms */
+	o.retry_cnt = 1;
+	assert_int_equal(h_open(&p, &o), 0);
+	sg = (struct xr_sge){ (uintptr_t)h_data(&p.a), 8, p.a.mr->lkey };
+	wr.sg_list = &sg;
+	wr.wr.rdma.remote_addr = (uintptr_t)h_data(&p.b);
+	wr.wr.rdma.rkey = p.b.mr->rkey;
+	xr_engine_set_irq(eng_of(&p.a), send_and_wait, &w);
+	assert_int_equal(xr_req_notify_cq(p.a.cq, 0), 0);
+	assert_int_equal(xr_post_send(p.a.qp[0], &wr, NULL), 0);
+	for (t0 = h_now_ms(); !w.fired && h_now_ms() - t0 < 2000;) {
+		xr_engine_assist(eng_of(&p.a));   /* the lease's clock reading */
+		xr_engine_progress(eng_of(&p.b));
+	}
+	xr_engine_set_irq(eng_of(&p.a), NULL, NULL);
+	assert_true(w.fired);
+	assert_true(w.done);
+	assert_int_equal(w.status, XR_WC_RETRY_EXC_ERR);
+	h_close(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_an_event_handler_reads_the_log_in_a_register_access),
 		cmocka_unit_test(test_an_event_handler_raised_in_a_pass_may_clear_the_counters),
 		cmocka_unit_test(test_a_completion_handler_raised_in_a_pass_may_clear_the_counters),
+		cmocka_unit_test(test_an_enable_interrupts_after_the_write),
+		cmocka_unit_test(test_a_pass_of_thousands_of_events_interrupts_for_each),
+		cmocka_unit_test(test_a_handler_cleared_while_interrupts_wait),
+		cmocka_unit_test(test_a_handlers_passes_see_the_clock_move),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 #include <unistd.h>
 
+#include "nic/commit_hook.h"
 #include "rc_checks.h"
 #include "xroce/engine.h"
 #include "xroce/regmap.h"
@@ -279,18 +280,13 @@ static void test_a_reconnected_qp_sends_its_new_path(void **state)
 /* The commit and the packets after it agree. A pass that ran between a
  * QP commit's release of the QP and the generation's move used a template
  * built from the context before the commit: here a pass run from the
- * event the commit logs (its interrupt runs after the QP is released, as
- * a pass of another thread may) sent the WRITE the commit released with
- * the old DSCP (0x20, not 0x48). The generation now moves inside the
- * commit, under the QP's lock. Inline mode: the pass is ours to run. */
-static struct xr_engine *commit_hook_engine;
-
-static void pass_on_qp_state(void *ctx, uint32_t type, uint32_t qpn)
+ * commit's hook (right after it releases the QP, as a pass of another
+ * thread may run) sent the WRITE the commit released with the old DSCP
+ * (0x20, not 0x48). The generation now moves inside the commit, under
+ * the QP's lock. Inline mode: the pass is ours to run. */
+static void pass_after_commit(void *arg)
 {
-	(void)ctx;
-	(void)qpn;
-	if (type == XR_EV_QP_STATE && commit_hook_engine)
-		xr_engine_progress(commit_hook_engine);
+	xr_engine_progress(arg);
 }
 
 static void test_a_commit_and_its_next_packet_agree(void **state)
@@ -349,10 +345,10 @@ static void test_a_commit_and_its_next_packet_agree(void **state)
 		expect_wc(&t.p, &t.p.b, 7, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "B's write");
 	}
 
-	commit_hook_engine = xr_context_engine(t.p.a.ctx);
-	xr_engine_set_event_irq(commit_hook_engine, pass_on_qp_state, NULL);
+	xr_qp_commit_hook_arg = xr_context_engine(t.p.a.ctx);
+	xr_qp_commit_hook = pass_after_commit;
 	assert_int_equal(xr_regio_write(r, XR_REG_QP_CMD, XR_CMD_COMMIT), 0);
-	commit_hook_engine = NULL;
+	xr_qp_commit_hook = NULL;
 	assert_true(h_wait(&t.p, &t.p.a, &wc, 5000));
 	assert_int_equal(wc.wr_id, 2);
 	assert_int_equal(wc.status, XR_WC_SUCCESS);
