@@ -6,7 +6,8 @@
  * AF_PACKET frames of the same size, or for the XDP link the same frames
  * through bare AF_XDP sockets (xdp_blaster.c). Both ends live in this process; each
  * end's sockets are made inside its own network namespace (setns), so
- * traffic crosses the veth pair between them.
+ * traffic crosses the veth pair between them. Each row ends with the
+ * link's latency on fresh links (links_lat.c).
  *
  * XROCE_BENCH_GSO=1 adds, for the UDP row, the kernel's best plain path
  * for reference (UDP GSO + GRO, which xroce does not use; see
@@ -35,6 +36,7 @@
 #include <unistd.h>
 
 #include "../tests/unit/rc_harness.h"
+#include "links_lat.h"
 #include "xdp_blaster.h"
 
 #define SECONDS 2.0
@@ -496,6 +498,54 @@ static double median3(double v[ROUNDS])
 	return a > b ? a : b;
 }
 
+enum kind { UDP, RAW, XDP };
+
+/* A fresh pair of links of the kind, each in its namespace; mode (XDP):
+ * how the socket attached. */
+static int open_links(enum kind k, char **argv, const char *aa, const char *ab, struct xr_link **la,
+		      struct xr_link **lb, const char **mode)
+{
+	xr_gid ga, gb;
+
+	if (k == UDP) {
+		/* Both ends are in this process, so the UDP link would take its
+		 * host path (shared memory) between them: off, as the row
+		 * measures the kernel's UDP over the veth, as its blaster does. */
+		struct xr_link_udp_opts uo = { .no_host_path = true };
+		if (enter_ns(argv[2]) || !(*la = xr_link_udp_ex(aa, &uo)) || enter_ns(argv[4]) ||
+		    !(*lb = xr_link_udp_ex(ab, &uo))) {
+			fprintf(stderr, "bench-links: udp links: %s\n", strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	if (k == XDP) {
+		struct xr_link_xdp_info in;
+		if (xdp_links(argv, aa, ab, la, lb))
+			return -1;
+		xr_gid_parse(&ga, aa);
+		xr_gid_parse(&gb, ab);
+		xr_link_xdp_add_neigh(*la, &gb, (*lb)->mac);
+		xr_link_xdp_add_neigh(*lb, &ga, (*la)->mac);
+		if (!xr_link_xdp_info(*la, &in))
+			*mode = in.zerocopy ? (in.attach[0] == 'n' ? " (native XDP, zero-copy)" : " (generic XDP, zero-copy)")
+					    : (in.attach[0] == 'n' ? " (native XDP, copy mode)" : " (generic XDP, copy mode)");
+		return 0;
+	}
+	if (enter_ns(argv[2]) || !(*la = xr_link_raw(argv[3], aa, 0, 0)) || enter_ns(argv[5]) ||
+	    !(*lb = xr_link_raw(argv[6], ab, 0, 0))) {
+		fprintf(stderr, "bench-links: raw links: %s\n", strerror(errno));
+		return -1;
+	}
+	/* Static neighbours (the seed's PEER_MAC way): with inline progress
+	 * nobody would answer ARP while the other end resolves. */
+	xr_gid_parse(&ga, aa);
+	xr_gid_parse(&gb, ab);
+	xr_link_raw_add_neigh(*la, &gb, (*lb)->mac);
+	xr_link_raw_add_neigh(*lb, &ga, (*la)->mac);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct xr_link *la, *lb;
@@ -505,6 +555,8 @@ int main(int argc, char **argv)
 	bool xdp = argc == 8 && !strcmp(argv[1], "xdp");
 	const char *mode = "";
 	const char *aa = udp ? argv[3] : argv[4], *ab = udp ? argv[5] : argv[7];
+	enum kind kind = udp ? UDP : xdp ? XDP : RAW;
+	double lat_first, lat_steady;
 
 	want_gso = udp && getenv("XROCE_BENCH_GSO") && atoi(getenv("XROCE_BENCH_GSO"));
 
@@ -516,42 +568,8 @@ int main(int argc, char **argv)
 	/* Rounds alternate the three measurements, so a noisy spell on this
 	 * shared machine hits all of them; each figure is the median. */
 	for (int r = 0; r < ROUNDS; r++) {
-		if (udp) {
-			/* Both ends are in this process, so the UDP link would take its
-			 * host path (shared memory) between them: off, as the row
-			 * measures the kernel's UDP over the veth, as its blaster does. */
-			struct xr_link_udp_opts uo = { .no_host_path = true };
-			if (enter_ns(argv[2]) || !(la = xr_link_udp_ex(aa, &uo)) || enter_ns(argv[4]) ||
-			    !(lb = xr_link_udp_ex(ab, &uo))) {
-				fprintf(stderr, "bench-links: udp links: %s\n", strerror(errno));
-				return 1;
-			}
-		} else if (xdp) {
-			xr_gid ga, gb;
-			struct xr_link_xdp_info in;
-			if (xdp_links(argv, aa, ab, &la, &lb))
-				return 1;
-			xr_gid_parse(&ga, aa);
-			xr_gid_parse(&gb, ab);
-			xr_link_xdp_add_neigh(la, &gb, lb->mac);
-			xr_link_xdp_add_neigh(lb, &ga, la->mac);
-			if (!xr_link_xdp_info(la, &in))
-				mode = in.zerocopy ? (in.attach[0] == 'n' ? " (native XDP, zero-copy)" : " (generic XDP, zero-copy)")
-						   : (in.attach[0] == 'n' ? " (native XDP, copy mode)" : " (generic XDP, copy mode)");
-		} else {
-			xr_gid ga, gb;
-			if (enter_ns(argv[2]) || !(la = xr_link_raw(argv[3], aa, 0, 0)) || enter_ns(argv[5]) ||
-			    !(lb = xr_link_raw(argv[6], ab, 0, 0))) {
-				fprintf(stderr, "bench-links: raw links: %s\n", strerror(errno));
-				return 1;
-			}
-			/* Static neighbours (the seed's PEER_MAC way): with inline progress
-			 * nobody would answer ARP while the other end resolves. */
-			xr_gid_parse(&ga, aa);
-			xr_gid_parse(&gb, ab);
-			xr_link_raw_add_neigh(la, &gb, lb->mac);
-			xr_link_raw_add_neigh(lb, &ga, la->mac);
-		}
+		if (open_links(kind, argv, aa, ab, &la, &lb, &mode))
+			return 1;
 		x1[r] = xroce_goodput(la, lb, aa, ab, false);
 		x[r] = xroce_goodput(la, lb, aa, ab, true);
 		xr_link_close(la);
@@ -566,6 +584,15 @@ int main(int argc, char **argv)
 		if (x[r] < 0 || x1[r] < 0 || plain[r] <= 0 || plain1[r] <= 0 || gso[r] <= 0)
 			return 1;
 	}
+	/* Latency on links as fresh as a program's: their first traffic. */
+	if (open_links(kind, argv, aa, ab, &la, &lb, &mode))
+		return 1;
+	if (links_latency(la, lb, aa, ab, &lat_first, &lat_steady)) {
+		fprintf(stderr, "bench-links: latency run failed\n");
+		return 1;
+	}
+	xr_link_close(la);
+	xr_link_close(lb);
 	mx = median3(x);
 	mx1 = median3(x1);
 	mp = median3(plain);
@@ -579,6 +606,8 @@ int main(int argc, char **argv)
 	       udp ? "UDP" : xdp ? "XDP" : "raw", mode, ROUNDS, udp ? "UDP" : xdp ? "AF_XDP" : "AF_PACKET",
 	       udp ? DGRAM : FRAME, udp ? "datagrams" : "frames", BATCH, mp / 1e9, mx / 1e9, mx / mp,
 	       mx1 / 1e9, mx1 / mp);
+	printf("  latency, 8-byte WRITE ping-pong on fresh links, a thread per end (median half round trip): "
+	       "first 1,000 round trips %.2f us, steady %.2f us (%.2fx)\n", lat_first, lat_steady, lat_first / lat_steady);
 	if (want_gso) {
 		double mg = median3(gso);
 		printf("  for reference, the kernel's best plain path, not xroce's (UDP GSO of %d x %d bytes + GRO, UDP "

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs bench-links across a veth pair between two namespaces made here
 # (removed on exit): the UDP link, then the raw link, then the AF_XDP link
-# (against bare AF_XDP sockets on the same path). Needs root.
+# (against bare AF_XDP sockets on the same path); for each, the latency of
+# 8-byte WRITEs on fresh links, the first 1,000 round trips against the
+# steady ones. Needs root.
 set -euo pipefail
 bin=${1:-build/bin/bench-links}
 [ "$(id -u)" -eq 0 ] || { echo "bench/links.sh needs root (namespaces, AF_PACKET)"; exit 1; }

@@ -25,6 +25,7 @@
 
 #include "gather.h"
 #include "prefetch.h"
+#include "touch.h"
 #include "xroce/link.h"
 
 /* A single-producer single-consumer ring of frame pointers. A slot is
@@ -469,8 +470,7 @@ int xr_link_mem_pair_ex(struct xr_link **a, struct xr_link **b, unsigned depth, 
 	 * (9.4 MB at the default depth, 3.1 MB at 256) and ~11 ms. */
 	pool_bytes = (size_t)2 * p->per_end * sizeof(struct xr_frame);
 	p->frames = aligned_alloc(64, pool_bytes);
-	for (size_t o = 0; p->frames && o < pool_bytes; o += 4096)
-		((volatile uint8_t *)p->frames)[o] = 0;
+	xr_pages_touch(p->frames, pool_bytes, true);
 	for (int i = 0; i < 2; i++) {
 		struct end *e = &p->end[i];
 		e->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -49,6 +49,7 @@ int xr_link_xdp_add_neigh(struct xr_link *l, const xr_gid *gid, const uint8_t ma
 
 #else
 
+#include "touch.h"
 #include "xdp.h"
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -594,6 +595,10 @@ static int sock_open(struct xdp_link *x, const struct xr_link_xdp_opts *o)
 		s->area = NULL;
 		return -ENOMEM;
 	}
+	/* Written once now, not chunk by chunk in the first traffic (the
+	 * umem is cycled through): a ping-pong's first thousand round trips
+	 * took 23 us, not 17.5. */
+	xr_pages_touch(s->area, (size_t)XL_NCHUNKS * XL_CHUNK, true);
 	/* Is there AF_XDP at all, and may we use it? Asked first, so the error
 	 * names the cause rather than a later step's symptom. */
 	{
