@@ -25,7 +25,7 @@ struct bouncer {
 	unsigned iters;
 	bool first;          /* this end writes first */
 	uint64_t *rtt_ns;    /* the first end's round trips */
-	atomic_bool failed;
+	atomic_bool failed, done;
 };
 
 static uint8_t stamp_of(unsigned i)
@@ -93,6 +93,7 @@ static void *bounce(void *arg)
 		if (!last || bad)
 			atomic_store(&b->failed, true);
 	}
+	atomic_store(&b->done, true);
 	return NULL;
 }
 
@@ -139,8 +140,16 @@ int links_latency(struct xr_link *la, struct xr_link *lb, const char *aa, const 
 	bounce(&ba);
 	if (ba.failed)
 		atomic_store(&bb.failed, true);
+	/* The first end's engine runs on until the second is done: the ACK
+	 * of its last WRITE may wait in a link's queue for another call. */
+	for (uint64_t t0 = h_now_ns(); !atomic_load(&bb.done) && h_now_ns() - t0 < LAT_SPIN_NS;) {
+		struct xr_wc wc;
+		xr_poll_cq(a.cq, 1, &wc);
+	}
 	pthread_join(t, NULL);
-	if (!ba.failed && !bb.failed) {
+	if (ba.failed || bb.failed)
+		fprintf(stderr, "bench-links: latency: a round trip failed or stalled for 2 s\n");
+	else {
 		*first_us = median_half_us(rtt, LAT_FIRST);
 		*steady_us = median_half_us(rtt + iters - LAT_STEADY, LAT_STEADY);
 		rc = 0;

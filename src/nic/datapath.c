@@ -183,7 +183,7 @@ void xr_engine_post_stream(struct xr_engine *e)
 
 int xr_engine_post_end(struct xr_engine *e)
 {
-	bool ran;
+	bool ran, streaming;
 	int work;
 
 	if (post_foreign && post_defer != e) {
@@ -196,6 +196,7 @@ int xr_engine_post_end(struct xr_engine *e)
 	if (!post_deferred)
 		return 0;
 	post_deferred = false;
+	streaming = post_streaming;   /* before the pass: a handler it interrupts may post */
 	work = xr_dp_pass(e, false, &ran);
 	/* A streaming poster drives the engine (a lease, as xr_engine_assist);
 	 * one with a single WR out may spin on memory next, and the thread
@@ -206,7 +207,7 @@ int xr_engine_post_end(struct xr_engine *e)
 	 * stand by deaf to the doorbell; awake, it finds the eventfd
 	 * readable and does not sleep). An awake thread with no lease finds
 	 * the work itself. */
-	if (ran && post_streaming)
+	if (ran && streaming)
 		xr_progress_lease(e);
 	if (!ran && e->doorbell_efd >= 0 && !xr_progress_is_thread(e) &&
 	    (atomic_load(&e->progress.sleeping) || atomic_load(&e->progress.standby) ||

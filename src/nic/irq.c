@@ -14,6 +14,7 @@
  * Held interrupts queue per thread, in the order raised; a handler that
  * itself enters the engine raises its own behind them.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,8 +36,13 @@ _Thread_local unsigned xr_irq_queued;   /* held, delivered or not yet */
 static _Thread_local struct {
 	struct held_irq *q;      /* the inline array, or past it one on the heap */
 	unsigned next, cap;      /* next: the first not delivered yet */
+	bool delivering;         /* in a handler: what it raises waits its turn */
 	struct held_irq inline_q[HELD_INLINE];
 } held;
+
+/* Interrupts lost for want of memory to hold them (their events stay in
+ * the log): a handler never runs inside an access or a pass. */
+static _Atomic uint64_t lost;
 
 static void run(const struct held_irq *h)
 {
@@ -58,7 +64,9 @@ static void raise_irq(struct xr_engine *e, uint32_t type, uint32_t arg)
 {
 	struct held_irq h = { e, type, arg };
 
-	if (xr_irq_depth) {
+	/* Held inside an access or a pass, and while a handler runs: one that
+	 * raises more (a doorbell's event) sees them after the ones before. */
+	if (xr_irq_depth || held.delivering) {
 		if (!held.q) {
 			held.q = held.inline_q;
 			held.cap = HELD_INLINE;
@@ -73,11 +81,11 @@ static void raise_irq(struct xr_engine *e, uint32_t type, uint32_t arg)
 				held.cap *= 2;
 			}
 		}
-		if (xr_irq_queued < held.cap) {
+		if (xr_irq_queued < held.cap)
 			held.q[xr_irq_queued++] = h;
-			return;
-		}
-		/* Out of memory: raised now rather than lost. */
+		else
+			atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
+		return;
 	}
 	run(&h);
 }
@@ -94,15 +102,20 @@ void xr_irq_cq(struct xr_engine *e, uint32_t cqn)
 		raise_irq(e, HELD_CQ, cqn);
 }
 
-/* The thread has left the outermost access or pass. A handler that
- * enters the engine delivers what it raised from its own release, and
- * what is left of ours after it: each once, in order. */
+/* The thread has left the outermost access or pass. What handlers raise
+ * meanwhile joins the queue, and this loop delivers it: each once, in
+ * order, and no handler is entered again while it runs (as a CPU masks
+ * an interrupt inside its handler). */
 void xr_irq_deliver(void)
 {
+	if (held.delivering)
+		return;   /* a handler's own access: the loop below carries on */
+	held.delivering = true;
 	while (held.next < xr_irq_queued) {
 		struct held_irq h = held.q[held.next++];   /* a copy: the queue may grow */
 		run(&h);
 	}
+	held.delivering = false;
 	xr_irq_queued = held.next = 0;
 	if (held.q != held.inline_q) {   /* a flush's thousands: not kept past it */
 		free(held.q);

@@ -271,18 +271,25 @@ static void post_and_fail(struct pair *p, unsigned n)
 	assert_int_equal(xr_modify_qp(p->a.qp[0], &at, XR_QP_STATE), 0);
 }
 
-static unsigned counted;
+static unsigned counted, nesting, deepest;
 
+/* Reads a register, as a driver's handler does: the access's own release
+ * must not deliver the next one inside this one. */
 static void count_events(void *ctx, uint32_t type, uint32_t qpn)
 {
-	(void)ctx;
 	(void)type;
 	(void)qpn;
+	if (++nesting > deepest)
+		deepest = nesting;
 	counted++;
+	(void)reg(ctx, XR_REG_EVLOG_COUNT);
+	nesting--;
 }
 
 /* A flush of 6,000 WQEs logs an event each in one pass, more than the
- * log's ring holds (4,096): each interrupts once all the same. */
+ * log's ring holds (4,096): each interrupts once all the same, one
+ * handler after the other (delivered from the handlers' own accesses,
+ * they nested 6,000 deep). */
 static void test_a_pass_of_thousands_of_events_interrupts_for_each(void **state)
 {
 	struct pair p;
@@ -295,13 +302,14 @@ static void test_a_pass_of_thousands_of_events_interrupts_for_each(void **state)
 	assert_int_equal(h_open(&p, &o), 0);
 	post_and_fail(&p, 6000);
 	from = reg(eng_of(&p.a), XR_REG_EVLOG_COUNT);
-	counted = 0;
-	xr_engine_set_event_irq(eng_of(&p.a), count_events, NULL);
+	counted = deepest = 0;
+	xr_engine_set_event_irq(eng_of(&p.a), count_events, eng_of(&p.a));
 	xr_engine_progress(eng_of(&p.a));
 	xr_engine_set_event_irq(eng_of(&p.a), NULL, NULL);
 	logged = reg(eng_of(&p.a), XR_REG_EVLOG_COUNT) - from;
 	assert_true(logged > XR_EVLOG_ENTRIES);
 	assert_int_equal(counted, logged);
+	assert_int_equal(deepest, 1);
 	h_close(&p);
 }
 
@@ -330,6 +338,58 @@ static void test_a_handler_cleared_while_interrupts_wait(void **state)
 	xr_engine_set_event_irq(leaving, leave, NULL);
 	xr_engine_progress(leaving);   /* 4 flush completions and more: held */
 	assert_int_equal(counted, 1);
+	h_close(&p);
+}
+
+/* A handler that posts (its doorbell logs WQE_POSTED with no lock held)
+ * while flush events wait: its event comes after them, as logged. */
+struct order {
+	struct pair *p;
+	unsigned n;
+	uint32_t type[16];
+	bool posted;
+};
+
+static void post_from_handler(void *ctx, uint32_t type, uint32_t qpn)
+{
+	struct order *o = ctx;
+	struct xr_sge sg = { (uintptr_t)h_data(&o->p->a), 8, o->p->a.mr->lkey };
+	struct xr_send_wr w = { .wr_id = 99, .sg_list = &sg, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE };
+
+	(void)qpn;
+	if (o->n < 16)
+		o->type[o->n] = type;
+	o->n++;
+	if (!o->posted) {
+		o->posted = true;
+		w.wr.rdma.remote_addr = (uintptr_t)h_data(&o->p->b);
+		w.wr.rdma.rkey = o->p->b.mr->rkey;
+		assert_int_equal(xr_post_send(o->p->a.qp[0], &w, NULL), 0);
+	}
+}
+
+static void test_a_handlers_own_event_waits_its_turn(void **state)
+{
+	struct pair p;
+	struct order o = { .p = &p };
+	struct xr_engine *e;
+	uint32_t from;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &opts), 0);
+	e = eng_of(&p.a);
+	assert_int_equal(xr_engine_reg_write(e, XR_REG_EVLOG_MASK, 0), XR_AXI_OKAY);   /* WQE_POSTED too */
+	post_and_fail(&p, 4);
+	from = reg(e, XR_REG_EVLOG_COUNT);
+	xr_engine_set_event_irq(e, post_from_handler, &o);
+	xr_engine_progress(e);
+	xr_engine_set_event_irq(e, NULL, NULL);
+	assert_true(o.posted);
+	assert_int_equal(o.n, reg(e, XR_REG_EVLOG_COUNT) - from);
+	for (unsigned i = 0; i < o.n && i < 16; i++) {
+		assert_int_equal(xr_engine_reg_write(e, XR_REG_EVLOG_SEL, from + i), XR_AXI_OKAY);
+		assert_int_equal(reg(e, XR_REG_EVLOG_TYPE), (1u << 31) | o.type[i]);
+	}
 	h_close(&p);
 }
 
@@ -410,6 +470,7 @@ int main(void)
 		cmocka_unit_test(test_an_enable_interrupts_after_the_write),
 		cmocka_unit_test(test_a_pass_of_thousands_of_events_interrupts_for_each),
 		cmocka_unit_test(test_a_handler_cleared_while_interrupts_wait),
+		cmocka_unit_test(test_a_handlers_own_event_waits_its_turn),
 		cmocka_unit_test(test_a_handlers_passes_see_the_clock_move),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
