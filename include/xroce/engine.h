@@ -108,8 +108,14 @@ void xr_engine_set_irq(struct xr_engine *e, void (*fn)(void *ctx, uint32_t cqn),
  * the access left them. As a CPU's interrupt, it may come between two
  * accesses of a command sequence on that thread (select, shadow, command,
  * status): a handler that issues commands of its own must not meet one
- * half done. Both handlers: set before traffic starts. */
+ * half done (xr_engine_irq_hold). Both handlers: set before traffic
+ * starts. */
 void xr_engine_set_event_irq(struct xr_engine *e, void (*fn)(void *ctx, uint32_t type, uint32_t qpn), void *ctx);
+/* Interrupts raised on this thread (by any engine) wait for the matching
+ * release, as a CPU's are masked: a driver whose handlers issue commands
+ * brackets its own command sequences with these. They nest. */
+void xr_engine_irq_hold(void);
+void xr_engine_irq_release(void);
 
 /* What the engine holds for its QPs (sizing; bench-scale reports it).
  * Bytes as allocated, without the allocator's own overhead. */

@@ -122,3 +122,14 @@ void xr_irq_deliver(void)
 		held.q = NULL;
 	}
 }
+
+void xr_engine_irq_hold(void)
+{
+	xr_irq_hold();
+}
+
+void xr_engine_irq_release(void)
+{
+	if (xr_irq_depth)   /* an unmatched release changes nothing */
+		xr_irq_release();
+}

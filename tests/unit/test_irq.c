@@ -15,6 +15,7 @@
 
 #include "rc_harness.h"
 #include "xroce/engine.h"
+#include "xroce/regio.h"
 #include "xroce/regmap.h"
 
 static uint32_t reg(struct xr_engine *e, uint32_t off)
@@ -255,6 +256,51 @@ static void test_an_enable_interrupts_after_the_write(void **state)
 	h_close(&p);
 }
 
+/* A command that fails logs CMD_ERROR; a handler that asks what happened
+ * (a command of its own) would run between the command and the read of
+ * its status, and change it: a driver whose handlers do so holds its
+ * interrupts across its command sequences. */
+struct cmd_seen {
+	struct xr_context *ctx;
+	uint32_t qpn;
+	unsigned reads;
+};
+
+static void on_cmd_error(void *ctx, uint32_t type, uint32_t qpn)
+{
+	struct cmd_seen *c = ctx;
+	struct xr_qp_ctx q;
+
+	(void)qpn;
+	if (type == XR_EV_CMD_ERROR && !c->reads++)
+		assert_int_equal(xr_regio_qp_read(xr_context_regs(c->ctx), c->qpn, &q), 0);
+}
+
+static void test_a_command_sequence_holds_its_interrupts(void **state)
+{
+	struct pair p;
+	struct cmd_seen c;
+	struct xr_qp_ctx q;
+	uint32_t st = 0;
+	int rc;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &opts), 0);
+	c = (struct cmd_seen){ p.a.ctx, xr_qp_num(p.a.qp[0]), 0 };
+	assert_int_equal(xr_regio_qp_read(xr_context_regs(p.a.ctx), c.qpn, &q), 0);
+	q.state = XR_QPS_INIT;   /* RTS to INIT: no such transition */
+	xr_engine_set_event_irq(eng_of(&p.a), on_cmd_error, &c);
+	xr_engine_irq_hold();
+	rc = xr_regio_qp_commit(xr_context_regs(p.a.ctx), c.qpn, &q, &st);
+	assert_int_equal(c.reads, 0);   /* held */
+	xr_engine_irq_release();
+	xr_engine_set_event_irq(eng_of(&p.a), NULL, NULL);
+	assert_true(rc != 0);
+	assert_int_equal(st, XR_CMD_ST_BAD_TRANSITION);
+	assert_int_equal(c.reads, 1);
+	h_close(&p);
+}
+
 /* Posts n unsignaled WRITEs from a to b (not sent: a's engine does not
  * run), then moves a's QP to ERR: a's next pass flushes them all. */
 static void post_and_fail(struct pair *p, unsigned n)
@@ -468,6 +514,7 @@ int main(void)
 		cmocka_unit_test(test_an_event_handler_raised_in_a_pass_may_clear_the_counters),
 		cmocka_unit_test(test_a_completion_handler_raised_in_a_pass_may_clear_the_counters),
 		cmocka_unit_test(test_an_enable_interrupts_after_the_write),
+		cmocka_unit_test(test_a_command_sequence_holds_its_interrupts),
 		cmocka_unit_test(test_a_pass_of_thousands_of_events_interrupts_for_each),
 		cmocka_unit_test(test_a_handler_cleared_while_interrupts_wait),
 		cmocka_unit_test(test_a_handlers_own_event_waits_its_turn),
