@@ -764,20 +764,6 @@ int xr_engine_attach_link(struct xr_engine *e, struct xr_link *l)
 	return 0;
 }
 
-void xr_engine_set_event_irq(struct xr_engine *e, void (*fn)(void *, uint32_t, uint32_t), void *ctx)
-{
-	e->event_irq_ctx = ctx;
-	e->event_irq = fn;
-}
-
-void xr_engine_set_irq(struct xr_engine *e, void (*fn)(void *, uint32_t), void *ctx)
-{
-	pthread_mutex_lock(&e->reg_lock);
-	e->irq = fn;
-	e->irq_ctx = ctx;
-	pthread_mutex_unlock(&e->reg_lock);
-}
-
 void xr_datapath_init(struct xr_engine *e)
 {
 	e->txq = calloc(1, sizeof(*e->txq));

@@ -133,3 +133,17 @@ void xr_engine_irq_release(void)
 	if (xr_irq_depth)   /* an unmatched release changes nothing */
 		xr_irq_release();
 }
+
+void xr_engine_set_event_irq(struct xr_engine *e, void (*fn)(void *, uint32_t, uint32_t), void *ctx)
+{
+	e->event_irq_ctx = ctx;
+	e->event_irq = fn;
+}
+
+void xr_engine_set_irq(struct xr_engine *e, void (*fn)(void *, uint32_t), void *ctx)
+{
+	pthread_mutex_lock(&e->reg_lock);
+	e->irq = fn;
+	e->irq_ctx = ctx;
+	pthread_mutex_unlock(&e->reg_lock);
+}
