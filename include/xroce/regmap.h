@@ -338,7 +338,8 @@ XR_REG_ARRAY_TABLE(XR_X)
 	X(DROP_UC_INVALID,    "rx_drop_uc_invalid",     "Dropped: UC message failing a length, access or R_Key check (UC never NAKs; the QP stays in RTS).") \
 	X(UD_SEND_OVERSIZE,   "ud_send_oversize",       "UD sends longer than the MTU: nothing sent, PSN used, completed SUCCESS (C10-93.1.1, as rxe).") \
 	X(SRQ_LIMIT_REACHED,  "srq_limit_reached",      "SRQ limit events raised.") \
-	X(QP_MEM_FAIL,        "qp_mem_alloc_fail",      "Engine memory for QPs ran out: a QP_CMD COMMIT refused (BUSY, nothing changed), a requester waiting for its in-flight state, or a request dropped unexecuted for want of it or of READ/atomic resources (the requester sends it again).")
+	X(QP_MEM_FAIL,        "qp_mem_alloc_fail",      "Engine memory for QPs ran out: a QP_CMD COMMIT refused (BUSY, nothing changed), a requester waiting for its in-flight state, or a request dropped unexecuted for want of it or of READ/atomic resources (the requester sends it again).") \
+	X(IRQ_LOST,           "irq_lost",               "Interrupts not delivered: raised inside a register access or a pass, with no memory left to hold them until its end (their events stay in the log).")
 
 /* After the table: one counter per parser rejection, named
  * "rx_drop_<reason>" and described by XR_PARSE_ERR_TABLE. */

@@ -14,7 +14,6 @@
  * Held interrupts queue per thread, in the order raised; a handler that
  * itself enters the engine raises its own behind them.
  */
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,10 +38,6 @@ static _Thread_local struct {
 	bool delivering;         /* in a handler: what it raises waits its turn */
 	struct held_irq inline_q[HELD_INLINE];
 } held;
-
-/* Interrupts lost for want of memory to hold them (their events stay in
- * the log): a handler never runs inside an access or a pass. */
-static _Atomic uint64_t lost;
 
 static void run(const struct held_irq *h)
 {
@@ -83,8 +78,8 @@ static void raise_irq(struct xr_engine *e, uint32_t type, uint32_t arg)
 		}
 		if (xr_irq_queued < held.cap)
 			held.q[xr_irq_queued++] = h;
-		else
-			atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
+		else   /* never run inside an access or a pass: counted, its event stays logged */
+			xr_count(e, XR_CNT_IRQ_LOST, 1);
 		return;
 	}
 	run(&h);

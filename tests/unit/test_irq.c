@@ -99,7 +99,7 @@ struct traffic {
 	unsigned cq_calls, cq_clears_failed;
 	uint32_t cqn;
 	enum xr_wc_status status;
-	bool got;
+	bool got, bad_key, arm;
 };
 
 static void on_cq(void *ctx, uint32_t cqn)
@@ -116,7 +116,9 @@ static void on_cq(void *ctx, uint32_t cqn)
 /* a WRITEs to b: first with a bad rkey (b's responder NAKs it in a pass,
  * its event handler clears b's counters), then, on a fresh pair, a good
  * one whose completion fires a's armed CQ (its handler clears a's). */
-static void *bad_write(void *arg)
+/* One WRITE from a to b, with the rkey given; t->bad_key, and whether
+ * a's CQ is armed first (t->arm), set by the test. */
+static void *write_one(void *arg)
 {
 	struct traffic *t = arg;
 	struct xr_sge s = { (uintptr_t)h_data(&t->p.a), 64, t->p.a.mr->lkey };
@@ -125,25 +127,8 @@ static void *bad_write(void *arg)
 	struct xr_wc wc;
 
 	w.wr.rdma.remote_addr = (uintptr_t)h_data(&t->p.b);
-	w.wr.rdma.rkey = t->p.b.mr->rkey ^ 0x100;   /* another key's index */
-	if (xr_post_send(t->p.a.qp[0], &w, NULL) || !h_wait(&t->p, &t->p.a, &wc, 3000))
-		return NULL;
-	t->status = wc.status;
-	t->got = true;
-	return NULL;
-}
-
-static void *good_write(void *arg)
-{
-	struct traffic *t = arg;
-	struct xr_sge s = { (uintptr_t)h_data(&t->p.a), 64, t->p.a.mr->lkey };
-	struct xr_send_wr w = { .wr_id = 2, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
-				.send_flags = XR_SEND_SIGNALED };
-	struct xr_wc wc;
-
-	w.wr.rdma.remote_addr = (uintptr_t)h_data(&t->p.b);
-	w.wr.rdma.rkey = t->p.b.mr->rkey;
-	if (xr_req_notify_cq(t->p.a.cq, 0) || xr_post_send(t->p.a.qp[0], &w, NULL) ||
+	w.wr.rdma.rkey = t->bad_key ? t->p.b.mr->rkey ^ 0x100 : t->p.b.mr->rkey;   /* ^: another key's index */
+	if ((t->arm && xr_req_notify_cq(t->p.a.cq, 0)) || xr_post_send(t->p.a.qp[0], &w, NULL) ||
 	    !h_wait(&t->p, &t->p.a, &wc, 3000))
 		return NULL;
 	t->status = wc.status;
@@ -166,7 +151,8 @@ static void test_an_event_handler_raised_in_a_pass_may_clear_the_counters(void *
 	t->ev.clear = true;
 	from = reg(t->ev.e, XR_REG_EVLOG_COUNT);
 	xr_engine_set_event_irq(t->ev.e, on_event, &t->ev);
-	assert_true(finishes(bad_write, t));
+	t->bad_key = true;
+	assert_true(finishes(write_one, t));
 	assert_true(t->got);
 	assert_int_equal(t->status, XR_WC_REM_ACCESS_ERR);
 	assert_true(t->ev.calls > 0);
@@ -191,7 +177,8 @@ static void test_a_completion_handler_raised_in_a_pass_may_clear_the_counters(vo
 	assert_non_null(t);
 	assert_int_equal(h_open(&t->p, &opts), 0);
 	xr_engine_set_irq(xr_context_engine(t->p.a.ctx), on_cq, t);
-	assert_true(finishes(good_write, t));
+	t->arm = true;
+	assert_true(finishes(write_one, t));
 	assert_true(t->got);
 	assert_int_equal(t->status, XR_WC_SUCCESS);
 	assert_int_equal(t->cq_calls, 1);
