@@ -216,110 +216,6 @@ int xr_engine_post_end(struct xr_engine *e)
 	return work;
 }
 
-/* ---- frames out ---- */
-
-#define TX_SLOTS (sizeof(((struct xr_tx *)0)->f) / sizeof(((struct xr_tx *)0)->f[0]))
-
-static void tx_flush(struct xr_engine *e, struct xr_tx *tx)
-{
-	struct xr_frame *held[TX_SLOTS];
-	unsigned done = 0, nheld = 0;
-
-	for (unsigned i = tx->sealed; i < tx->n; i++) {
-		if (!tx->seal[i].late)
-			continue;
-		if (tx->f[i]->gather)
-			xr_gather_seal(tx->f[i], tx->seal[i].l3_off);
-		else
-			xr_pkt_seal(tx->f[i]->data, tx->seal[i].l3_off, tx->f[i]->len, tx->seal[i].udp_csum);
-	}
-
-	/* The pass's packets in the counters, two adds per flush instead of
-	 * per packet. */
-	if (tx->pkts) {
-		xr_count_pass(e, XR_CNT_TX_PKTS, tx->pkts);
-		xr_count_pass(e, XR_CNT_TX_BYTES, tx->bytes);
-		tx->pkts = tx->bytes = 0;
-	}
-
-	if (e->pfc.paused) {
-		/* Frames of a priority the peer paused stay, in order; the
-		 * others go (a MAC's per-priority queues). */
-		unsigned k = 0;
-		for (unsigned i = 0; i < tx->n; i++) {
-			if (xr_pfc_frame_paused(e, tx->f[i]))
-				held[nheld++] = tx->f[i];
-			else
-				tx->f[k++] = tx->f[i];
-		}
-		tx->n = k;
-	}
-	while (done < tx->n) {
-		int sent = xr_link_send(e->link, tx->f + done, tx->n - done);
-		if (sent <= 0)
-			break;
-		done += (unsigned)sent;
-	}
-	tx->full = done < tx->n;
-	/* The link is full: keep the rest for the next pass, in order. */
-	memmove(tx->f, tx->f + done, (tx->n - done) * sizeof(tx->f[0]));
-	tx->n -= done;
-	memcpy(tx->f + tx->n, held, nheld * sizeof(held[0]));
-	tx->n += nheld;
-	tx->sealed = tx->n;
-}
-
-struct xr_frame *xr_tx_begin(struct xr_engine *e, struct xr_tx *tx, struct xr_qp *qp, struct xr_pkt *p)
-{
-	return xr_tx_begin_prio(e, tx, qp, p, xr_pfc_qp_prio(e, qp));
-}
-
-struct xr_frame *xr_tx_frame(struct xr_engine *e, struct xr_tx *tx, uint8_t prio)
-{
-	struct xr_frame *f;
-
-	/* A paused priority builds nothing: every producer (requester,
-	 * responder, from the serve loop or the receive path) waits. */
-	if (e->pfc.paused && xr_pfc_paused(e, prio))
-		return NULL;
-	if (tx->n == sizeof(tx->f) / sizeof(tx->f[0]))
-		tx_flush(e, tx);
-	if (tx->full || tx->n == sizeof(tx->f) / sizeof(tx->f[0]))
-		return NULL;
-	f = xr_link_frame_alloc(e->link);
-	if (!f)
-		tx->full = true;
-	return f;
-}
-
-struct xr_frame *xr_tx_begin_prio(struct xr_engine *e, struct xr_tx *tx, struct xr_qp *qp, struct xr_pkt *p,
-				  uint8_t prio)
-{
-	struct xr_frame *f = xr_tx_frame(e, tx, prio);
-
-	if (f) {
-		xr_pkt_init(p, 0);
-		xr_tx_address(e, qp, p);
-	}
-	return f;
-}
-
-void xr_tx_commit(struct xr_engine *e, struct xr_tx *tx, struct xr_frame *f, struct xr_pkt *p)
-{
-	bool late = p->payload_len >= XR_TX_SEAL_LATE_MIN || f->gather;
-
-	if (late)
-		xr_pkt_pad(p, f->data);
-	else
-		xr_pkt_finish(p, f->data);
-	f->len = p->len;
-	(void)e;   /* counted (and a late frame sealed) at the flush, tx_flush */
-	tx->seal[tx->n] = (struct xr_tx_seal){ .l3_off = p->l3_off, .late = late, .udp_csum = p->udp_csum };
-	tx->f[tx->n++] = f;
-	tx->pkts++;
-	tx->bytes += f->len;
-}
-
 /* ---- frames in ---- */
 
 /* Frames a pass took in: RX_PKTS/RX_BYTES are added once per pass. */
@@ -591,7 +487,7 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 	 * full nothing new is built (backpressure, never a silent drop). */
 	tx->full = false;
 	if (tx->n)
-		tx_flush(e, tx);
+		xr_tx_flush(e, tx);
 	if (tx->full) {
 		/* Nothing is served until the link takes frames: no pacer time. */
 		atomic_store_explicit(&e->cc_due_ns, UINT64_MAX, memory_order_relaxed);
@@ -604,7 +500,7 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 	if (!__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE) && e->nwait && timers && idle_timer_look(e))
 		unpark_due(e, pass_clock(e));
 	if (!__atomic_load_n(&e->nbusy, __ATOMIC_ACQUIRE)) {
-		tx_flush(e, tx);
+		xr_tx_flush(e, tx);
 		due = e->nwaiting ? e->wait_due_ns : UINT64_MAX;
 		if (tx->n && e->pfc.paused && xr_pfc_next_due(e) < due)
 			due = xr_pfc_next_due(e);   /* frames held by a pause: the thread looks again when it ends */
@@ -645,7 +541,7 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 		}
 		pthread_mutex_unlock(&qp->lock);
 		if (tx->n >= 24)
-			tx_flush(e, tx);
+			xr_tx_flush(e, tx);
 	}
 	if (j < n)
 		*movable = true;   /* the link was full: QPs wait for their turn */
@@ -660,7 +556,7 @@ static int progress_locked(struct xr_engine *e, bool *movable)
 			due = d;
 	}
 	atomic_store_explicit(&e->cc_due_ns, due, memory_order_relaxed);
-	tx_flush(e, tx);
+	xr_tx_flush(e, tx);
 	if (tx->n && !e->pfc.paused)
 		*movable = true;
 	return work;

@@ -394,6 +394,56 @@ static void test_recover_ipv4_id(void **state)
 	assert_true(refused >= 290);
 }
 
+/* The copying CRC against ISA-L's over the source: lengths around each
+ * of its steps (256-byte blocks, 64-byte blocks, the tail), misaligned
+ * ends, several seeds; exactly n bytes written. */
+static void test_crc32_copy_equals_isal(void **state)
+{
+	static const size_t lens[] = { 0, 1, 3, 4, 63, 64, 255, 256, 257, 319, 320, 383, 511, 512,
+				       575, 1000, 1023, 1024, 1025, 1039, 1040, 1087, 1104, 1279, 1300,
+				       2047, 4095, 4096, 4097, 4159, 4176, 8205 };
+	static const uint32_t seeds[] = { 0, 0xFFFFFFFFu, 0x2144DF1Cu, 0x12345678u };
+	static uint8_t src[8300], dst[8400];
+	uint64_t rnd = 7;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)test_rand(&rnd);
+	for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++)
+		for (size_t so = 0; so < 40; so += 13)
+			for (size_t d = 0; d < 2; d++)
+				for (size_t s = 0; s < 4; s++) {
+					size_t n = lens[l], doff = 64 + d * 5;
+					memset(dst, 0xA5, sizeof(dst));
+					assert_int_equal(xr_crc32_copy(seeds[s], dst + doff, src + so, n),
+							 xr_crc32(seeds[s], src + so, n));
+					if (n)
+						assert_memory_equal(dst + doff, src + so, n);
+					for (size_t i = 0; i < doff; i++)
+						assert_int_equal(dst[i], 0xA5);
+					for (size_t i = doff + n; i < sizeof(dst); i++)
+						assert_int_equal(dst[i], 0xA5);
+				}
+}
+
+/* Two CRCs joined equal one over both pieces, seeded or not. */
+static void test_crc32_combine_equals_one_pass(void **state)
+{
+	static uint8_t buf[10000];
+	uint64_t rnd = 11;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)test_rand(&rnd);
+	for (int k = 0; k < 2000; k++) {
+		size_t n = (size_t)(test_rand(&rnd) % sizeof(buf));
+		size_t a = n ? (size_t)(test_rand(&rnd) % (n + 1)) : 0;
+		uint32_t seed = k & 1 ? 0x2144DF1Cu : 0;
+		assert_int_equal(xr_crc32_combine(xr_crc32(seed, buf, a), xr_crc32(0, buf + a, n - a), n - a),
+				 xr_crc32(seed, buf, n));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -406,6 +456,8 @@ int main(void)
 		cmocka_unit_test(test_icrc_fast_equals_reference),
 		cmocka_unit_test(test_icrc_update_equals_a_fresh_one),
 		cmocka_unit_test(test_icrc_leaves_no_upper_vector_state),
+		cmocka_unit_test(test_crc32_copy_equals_isal),
+		cmocka_unit_test(test_crc32_combine_equals_one_pass),
 		cmocka_unit_test(test_udp_checksum),
 		cmocka_unit_test(test_icmp6_checksum),
 		cmocka_unit_test(test_recover_ipv4_id),

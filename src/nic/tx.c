@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Frames out: a pass builds its packets into frames taken here, commits
+ * them to the burst (struct xr_tx), and sends the burst at the flush. A
+ * large frame's ICRC is computed at the flush (the note at struct xr_tx);
+ * one whose payload was CRC'd as it was copied in is sealed from that CRC
+ * and its headers', without reading the payload again.
+ */
+#include <string.h>
+
+#include "engine.h"
+
+#define TX_SLOTS (sizeof(((struct xr_tx *)0)->f) / sizeof(((struct xr_tx *)0)->f[0]))
+
+void xr_tx_flush(struct xr_engine *e, struct xr_tx *tx)
+{
+	struct xr_frame *held[TX_SLOTS];
+	unsigned done = 0, nheld = 0;
+
+	for (unsigned i = tx->sealed; i < tx->n; i++) {
+		if (!tx->seal[i].late)
+			continue;
+		if (tx->f[i]->gather)
+			xr_gather_seal(tx->f[i], tx->seal[i].l3_off);
+		else if (tx->seal[i].has_pay_crc)
+			xr_pkt_seal_payload_crc(tx->f[i]->data, tx->seal[i].l3_off, tx->seal[i].pay_off,
+						tx->seal[i].pay_len, tx->f[i]->len, tx->seal[i].pay_crc);
+		else
+			xr_pkt_seal(tx->f[i]->data, tx->seal[i].l3_off, tx->f[i]->len, tx->seal[i].udp_csum);
+	}
+
+	/* The pass's packets in the counters, two adds per flush instead of
+	 * per packet. */
+	if (tx->pkts) {
+		xr_count_pass(e, XR_CNT_TX_PKTS, tx->pkts);
+		xr_count_pass(e, XR_CNT_TX_BYTES, tx->bytes);
+		tx->pkts = tx->bytes = 0;
+	}
+
+	if (e->pfc.paused) {
+		/* Frames of a priority the peer paused stay, in order; the
+		 * others go (a MAC's per-priority queues). */
+		unsigned k = 0;
+		for (unsigned i = 0; i < tx->n; i++) {
+			if (xr_pfc_frame_paused(e, tx->f[i]))
+				held[nheld++] = tx->f[i];
+			else
+				tx->f[k++] = tx->f[i];
+		}
+		tx->n = k;
+	}
+	while (done < tx->n) {
+		int sent = xr_link_send(e->link, tx->f + done, tx->n - done);
+		if (sent <= 0)
+			break;
+		done += (unsigned)sent;
+	}
+	tx->full = done < tx->n;
+	/* The link is full: keep the rest for the next pass, in order. */
+	memmove(tx->f, tx->f + done, (tx->n - done) * sizeof(tx->f[0]));
+	tx->n -= done;
+	memcpy(tx->f + tx->n, held, nheld * sizeof(held[0]));
+	tx->n += nheld;
+	tx->sealed = tx->n;
+}
+
+struct xr_frame *xr_tx_begin(struct xr_engine *e, struct xr_tx *tx, struct xr_qp *qp, struct xr_pkt *p)
+{
+	return xr_tx_begin_prio(e, tx, qp, p, xr_pfc_qp_prio(e, qp));
+}
+
+struct xr_frame *xr_tx_frame(struct xr_engine *e, struct xr_tx *tx, uint8_t prio)
+{
+	struct xr_frame *f;
+
+	/* A paused priority builds nothing: every producer (requester,
+	 * responder, from the serve loop or the receive path) waits. */
+	if (e->pfc.paused && xr_pfc_paused(e, prio))
+		return NULL;
+	if (tx->n == sizeof(tx->f) / sizeof(tx->f[0]))
+		xr_tx_flush(e, tx);
+	if (tx->full || tx->n == sizeof(tx->f) / sizeof(tx->f[0]))
+		return NULL;
+	f = xr_link_frame_alloc(e->link);
+	if (!f)
+		tx->full = true;
+	return f;
+}
+
+struct xr_frame *xr_tx_begin_prio(struct xr_engine *e, struct xr_tx *tx, struct xr_qp *qp, struct xr_pkt *p,
+				  uint8_t prio)
+{
+	struct xr_frame *f = xr_tx_frame(e, tx, prio);
+
+	if (f) {
+		xr_pkt_init(p, 0);
+		xr_tx_address(e, qp, p);
+	}
+	return f;
+}
+
+static void commit(struct xr_tx *tx, struct xr_frame *f, struct xr_pkt *p, bool has_crc, uint32_t crc)
+{
+	bool late = p->payload_len >= XR_TX_SEAL_LATE_MIN || f->gather;
+
+	if (late)
+		xr_pkt_pad(p, f->data);
+	else
+		xr_pkt_finish(p, f->data);
+	f->len = p->len;
+	/* Counted (and a late frame sealed) at the flush. A payload CRC needs
+	 * the frame's layout then; a gather frame's payload is not here. */
+	tx->seal[tx->n] = (struct xr_tx_seal){ .l3_off = p->l3_off, .late = late, .udp_csum = p->udp_csum,
+					       .has_pay_crc = has_crc && late && !p->udp_csum && !f->gather,
+					       .pay_crc = crc, .pay_off = (uint16_t)p->payload_off,
+					       .pay_len = (uint16_t)p->payload_len };
+	tx->f[tx->n++] = f;
+	tx->pkts++;
+	tx->bytes += f->len;
+}
+
+void xr_tx_commit(struct xr_engine *e, struct xr_tx *tx, struct xr_frame *f, struct xr_pkt *p)
+{
+	(void)e;
+	commit(tx, f, p, false, 0);
+}
+
+void xr_tx_commit_crc(struct xr_engine *e, struct xr_tx *tx, struct xr_frame *f, struct xr_pkt *p,
+		      uint32_t pay_crc)
+{
+	(void)e;
+	commit(tx, f, p, true, pay_crc);
+}
