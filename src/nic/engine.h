@@ -526,7 +526,7 @@ enum xr_dma_err xr_dma_check_rkey(struct xr_engine *e, uint32_t key, uint32_t pd
 				  uint64_t va, uint64_t len, uint32_t access, struct xr_mr **out);
 void xr_dma_write(const struct xr_mr *mr, uint64_t va, const void *src, size_t len);
 void xr_dma_read(const struct xr_mr *mr, uint64_t va, void *dst, size_t len);
-/* The same, returning xr_crc32(crc, the bytes read): one pass (crc_copy.c). */
+/* The same, returning xr_crc32(crc, the bytes read): one pass (src/wire/crc32.c). */
 uint32_t xr_dma_read_crc(const struct xr_mr *mr, uint64_t va, void *dst, size_t len, uint32_t crc);
 uint64_t *xr_dma_u64(const struct xr_mr *mr, uint64_t va);
 /* Local scatter/gather lists (lkeys): 0 or an enum xr_wc_status. */

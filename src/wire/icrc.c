@@ -69,7 +69,7 @@ static void fill_seed_tables(uint32_t (*t)[256], const uint8_t *pos, size_t npos
 }
 
 #if defined(__x86_64__)
-static bool cpu_has_avx, cpu_has_pclmul;
+static bool cpu_has_pclmul;
 #endif
 
 /* Built once at load time, so the per-packet path has no init check. */
@@ -78,7 +78,6 @@ static void tables_init(void)
 {
 #if defined(__x86_64__)
 	__builtin_cpu_init();   /* whatever order the constructors run in */
-	cpu_has_avx = __builtin_cpu_supports("avx");
 	cpu_has_pclmul = __builtin_cpu_supports("pclmul");
 #endif
 	for (uint32_t i = 0; i < 256; i++) {
@@ -110,29 +109,6 @@ static uint32_t masked_seed(const uint8_t *ip, bool v6)
 			s ^= seed_v4[i][(uint8_t)~ip[variant_v4[i]]];
 	}
 	return s;
-}
-
-#if defined(__x86_64__)
-__attribute__((target("avx"))) static void vector_upper_clear(void)
-{
-	_mm256_zeroupper();
-}
-#endif
-
-/* ISA-L's AVX-512 CRC returns with the upper halves of the vector
- * registers in use (it has no VZEROUPPER), and the next SSE instruction of
- * the caller, compiled for plain x86-64, then stalls: a fifth of a 64 KiB
- * sender's time sat on the first one after the ICRC. Cleared here, once
- * per CRC. */
-uint32_t xr_crc32(uint32_t seed, const uint8_t *p, size_t n)
-{
-	uint32_t c = crc32_gzip_refl(seed, p, n);
-
-#if defined(__x86_64__)
-	if (cpu_has_avx)
-		vector_upper_clear();
-#endif
-	return c;
 }
 
 /* Packets too short to hold all headers: CRC over a masked copy. */
