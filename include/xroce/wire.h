@@ -240,11 +240,6 @@ void xr_pkt_finish(struct xr_pkt *p, uint8_t *buf);
  * the frame's bytes. Returns the ICRC. */
 void xr_pkt_pad(const struct xr_pkt *p, uint8_t *buf);
 uint32_t xr_pkt_seal(uint8_t *buf, size_t l3_off, size_t len, bool udp_csum);
-/* xr_pkt_seal (no UDP checksum) for a frame whose pay_len payload bytes at
- * pay_off have pay_crc = xr_crc32(0, payload) (xr_crc32_copy took it as
- * they were copied in): the headers and pad are read, the payload is not. */
-uint32_t xr_pkt_seal_payload_crc(uint8_t *buf, size_t l3_off, size_t pay_off, size_t pay_len, size_t len,
-				 uint32_t pay_crc);
 
 /* ---- parser ---- */
 
@@ -278,13 +273,6 @@ enum xr_parse_err xr_pkt_parse_ip(const uint8_t *ip, size_t len, uint32_t mtu,
 uint32_t xr_icrc(const uint8_t *ip, size_t len);
 /* CRC-32 as zlib (ISA-L), leaving no vector state behind for the caller. */
 uint32_t xr_crc32(uint32_t seed, const uint8_t *p, size_t n);
-/* memcpy(dst, src, n) (no overlap) that returns xr_crc32(seed, src, n),
- * reading each byte once. */
-uint32_t xr_crc32_copy(uint32_t seed, void *dst, const void *src, size_t n);
-/* xr_crc32(0, A || B) from crc_a = xr_crc32(0, A), crc_b = xr_crc32(0, B)
- * (zlib's crc32_combine); also xr_crc32(s, A || B) from crc_a =
- * xr_crc32(s, A). */
-uint32_t xr_crc32_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b);
 uint32_t xr_icrc_ref(const uint8_t *ip, size_t len);
 
 /*

@@ -109,22 +109,6 @@ void xr_dma_write(const struct xr_mr *mr, uint64_t va, const void *src, size_t l
 	}
 }
 
-uint32_t xr_dma_read_crc(const struct xr_mr *mr, uint64_t va, void *dst, size_t len, uint32_t crc)
-{
-	uint8_t *d = dst;
-
-	while (len) {
-		size_t room, n;
-		const uint8_t *src = translate(mr, va, &room);
-		n = len < room ? len : room;
-		crc = xr_crc32_copy(crc, d, src, n);
-		d += n;
-		va += n;
-		len -= n;
-	}
-	return crc;
-}
-
 void xr_dma_read(const struct xr_mr *mr, uint64_t va, void *dst, size_t len)
 {
 	uint8_t *d = dst;
@@ -146,10 +130,9 @@ uint64_t *xr_dma_u64(const struct xr_mr *mr, uint64_t va)
 	return (uint64_t *)(void *)translate(mr, va, &room);   /* 8-aligned: never crosses a page */
 }
 
-/* Walks an SGE list from byte `offset` of the message, len bytes; a read
- * with crc also CRCs what it copies (xr_crc32's convention, seed *crc). */
+/* Walks an SGE list from byte `offset` of the message, len bytes. */
 static int sgl_walk(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsigned n,
-		    uint32_t offset, uint8_t *buf, uint32_t len, bool to_mem, uint32_t *crc)
+		    uint32_t offset, uint8_t *buf, uint32_t len, bool to_mem)
 {
 	for (unsigned i = 0; i < n && len; i++) {
 		struct xr_mr *mr;
@@ -166,8 +149,6 @@ static int sgl_walk(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, 
 			return XR_WC_LOC_PROT_ERR;
 		if (to_mem)
 			xr_dma_write(mr, sge[i].addr + offset, buf, take);
-		else if (crc)
-			*crc = xr_dma_read_crc(mr, sge[i].addr + offset, buf, take, *crc);
 		else
 			xr_dma_read(mr, sge[i].addr + offset, buf, take);
 		buf += take;
@@ -180,13 +161,7 @@ static int sgl_walk(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, 
 int xr_sgl_read(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsigned n,
 		uint32_t offset, void *dst, uint32_t len)
 {
-	return sgl_walk(e, pd, sge, n, offset, dst, len, false, NULL);
-}
-
-int xr_sgl_read_crc(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsigned n,
-		    uint32_t offset, void *dst, uint32_t len, uint32_t *crc)
-{
-	return sgl_walk(e, pd, sge, n, offset, dst, len, false, crc);
+	return sgl_walk(e, pd, sge, n, offset, dst, len, false);
 }
 
 int xr_sgl_map(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsigned n, uint32_t offset,
@@ -222,5 +197,5 @@ int xr_sgl_map(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsig
 int xr_sgl_write(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsigned n,
 		 uint32_t offset, const void *src, uint32_t len)
 {
-	return sgl_walk(e, pd, sge, n, offset, (uint8_t *)(uintptr_t)src, len, true, NULL);
+	return sgl_walk(e, pd, sge, n, offset, (uint8_t *)(uintptr_t)src, len, true);
 }

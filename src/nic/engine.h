@@ -526,8 +526,6 @@ enum xr_dma_err xr_dma_check_rkey(struct xr_engine *e, uint32_t key, uint32_t pd
 				  uint64_t va, uint64_t len, uint32_t access, struct xr_mr **out);
 void xr_dma_write(const struct xr_mr *mr, uint64_t va, const void *src, size_t len);
 void xr_dma_read(const struct xr_mr *mr, uint64_t va, void *dst, size_t len);
-/* The same, returning xr_crc32(crc, the bytes read): one pass (src/wire/crc32.c). */
-uint32_t xr_dma_read_crc(const struct xr_mr *mr, uint64_t va, void *dst, size_t len, uint32_t crc);
 uint64_t *xr_dma_u64(const struct xr_mr *mr, uint64_t va);
 /* Local scatter/gather lists (lkeys): 0 or an enum xr_wc_status. */
 /* Where bytes [offset, offset+len) of an SGE list lie in host memory, when
@@ -537,9 +535,6 @@ int xr_sgl_map(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsig
 	       uint32_t len, const uint8_t **out);
 int xr_sgl_read(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsigned n,
 		uint32_t offset, void *dst, uint32_t len);
-/* xr_sgl_read that also runs *crc (xr_crc32's convention) over the bytes. */
-int xr_sgl_read_crc(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsigned n,
-		    uint32_t offset, void *dst, uint32_t len, uint32_t *crc);
 int xr_sgl_write(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsigned n,
 		 uint32_t offset, const void *src, uint32_t len);
 
@@ -652,9 +647,8 @@ struct xr_tx {
 	 * those with seal[i].late wait for it. */
 	unsigned sealed;
 	struct xr_tx_seal {
-		uint32_t pay_crc;        /* with has_pay_crc: xr_crc32(0, payload) */
-		uint16_t l3_off, pay_off, pay_len;
-		bool late, udp_csum, has_pay_crc;
+		uint16_t l3_off;
+		bool late, udp_csum;
 	} seal[32];
 };
 /* A frame for a packet of qp: headers from the QP context; NULL when the
@@ -696,10 +690,6 @@ struct xr_frame *xr_tx_begin(struct xr_engine *e, struct xr_tx *tx, struct xr_qp
 struct xr_frame *xr_tx_begin_prio(struct xr_engine *e, struct xr_tx *tx, struct xr_qp *qp,
 				  struct xr_pkt *p, uint8_t prio);
 void xr_tx_commit(struct xr_engine *e, struct xr_tx *tx, struct xr_frame *f, struct xr_pkt *p);
-/* The same for a payload copied in with xr_crc32_copy (seed 0): sealed
- * from pay_crc. */
-void xr_tx_commit_crc(struct xr_engine *e, struct xr_tx *tx, struct xr_frame *f, struct xr_pkt *p,
-		      uint32_t pay_crc);
 /* Seals the burst's late frames and hands the burst to the link (tx.c). */
 void xr_tx_flush(struct xr_engine *e, struct xr_tx *tx);
 /* A frame of the burst for priority prio: NULL while it is paused, or

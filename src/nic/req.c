@@ -283,8 +283,8 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 	uint32_t mtu = mtu_bytes(qp->ctx.path_mtu);
 	struct xr_frame *f;
 	struct xr_pkt p;
-	uint32_t len = 0, pay_crc = 0;
-	bool last = true, has_pay_crc = false;
+	uint32_t len = 0;
+	bool last = true;
 
 	if (qp->ctx.type == XR_QPT_UD && w->length > mtu) {
 		/* D1 (C10-93.1.1, as rxe): nothing is sent, the PSN is used up
@@ -369,13 +369,7 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 			qp->act->gather_f = f;
 			qp->act->gather_seq = f->gather_seq;
 		}
-		else if (!err && len >= XR_TX_SEAL_LATE_MIN) {
-			/* CRC'd as it is copied: the seal does not read it back. */
-			pay_crc = 0;
-			err = xr_sgl_read_crc(e, qp->ctx.pd, w->sge, w->num_sge, r->cur_offset, f->data + p.payload_off,
-					      len, &pay_crc);
-			has_pay_crc = !err;
-		} else if (!err)
+		else if (!err)
 			err = xr_sgl_read(e, qp->ctx.pd, w->sge, w->num_sge, r->cur_offset, f->data + p.payload_off, len);
 		if (err) {
 			/* The region went away under a posted WQE: fail it in order. */
@@ -386,10 +380,7 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 			return false;
 		}
 	}
-	if (has_pay_crc)
-		xr_tx_commit_crc(e, tx, f, &p, pay_crc);
-	else
-		xr_tx_commit(e, tx, f, &p);
+	xr_tx_commit(e, tx, f, &p);
 	/* What this WQE's success must find read (xr_dp_gather_check); a QP
 	 * that never sent by reference has nothing to record. */
 	if (qp->act->gather_f) {

@@ -139,13 +139,9 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 	p.payload_len = len;
 	if (!built(e, qp, &p, f))
 		return false;
-	if (len >= XR_TX_SEAL_LATE_MIN)
-		xr_tx_commit_crc(e, tx, f, &p, xr_dma_read_crc(mr, res->stream_va + off, f->data + p.payload_off, len, 0));
-	else {
-		if (len)
-			xr_dma_read(mr, res->stream_va + off, f->data + p.payload_off, len);
-		xr_tx_commit(e, tx, f, &p);
-	}
+	if (len)
+		xr_dma_read(mr, res->stream_va + off, f->data + p.payload_off, len);
+	xr_tx_commit(e, tx, f, &p);
 	xr_cc_sent(e, qp, now, f->len);
 	res->next_psn = psn_add(res->next_psn, 1);
 	if (idx + 1 >= n) {

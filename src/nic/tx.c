@@ -2,9 +2,7 @@
 /*
  * Frames out: a pass builds its packets into frames taken here, commits
  * them to the burst (struct xr_tx), and sends the burst at the flush. A
- * large frame's ICRC is computed at the flush (the note at struct xr_tx);
- * one whose payload was CRC'd as it was copied in is sealed from that CRC
- * and its headers', without reading the payload again.
+ * large frame's ICRC is computed at the flush (the note at struct xr_tx).
  */
 #include <string.h>
 
@@ -22,9 +20,6 @@ void xr_tx_flush(struct xr_engine *e, struct xr_tx *tx)
 			continue;
 		if (tx->f[i]->gather)
 			xr_gather_seal(tx->f[i], tx->seal[i].l3_off);
-		else if (tx->seal[i].has_pay_crc)
-			xr_pkt_seal_payload_crc(tx->f[i]->data, tx->seal[i].l3_off, tx->seal[i].pay_off,
-						tx->seal[i].pay_len, tx->f[i]->len, tx->seal[i].pay_crc);
 		else
 			xr_pkt_seal(tx->f[i]->data, tx->seal[i].l3_off, tx->f[i]->len, tx->seal[i].udp_csum);
 	}
@@ -99,7 +94,7 @@ struct xr_frame *xr_tx_begin_prio(struct xr_engine *e, struct xr_tx *tx, struct 
 	return f;
 }
 
-static void commit(struct xr_tx *tx, struct xr_frame *f, struct xr_pkt *p, bool has_crc, uint32_t crc)
+void xr_tx_commit(struct xr_engine *e, struct xr_tx *tx, struct xr_frame *f, struct xr_pkt *p)
 {
 	bool late = p->payload_len >= XR_TX_SEAL_LATE_MIN || f->gather;
 
@@ -108,26 +103,9 @@ static void commit(struct xr_tx *tx, struct xr_frame *f, struct xr_pkt *p, bool 
 	else
 		xr_pkt_finish(p, f->data);
 	f->len = p->len;
-	/* Counted (and a late frame sealed) at the flush. A payload CRC needs
-	 * the frame's layout then; a gather frame's payload is not here. */
-	tx->seal[tx->n] = (struct xr_tx_seal){ .l3_off = p->l3_off, .late = late, .udp_csum = p->udp_csum,
-					       .has_pay_crc = has_crc && late && !p->udp_csum && !f->gather,
-					       .pay_crc = crc, .pay_off = (uint16_t)p->payload_off,
-					       .pay_len = (uint16_t)p->payload_len };
+	(void)e;   /* counted (and a late frame sealed) at the flush, xr_tx_flush */
+	tx->seal[tx->n] = (struct xr_tx_seal){ .l3_off = p->l3_off, .late = late, .udp_csum = p->udp_csum };
 	tx->f[tx->n++] = f;
 	tx->pkts++;
 	tx->bytes += f->len;
-}
-
-void xr_tx_commit(struct xr_engine *e, struct xr_tx *tx, struct xr_frame *f, struct xr_pkt *p)
-{
-	(void)e;
-	commit(tx, f, p, false, 0);
-}
-
-void xr_tx_commit_crc(struct xr_engine *e, struct xr_tx *tx, struct xr_frame *f, struct xr_pkt *p,
-		      uint32_t pay_crc)
-{
-	(void)e;
-	commit(tx, f, p, true, pay_crc);
 }

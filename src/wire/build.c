@@ -267,19 +267,6 @@ uint32_t xr_pkt_seal(uint8_t *buf, size_t l3_off, size_t len, bool udp_csum)
 	return icrc;
 }
 
-uint32_t xr_pkt_seal_payload_crc(uint8_t *buf, size_t l3_off, size_t pay_off, size_t pay_len, size_t len,
-				 uint32_t pay_crc)
-{
-	size_t pay_end = pay_off + pay_len;
-	uint32_t icrc = xr_icrc(buf + l3_off, pay_off - l3_off);
-
-	icrc = xr_crc32_combine(icrc, pay_crc, pay_len);
-	if (len - XR_ICRC_LEN > pay_end)
-		icrc = xr_crc32(icrc, buf + pay_end, len - XR_ICRC_LEN - pay_end);
-	put_le32(buf + len - XR_ICRC_LEN, icrc);
-	return icrc;
-}
-
 void xr_pkt_finish(struct xr_pkt *p, uint8_t *buf)
 {
 	xr_pkt_pad(p, buf);

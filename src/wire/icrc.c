@@ -4,27 +4,23 @@
  * zlib) over 8 bytes of 0xFF, then the IP, UDP and BTH headers with their
  * variant fields set to all ones, then everything up to the ICRC itself.
  *
- * Fast path: one ISA-L call over the packet exactly as it is, with a seed
- * that already accounts for the masking. CRC is linear: setting the
- * variant bytes to ones XORs delta_i = byte ^ 0xFF in at offset pos_i,
- * which changes the raw register by xr_crc_table[delta_i] * x^(8(L-1-pos_i)).
- * Changing the seed by S changes it by S * x^(8L). So the seed adjustment
- *     S = XOR_i xr_crc_table[delta_i] * x^(-8(pos_i+1))   (mod P)
+ * Fast path: one CRC (xr_crc32, crc32.c) over the packet exactly as it
+ * is, with a seed that already accounts for the masking. CRC is linear:
+ * setting the variant bytes to ones XORs delta_i = byte ^ 0xFF in at
+ * offset pos_i, which changes the raw register by
+ * crc_table[delta_i] * x^(8(L-1-pos_i)). Changing the seed by S changes
+ * it by S * x^(8L). So the seed adjustment
+ *     S = XOR_i crc_table[delta_i] * x^(-8(pos_i+1))   (mod P)
  * does the masking, independent of the packet length L; one 256-entry
  * table per variant position holds the products. No copy, no second call
- * (ISA-L is slow on tiny buffers), no multiply per packet.
+ * (slow on tiny buffers), no multiply per packet.
  *
  * Reference path: a byte-wise table CRC that masks each byte by its offset.
  */
-#include <isa-l/crc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
-#include "crc_table.h"
 #include "hdr.h"
 #include "xroce/wire.h"
 
@@ -47,8 +43,8 @@ static const uint8_t variant_v6[] = {
 	XR_IPV6_HLEN + XR_UDP_HLEN + BTH_OFF_FB,
 };
 
-uint32_t xr_crc_table[256];   /* R(0, one byte); crc_table.h */
-static uint32_t seed_v4[sizeof(variant_v4)][256];/* xr_crc_table[b] * x^(-8(pos+1)) */
+static uint32_t crc_table[256];                  /* R(0, one byte) */
+static uint32_t seed_v4[sizeof(variant_v4)][256];/* crc_table[b] * x^(-8(pos+1)) */
 static uint32_t seed_v6[sizeof(variant_v6)][256];
 
 /* Multiplies a reflected CRC register by x^-1 mod P (undoes one zero bit). */
@@ -61,30 +57,22 @@ static void fill_seed_tables(uint32_t (*t)[256], const uint8_t *pos, size_t npos
 {
 	for (size_t i = 0; i < npos; i++)
 		for (unsigned b = 0; b < 256; b++) {
-			uint32_t s = xr_crc_table[b];
+			uint32_t s = crc_table[b];
 			for (unsigned k = 0; k < 8u * (pos[i] + 1u); k++)
 				s = div_x(s);
 			t[i][b] = s;
 		}
 }
 
-#if defined(__x86_64__)
-static bool cpu_has_pclmul;
-#endif
-
 /* Built once at load time, so the per-packet path has no init check. */
 __attribute__((constructor))
 static void tables_init(void)
 {
-#if defined(__x86_64__)
-	__builtin_cpu_init();   /* whatever order the constructors run in */
-	cpu_has_pclmul = __builtin_cpu_supports("pclmul");
-#endif
 	for (uint32_t i = 0; i < 256; i++) {
 		uint32_t c = i;
 		for (int k = 0; k < 8; k++)
 			c = (c & 1) ? CRC_POLY_REFLECTED ^ (c >> 1) : c >> 1;
-		xr_crc_table[i] = c;
+		crc_table[i] = c;
 	}
 	fill_seed_tables(seed_v4, variant_v4, sizeof(variant_v4));
 	fill_seed_tables(seed_v6, variant_v6, sizeof(variant_v6));
@@ -238,7 +226,7 @@ static void x8n_init(void)
 {
 	x8n[0] = 0x80000000u;   /* the polynomial 1 */
 	for (size_t n = 1; n <= XR_MAX_FRAME; n++)
-		x8n[n] = xr_crc_table[x8n[n - 1] & 0xFF] ^ (x8n[n - 1] >> 8);   /* one zero byte */
+		x8n[n] = crc_table[x8n[n - 1] & 0xFF] ^ (x8n[n - 1] >> 8);   /* one zero byte */
 }
 
 uint32_t xr_icrc_update(uint32_t icrc, size_t len, size_t off, const uint8_t *was, const uint8_t *now, size_t n)
@@ -249,46 +237,8 @@ uint32_t xr_icrc_update(uint32_t icrc, size_t len, size_t off, const uint8_t *wa
 		return icrc ^ 1u;   /* cannot be: a wrong ICRC, never a wild read */
 	pthread_once(&x8n_once, x8n_init);
 	for (size_t i = 0; i < n; i++)
-		r = xr_crc_table[(r ^ was[i] ^ now[i]) & 0xFF] ^ (r >> 8);
+		r = crc_table[(r ^ was[i] ^ now[i]) & 0xFF] ^ (r >> 8);
 	return icrc ^ mulmod_portable(r, x8n[len - off - n]);
-}
-
-/* ---- two CRCs joined ----
- *
- * CRC(A || B) = CRC(A) * x^(8|B|) ^ CRC(B) (mod P), in ISA-L's and zlib's
- * convention: a frame's ICRC from its headers' CRC and the CRC its payload
- * got on the way in (xr_crc32_copy). One carry-less multiply where the CPU
- * has it: the 63-bit product's high-degree half is reduced by four table
- * steps (it is the raw CRC of those 4 bytes). */
-
-#if defined(__x86_64__)
-__attribute__((target("pclmul,sse4.1"))) static uint32_t mulmod_clmul(uint32_t a, uint32_t b)
-{
-	__m128i p = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)a), _mm_cvtsi32_si128((int)b), 0);
-	uint64_t v = (uint64_t)_mm_cvtsi128_si64(p) << 1;   /* bit k: x^(63-k) */
-	uint32_t r = (uint32_t)v;
-
-	for (int i = 0; i < 4; i++)
-		r = xr_crc_table[r & 0xFF] ^ (r >> 8);
-	return r ^ (uint32_t)(v >> 32);
-}
-#endif
-
-static uint32_t mulmod(uint32_t a, uint32_t b)
-{
-#if defined(__x86_64__)
-	if (cpu_has_pclmul)
-		return mulmod_clmul(a, b);
-#endif
-	return mulmod_portable(a, b);
-}
-
-uint32_t xr_crc32_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b)
-{
-	pthread_once(&x8n_once, x8n_init);
-	for (; len_b > XR_MAX_FRAME; len_b -= XR_MAX_FRAME)
-		crc_a = mulmod(crc_a, x8n[XR_MAX_FRAME]);
-	return mulmod(crc_a, x8n[len_b]) ^ crc_b;
 }
 
 /* ---- portable reference ---- */
@@ -313,12 +263,12 @@ uint32_t xr_icrc_ref(const uint8_t *ip, size_t len)
 	size_t ip_len = len ? ip_hdr_len(ip) : XR_IPV4_HLEN;
 
 	for (size_t i = 0; i < 8; i++)
-		crc = xr_crc_table[(crc ^ 0xFF) & 0xFF] ^ (crc >> 8);
+		crc = crc_table[(crc ^ 0xFF) & 0xFF] ^ (crc >> 8);
 	for (size_t i = 0; i < len; i++) {
 		uint8_t b = ip[i];
 		if (is_variant_byte(ip_len, i))
 			b = (ip_len == XR_IPV6_HLEN && i == 0) ? (uint8_t)(b | 0x0F) : 0xFF;
-		crc = xr_crc_table[(crc ^ b) & 0xFF] ^ (crc >> 8);
+		crc = crc_table[(crc ^ b) & 0xFF] ^ (crc >> 8);
 	}
 	return ~crc;
 }
