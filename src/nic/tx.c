@@ -72,9 +72,9 @@ struct xr_frame *xr_tx_frame(struct xr_engine *e, struct xr_tx *tx, uint8_t prio
 	 * responder, from the serve loop or the receive path) waits. */
 	if (e->pfc.paused && xr_pfc_paused(e, prio))
 		return NULL;
-	if (tx->n == sizeof(tx->f) / sizeof(tx->f[0]))
+	if (tx->n == TX_SLOTS)
 		xr_tx_flush(e, tx);
-	if (tx->full || tx->n == sizeof(tx->f) / sizeof(tx->f[0]))
+	if (tx->full || tx->n == TX_SLOTS)
 		return NULL;
 	f = xr_link_frame_alloc(e->link);
 	if (!f)

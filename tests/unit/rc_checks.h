@@ -5,6 +5,8 @@
 #ifndef XR_TEST_RC_CHECKS_H
 #define XR_TEST_RC_CHECKS_H
 
+#include <unistd.h>
+
 #include "rc_harness.h"
 #include "test_util.h"
 
