@@ -147,9 +147,12 @@ const struct xr_hw_rwqe *xr_rq_slot(const struct xr_qp *qp, uint16_t idx)
 void xr_qp_flush_sq(struct xr_engine *e, struct xr_qp *qp)
 {
 	struct xr_req *rq = &qp->req;
+	/* Once: a doorbell may ring meanwhile (xr_doorbell takes no lock),
+	 * and the WQEs it adds wait for the next flush. */
+	uint16_t pi = xr_qp_sq_pi(qp);
 
 	if (qp->ctx.sq_log_size && qp->ctx.sq_base) {
-		for (uint16_t i = rq->tail; i != qp->sq_pi; i++) {
+		for (uint16_t i = rq->tail; i != pi; i++) {
 			const struct xr_hw_wqe *w = sq_slot(qp, i);
 			const struct xr_swqe_meta *m = qp->act ? xr_sq_meta(qp, i) : NULL;
 			struct xr_wc_info wc = { .wr_id = w->wr_id, .opcode = wc_opcode_of(w->opcode), .wqe_index = i };
@@ -160,7 +163,7 @@ void xr_qp_flush_sq(struct xr_engine *e, struct xr_qp *qp)
 			xr_complete(e, qp, qp->ctx.sq_cqn, &wc, false);
 		}
 	}
-	rq->tail = rq->head = rq->started_end = qp->sq_pi;
+	rq->tail = rq->head = rq->started_end = pi;
 	rq->cur_active = false;
 	rq->retx_pending = false;
 	rq->rd_atomic_out = rq->rd_atomic_started = 0;

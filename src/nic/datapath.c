@@ -107,6 +107,10 @@ static struct xr_qp *busy_pop(struct xr_engine *e)
 		__atomic_store_n(&qp->busy, false, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&e->busy_lock);
+	/* The flag's clearing before the serve's reads of sq_pi: the twin of
+	 * the send doorbell's fence (xr_doorbell), which takes no lock. */
+	if (qp)
+		atomic_thread_fence(memory_order_seq_cst);
 	return qp;
 }
 
@@ -116,8 +120,9 @@ void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp)
 
 	/* Already on the list (a QP streaming, or one receiving): no lock.
 	 * A true seen here may be stale only if a pass has just popped qp;
-	 * that pass takes qp's lock (which the caller holds) before serving
-	 * it, so it still sees what the caller did. */
+	 * that pass takes qp's lock (which the caller holds, except the send
+	 * doorbell, which fences instead) before serving it, so it still
+	 * sees what the caller did. */
 	if (__atomic_load_n(&qp->busy, __ATOMIC_RELAXED))
 		goto wake;
 	pthread_mutex_lock(&e->busy_lock);
@@ -283,9 +288,9 @@ static bool qp_has_work(const struct xr_qp *qp)
 	if (qp->ctx.state == XR_QPS_RESET || qp->ctx.state == XR_QPS_INIT)
 		return false;
 	if (qp->ctx.state == XR_QPS_ERR)
-		return r->tail != qp->sq_pi || qp->resp.rq_head != qp->rq_pi || xr_resp_has_work(qp);
+		return r->tail != xr_qp_sq_pi(qp) || qp->resp.rq_head != qp->rq_pi || xr_resp_has_work(qp);
 	return xr_resp_has_work(qp) || r->cur_active || r->retx_pending ||
-	       (r->head != qp->sq_pi && (qp->ctx.state == XR_QPS_RTS || qp->ctx.state == XR_QPS_SQE)) ||
+	       (r->head != xr_qp_sq_pi(qp) && (qp->ctx.state == XR_QPS_RTS || qp->ctx.state == XR_QPS_SQE)) ||
 	       r->timer_due_ns || r->rnr_due_ns || xr_cc_has_work(qp);
 }
 
@@ -300,7 +305,7 @@ static bool qp_can_move(const struct xr_qp *qp)
 	if (qp->cc.held || qp->cc.cnp_owed)
 		return qp->cc.cnp_owed;
 	return xr_resp_has_work(qp) || r->cur_active || r->retx_pending ||
-	       (r->head != qp->sq_pi && (qp->ctx.state == XR_QPS_RTS || qp->ctx.state == XR_QPS_SQE));
+	       (r->head != xr_qp_sq_pi(qp) && (qp->ctx.state == XR_QPS_RTS || qp->ctx.state == XR_QPS_SQE));
 }
 
 /* ---- QPs that wait ---- */
@@ -317,7 +322,7 @@ static bool qp_waits(const struct xr_engine *e, const struct xr_qp *qp, const st
 		return false;
 	/* WQEs posted that it could not start for want of memory: each pass
 	 * tries again. */
-	return qp->act || qp->req.head == qp->sq_pi || qp->ctx.state != XR_QPS_RTS;
+	return qp->act || qp->req.head == xr_qp_sq_pi(qp) || qp->ctx.state != XR_QPS_RTS;
 }
 
 /* The earliest of qp's own timers: RNR wait (the ACK timer stands still

@@ -192,7 +192,9 @@ struct xr_qp_act {
 struct xr_qp {
 	pthread_mutex_t lock;        /* held by the data path per packet and by commit */
 	uint32_t qpn;                /* 0: a slot never used */
-	uint16_t sq_pi, rq_pi;       /* doorbell values: WQEs posted by the host */
+	/* Doorbell values: WQEs posted by the host. sq_pi is stored without
+	 * the lock (xr_doorbell): read it with xr_qp_sq_pi. */
+	uint16_t sq_pi, rq_pi;
 	uint16_t rq_ci;              /* receive WQEs completed (free-running) */
 	bool in_use;
 	bool busy;                   /* on the engine's busy list */
@@ -500,6 +502,13 @@ void xr_resp_flush(struct xr_qp *qp);
 
 /* Puts a QP on the busy list (caller holds qp->lock). */
 void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp);
+
+/* The send doorbell, stored without qp's lock: acquire, so the WQEs the
+ * host wrote before ringing are seen. */
+static inline uint16_t xr_qp_sq_pi(const struct xr_qp *qp)
+{
+	return __atomic_load_n(&qp->sq_pi, __ATOMIC_ACQUIRE);
+}
 /* qp.c: a QP's active block (caller holds qp->lock). get: true when qp
  * has one, taken now if needed; false when memory ran out (counted:
  * qp_mem_alloc_fail). put: gives it back when nothing in it is in use,

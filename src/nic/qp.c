@@ -495,7 +495,8 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 			/* RESET forgets progress: the rings start over. */
 			next.msn = 0;
 			next.sq_ci = next.rq_ci = 0;
-			qp->sq_pi = qp->rq_pi = 0;
+			__atomic_store_n(&qp->sq_pi, 0, __ATOMIC_RELAXED);
+			qp->rq_pi = 0;
 		}
 		qp->ctx = next;
 		/* Under the lock, with the context: a pass that takes the QP
@@ -541,7 +542,8 @@ static void qp_retire(struct xr_engine *e, struct xr_qp *qp)
 		atomic_fetch_sub(&e->qp_mem.qps, 1);
 	__atomic_store_n(&qp->in_use, false, __ATOMIC_RELEASE);
 	memset(&qp->ctx, 0, sizeof(qp->ctx));
-	qp->sq_pi = qp->rq_pi = 0;
+	__atomic_store_n(&qp->sq_pi, 0, __ATOMIC_RELAXED);
+	qp->rq_pi = 0;
 	runtime_reset(e, qp, false);
 }
 
@@ -680,22 +682,34 @@ enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val)
 		struct xr_qp *qp = xr_qp_lookup(e, qpn);
 		if (!qp || val > 0xFFFF)
 			return XR_AXI_SLVERR;
-		pthread_mutex_lock(&qp->lock);
-		if ((addr & 4) && qp->ctx.srqn) {
-			/* Its receive WQEs come from the SRQ: nothing to ring. */
-			pthread_mutex_unlock(&qp->lock);
-			return XR_AXI_SLVERR;
-		}
-		if (addr & 4)
-			qp->rq_pi = (uint16_t)val;
-		else
-			qp->sq_pi = (uint16_t)val;
-		/* A receive is work only to be flushed (qp_has_work): otherwise
-		 * waking the progress thread per posted receive costs a program
-		 * that reposts hundreds of them a context switch each. */
-		if (!(addr & 4) || qp->ctx.state == XR_QPS_ERR)
+		if (!(addr & 4)) {
+			/* The send doorbell takes no lock (a lock pair per post
+			 * was a twentieth of a 64-byte sender's time). Release:
+			 * the WQEs written before it go with it. The fence
+			 * orders the store before the busy flag's load; the
+			 * pass has its twin between clearing the flag and
+			 * reading sq_pi (busy_pop): either the pass sees the
+			 * new index, or this sees the flag clear and queues
+			 * the QP. */
+			__atomic_store_n(&qp->sq_pi, (uint16_t)val, __ATOMIC_RELEASE);
+			atomic_thread_fence(memory_order_seq_cst);
 			xr_qp_mark_busy(e, qp);
-		pthread_mutex_unlock(&qp->lock);
+		} else {
+			pthread_mutex_lock(&qp->lock);
+			if (qp->ctx.srqn) {
+				/* Its receive WQEs come from the SRQ: nothing to ring. */
+				pthread_mutex_unlock(&qp->lock);
+				return XR_AXI_SLVERR;
+			}
+			qp->rq_pi = (uint16_t)val;
+			/* A receive is work only to be flushed (qp_has_work):
+			 * otherwise waking the progress thread per posted
+			 * receive costs a program that reposts hundreds of them
+			 * a context switch each. */
+			if (qp->ctx.state == XR_QPS_ERR)
+				xr_qp_mark_busy(e, qp);
+			pthread_mutex_unlock(&qp->lock);
+		}
 		xr_evlog_add(e, XR_EV_WQE_POSTED, qpn, (addr & 4) ? 1 : 0, val);
 		return XR_AXI_OKAY;
 	}

@@ -453,7 +453,7 @@ void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t
 			/* SQD: finish what started (all of it again after a
 			 * rewind), start nothing new. */
 			bool restart = r->head != r->started_end;
-			if (r->head == qp->sq_pi || (qp->ctx.state != XR_QPS_RTS && !restart)) {
+			if (r->head == xr_qp_sq_pi(qp) || (qp->ctx.state != XR_QPS_RTS && !restart)) {
 				if (qp->ctx.state == XR_QPS_SQD && r->tail == r->started_end && !r->drained_logged) {
 					r->drained_logged = true;
 					xr_dp_settle(e);   /* every WR done: their buffers go back, as above */
