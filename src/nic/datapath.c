@@ -108,7 +108,9 @@ static struct xr_qp *busy_pop(struct xr_engine *e)
 	}
 	pthread_mutex_unlock(&e->busy_lock);
 	/* The flag's clearing before the serve's reads of sq_pi: the twin of
-	 * the send doorbell's fence (xr_doorbell), which takes no lock. */
+	 * the send doorbell's fence (xr_doorbell), which takes no lock. (An
+	 * XCHG clearing the flag, with sequentially consistent loads of the
+	 * index and the flag, measured 0.9x on the 64-byte WRITE.) */
 	if (qp)
 		atomic_thread_fence(memory_order_seq_cst);
 	return qp;
@@ -120,9 +122,10 @@ void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp)
 
 	/* Already on the list (a QP streaming, or one receiving): no lock.
 	 * A true seen here may be stale only if a pass has just popped qp;
-	 * that pass takes qp's lock (which the caller holds, except the send
-	 * doorbell, which fences instead) before serving it, so it still
-	 * sees what the caller did. */
+	 * that pass takes qp's lock (which the caller holds) before serving
+	 * it, so it still sees what the caller did. The send doorbell holds
+	 * no lock: it fences between its index and this load, as busy_pop
+	 * between clearing the flag and the pass's loads of the index. */
 	if (__atomic_load_n(&qp->busy, __ATOMIC_RELAXED))
 		goto wake;
 	pthread_mutex_lock(&e->busy_lock);

@@ -500,15 +500,17 @@ static inline uint32_t mtu_bytes(uint8_t path_mtu)
 bool xr_resp_has_work(const struct xr_qp *qp);
 void xr_resp_flush(struct xr_qp *qp);
 
-/* Puts a QP on the busy list (caller holds qp->lock). */
+/* Puts a QP on the busy list (caller holds qp->lock, or is the send
+ * doorbell or a timer scan, which change nothing under it). */
 void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp);
 
-/* The send doorbell, stored without qp's lock: acquire, so the WQEs the
- * host wrote before ringing are seen. */
+/* The send doorbell, stored without qp's lock (xr_doorbell): acquire, so
+ * the WQEs the host wrote before ringing are seen. */
 static inline uint16_t xr_qp_sq_pi(const struct xr_qp *qp)
 {
 	return __atomic_load_n(&qp->sq_pi, __ATOMIC_ACQUIRE);
 }
+
 /* qp.c: a QP's active block (caller holds qp->lock). get: true when qp
  * has one, taken now if needed; false when memory ran out (counted:
  * qp_mem_alloc_fail). put: gives it back when nothing in it is in use,

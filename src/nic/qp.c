@@ -495,6 +495,13 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 			/* RESET forgets progress: the rings start over. */
 			next.msn = 0;
 			next.sq_ci = next.rq_ci = 0;
+		}
+		/* And again on leaving RESET: a doorbell of a post that raced
+		 * the reset (rung before the host's own index went to 0, landed
+		 * after the commit) would otherwise have the QP run WQEs of
+		 * the old ring that nobody posted since. The host posts
+		 * nothing in RESET. */
+		if (next.state == XR_QPS_RESET || old_state == XR_QPS_RESET) {
 			__atomic_store_n(&qp->sq_pi, 0, __ATOMIC_RELAXED);
 			qp->rq_pi = 0;
 		}
