@@ -68,7 +68,12 @@ static void run(bool read)
 	s.len = OP_LEN;
 	assert_int_equal(pthread_create(&t, NULL, scribble, &s), 0);
 	until = h_now_ms() + 20000;
-	for (unsigned i = 0; i < OPS && h_now_ms() < until; i++) {
+	/* The writer running before the first operation, and on through ten
+	 * of its passes at least: on a loaded machine its thread may wait
+	 * for a core while 300 operations go by. */
+	while (!atomic_load(&s.passes) && h_now_ms() < until)
+		usleep(100);
+	for (unsigned i = 0; (i < OPS || atomic_load(&s.passes) <= 10) && h_now_ms() < until; i++) {
 		uint8_t *local = read ? h_data(&p.a) : split_start(&p.a);
 		struct xr_sge sge = { (uintptr_t)local, OP_LEN, p.a.mr->lkey };
 		struct xr_send_wr w = { .wr_id = i, .sg_list = &sge, .num_sge = 1,
@@ -83,7 +88,7 @@ static void run(bool read)
 	}
 	atomic_store(&s.stop, true);
 	pthread_join(t, NULL);
-	assert_int_equal(ok, OPS);
+	assert_true(ok >= OPS);
 	assert_true(atomic_load(&s.passes) > 10);   /* the source really changed under the traffic */
 	assert_int_equal(h_counter(&p.a, XR_CNT_PARSE_BAD_ICRC), 0);
 	assert_int_equal(h_counter(&p.b, XR_CNT_PARSE_BAD_ICRC), 0);
