@@ -53,7 +53,7 @@ static void *run_passes(void *arg)
 }
 
 /* One at a time, static: a failed check leaves the test by longjmp, and
- * the teardown (done) stops what still runs on it. */
+ * the teardown stops what still runs for it. */
 static struct traffic {
 	struct pair p;
 	struct passer s;
