@@ -368,8 +368,7 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 			f->gather_seq = ++e->gather_seq ? e->gather_seq : ++e->gather_seq;   /* never 0 */
 			qp->act->gather_f = f;
 			qp->act->gather_seq = f->gather_seq;
-		}
-		else if (!err)
+		} else if (!err)
 			err = xr_sgl_read(e, qp->ctx.pd, w->sge, w->num_sge, r->cur_offset, f->data + p.payload_off, len);
 		if (err) {
 			/* The region went away under a posted WQE: fail it in order. */

@@ -68,8 +68,7 @@ static struct traffic {
 
 static void traffic_open(struct traffic *x, unsigned nqp, unsigned window, uint64_t ops)
 {
-	struct h_opts o = { .mode = MODE, .mtu = XR_MTU_1024, .buf_len = 1 << 16, .nqp = nqp,
-			    .timeout = 14, .retry_cnt = 7, .rnr_retry = 7 };
+	struct h_opts o = base_opts(XR_MTU_1024);
 
 	memset(x, 0, sizeof(*x));
 	x->nqp = nqp;
@@ -77,6 +76,7 @@ static void traffic_open(struct traffic *x, unsigned nqp, unsigned window, uint6
 	x->ops = ops;
 	for (unsigned q = 0; q < nqp; q++)
 		x->next[q] = q;
+	o.nqp = nqp;
 	x->open = true;
 	assert_int_equal(h_open(&x->p, &o), 0);
 	x->s.p = &x->p;
@@ -106,19 +106,22 @@ static void expect_no_more(struct traffic *x)
 	}
 }
 
+/* A signaled MSG-byte WRITE on a's QP q, from and to that QP's own slot. */
+static void post_write(struct pair *p, unsigned q, uint64_t id)
+{
+	struct xr_sge sge = { (uintptr_t)h_data(&p->a) + MSG * q, MSG, p->a.mr->lkey };
+	struct xr_send_wr w = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
+				.opcode = XR_WR_RDMA_WRITE, .send_flags = XR_SEND_SIGNALED };
+	w.wr.rdma.remote_addr = (uintptr_t)h_data(&p->b) + MSG * q;
+	w.wr.rdma.rkey = p->b.mr->rkey;
+	assert_int_equal(xr_post_send(p->a.qp[q], &w, NULL), 0);
+}
+
 /* Posts up to the window, round robin over the QPs: wr_id n on QP n % nqp. */
 static void post_some(struct traffic *x)
 {
-	while (x->posted < x->ops && x->posted - x->done < x->window) {
-		unsigned q = (unsigned)(x->posted % x->nqp);
-		struct xr_sge sge = { (uintptr_t)h_data(&x->p.a) + MSG * q, MSG, x->p.a.mr->lkey };
-		struct xr_send_wr w = { .wr_id = x->posted, .sg_list = &sge, .num_sge = 1,
-					.opcode = XR_WR_RDMA_WRITE, .send_flags = XR_SEND_SIGNALED };
-		w.wr.rdma.remote_addr = (uintptr_t)h_data(&x->p.b) + MSG * q;
-		w.wr.rdma.rkey = x->p.b.mr->rkey;
-		assert_int_equal(xr_post_send(x->p.a.qp[q], &w, NULL), 0);
-		x->posted++;
-	}
+	for (; x->posted < x->ops && x->posted - x->done < x->window; x->posted++)
+		post_write(&x->p, (unsigned)(x->posted % x->nqp), x->posted);
 }
 
 /* Takes what completed; false: nothing for STALL_MS. */
@@ -260,24 +263,13 @@ static void test_posting_through_a_flush(void **state)
 	expect_no_more(x);
 }
 
-static void post_write(struct pair *p, uint64_t id)
-{
-	struct xr_sge sge = { (uintptr_t)h_data(&p->a), MSG, p->a.mr->lkey };
-	struct xr_send_wr w = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
-				.opcode = XR_WR_RDMA_WRITE, .send_flags = XR_SEND_SIGNALED };
-	w.wr.rdma.remote_addr = (uintptr_t)h_data(&p->b);
-	w.wr.rdma.rkey = p->b.mr->rkey;
-	assert_int_equal(xr_post_send(p->a.qp[0], &w, NULL), 0);
-}
-
 /* The doorbell of a post that raced its QP's reset, landing after the
  * RESET's commit (the host's own index is 0 again): back in RTS, the QP
  * must not run the old ring's WQEs, which nobody posted since (it did:
  * three WRITEs again, and the host's next post found its SQ full). */
 static void test_a_doorbell_after_reset(void **state)
 {
-	struct h_opts o = { .mode = MODE, .mtu = XR_MTU_1024, .buf_len = 1 << 16, .timeout = 14,
-			    .retry_cnt = 7, .rnr_retry = 7 };
+	struct h_opts o = base_opts(XR_MTU_1024);
 	struct xr_qp_attr rst = { .qp_state = XR_QPS_RESET };
 	struct traffic *x = &X;
 	struct pair *p = &x->p;
@@ -289,7 +281,7 @@ static void test_a_doorbell_after_reset(void **state)
 	x->open = true;
 	assert_int_equal(h_open(p, &o), 0);
 	for (uint64_t i = 0; i < 3; i++)
-		post_write(p, 100 + i);
+		post_write(p, 0, 100 + i);
 	for (uint64_t i = 0; i < 3; i++)
 		expect_wc(p, &p->a, 100 + i, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "before the reset");
 	assert_int_equal(xr_modify_qp(p->a.qp[0], &rst, XR_QP_STATE), 0);
@@ -301,7 +293,7 @@ static void test_a_doorbell_after_reset(void **state)
 	started = h_counter(&p->a, XR_CNT_SQ_WQES);
 	assert_int_equal(h_wait(p, &p->a, &wc, 200), 0);
 	assert_int_equal(h_counter(&p->a, XR_CNT_SQ_WQES), started);
-	post_write(p, 999);
+	post_write(p, 0, 999);
 	expect_wc(p, &p->a, 999, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "the first post after the reset");
 	assert_int_equal(h_counter(&p->a, XR_CNT_SQ_WQES), started + 1);
 }
