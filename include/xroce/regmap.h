@@ -218,9 +218,9 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	X(DB_CQ_ARM, 0x200004, XR_MAX_CQ, 8, XR_WO, "arm:0 solicited:1", \
 	  "Arm completion queue n at 0x200004 + 8n: signal the next completion (or the next solicited one).") \
 	X(DB_SQ, 0x800000, XR_MAX_QP, 8, XR_WO, "pi:0:16", \
-	  "Send queue doorbell of QP n at 0x800000 + 8n: the new producer index (WQEs posted, mod 2^16).") \
+	  "Send queue doorbell of QP n at 0x800000 + 8n: the new producer index (WQEs posted, mod 2^16). A posted write: an index behind a WQE already started, or more than the ring holds past the oldest WQE not completed, fails the send queue when the engine reads it (counter sq_doorbell_refused).") \
 	X(DB_RQ, 0x800004, XR_MAX_QP, 8, XR_WO, "pi:0:16", \
-	  "Receive queue doorbell of QP n at 0x800004 + 8n: the new producer index (SLVERR for a QP on an SRQ).")
+	  "Receive queue doorbell of QP n at 0x800004 + 8n: the new producer index. SLVERR, nothing changed, for a QP on an SRQ, an index behind a WQE already taken, or more than the ring holds past the oldest WQE not completed.")
 
 /* The register space (a BAR's size): every array's last register lies
  * inside it. */
@@ -339,7 +339,8 @@ XR_REG_ARRAY_TABLE(XR_X)
 	X(UD_SEND_OVERSIZE,   "ud_send_oversize",       "UD sends longer than the MTU: nothing sent, PSN used, completed SUCCESS (C10-93.1.1, as rxe).") \
 	X(SRQ_LIMIT_REACHED,  "srq_limit_reached",      "SRQ limit events raised.") \
 	X(QP_MEM_FAIL,        "qp_mem_alloc_fail",      "Engine memory for QPs ran out: a QP_CMD COMMIT refused (BUSY, nothing changed), a requester waiting for its in-flight state, or a request dropped unexecuted for want of it or of READ/atomic resources (the requester sends it again).") \
-	X(IRQ_LOST,           "irq_lost",               "Interrupts not delivered: raised inside a register access or a pass, with no memory left to hold them until its end (their events stay in the log).")
+	X(IRQ_LOST,           "irq_lost",               "Interrupts not delivered: raised inside a register access or a pass, with no memory left to hold them until its end (their events stay in the log).") \
+	X(SQ_DOORBELL_REFUSED, "sq_doorbell_refused",   "Send doorbells refused when the engine read them: an index behind WQEs already started, or more WQEs than the ring holds past the oldest not completed. The send queue fails (local QP operation error: RC to ERR, UD/UC to SQE); the WQEs up to the last index the engine read that fitted are flushed, and none runs again.")
 
 /* After the table: one counter per parser rejection, named
  * "rx_drop_<reason>" and described by XR_PARSE_ERR_TABLE. */

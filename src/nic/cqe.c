@@ -149,7 +149,7 @@ void xr_qp_flush_sq(struct xr_engine *e, struct xr_qp *qp)
 	struct xr_req *rq = &qp->req;
 	/* Once: a doorbell may ring meanwhile (xr_doorbell takes no lock),
 	 * and the WQEs it adds wait for the next flush. */
-	uint16_t pi = xr_qp_sq_pi(qp);
+	uint16_t pi = xr_req_pi(e, qp);
 
 	if (qp->ctx.sq_log_size && qp->ctx.sq_base) {
 		for (uint16_t i = rq->tail; i != pi; i++) {

@@ -46,6 +46,9 @@ struct xr_req {
 	uint16_t started_end;        /* one past the newest WQE ever started */
 	uint16_t rd_atomic_out;      /* READ/atomic requests in flight */
 	uint16_t rd_atomic_started;  /* READ/atomic WQEs in [tail, started_end) */
+	uint16_t pi_ok;              /* the last send doorbell found inside the ring */
+	uint16_t pi_refused;         /* the last one found outside it (if refused) */
+	bool     refused;
 	bool     cur_active;         /* a WQE is being segmented */
 	bool     drained_logged;     /* SQD: the SQ_DRAINED event is out */
 	bool     retx_pending;       /* go back to retx_psn before sending more */
@@ -504,12 +507,32 @@ void xr_resp_flush(struct xr_qp *qp);
  * doorbell or a timer scan, which change nothing under it). */
 void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp);
 
+/* A send doorbell the host could have rung: no WQE started before it
+ * (the index never goes back), no more WQEs than the ring holds past the
+ * oldest not completed (the engine would run the ring around and start
+ * WQEs it had finished). */
+static inline bool xr_sq_pi_fits(const struct xr_qp *qp, uint16_t pi)
+{
+	const struct xr_req *r = &qp->req;
+	uint32_t size = qp->ctx.sq_log_size ? 1u << qp->ctx.sq_log_size : 0;
+
+	return (uint16_t)(pi - r->started_end) <= (uint16_t)(r->tail + size - r->started_end);
+}
+
 /* The send doorbell, stored without qp's lock (xr_doorbell): acquire, so
- * the WQEs the host wrote before ringing are seen. */
+ * the WQEs the host wrote before ringing are seen. One that does not fit
+ * reads as the last that did; xr_req_pi (req.c) reports it. */
 static inline uint16_t xr_qp_sq_pi(const struct xr_qp *qp)
 {
-	return __atomic_load_n(&qp->sq_pi, __ATOMIC_ACQUIRE);
+	uint16_t pi = __atomic_load_n(&qp->sq_pi, __ATOMIC_ACQUIRE);
+
+	return xr_sq_pi_fits(qp, pi) ? pi : qp->req.pi_ok;
 }
+
+/* req.c: xr_qp_sq_pi for the requester and the flush, which take the
+ * WQEs up to it: a doorbell that does not fit fails the send queue
+ * (counted, once per value). */
+uint16_t xr_req_pi(struct xr_engine *e, struct xr_qp *qp);
 
 /* qp.c: a QP's active block (caller holds qp->lock). get: true when qp
  * has one, taken now if needed; false when memory ran out (counted:

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Doorbells a host could not have rung. A send queue's index that goes
+ * back, or names more WQEs than the ring holds past the oldest not
+ * completed, made the engine run the ring around: it started WQEs it had
+ * finished, again (a WRITE's data sent twice, from a buffer its owner had
+ * reused). The send doorbell takes no lock, so the engine checks the
+ * index when it reads it: the send queue fails (RC: ERR), the refusal is
+ * counted, what the doorbells before it posted is flushed, nothing runs
+ * again. The receive doorbell holds the QP's lock and answers SLVERR.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "rc_checks.h"
+#include "xroce/engine.h"
+#include "xroce/regmap.h"
+
+#define MSG 64u
+#define SQ_DEPTH 8u
+
+static struct pair P;
+static bool open_;
+
+/* A signaled MSG-byte WRITE from a's slot i to b's slot i. */
+static void post_write(struct pair *p, unsigned i, uint64_t id)
+{
+	struct xr_sge sge = { (uintptr_t)h_data(&p->a) + MSG * i, MSG, p->a.mr->lkey };
+	struct xr_send_wr w = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
+				.opcode = XR_WR_RDMA_WRITE, .send_flags = XR_SEND_SIGNALED };
+	w.wr.rdma.remote_addr = (uintptr_t)h_data(&p->b) + MSG * i;
+	w.wr.rdma.rkey = p->b.mr->rkey;
+	assert_int_equal(xr_post_send(p->a.qp[0], &w, NULL), 0);
+}
+
+static struct pair *open_pair(void)
+{
+	struct h_opts o = base_opts(XR_MTU_1024);
+
+	o.sq_depth = SQ_DEPTH;
+	o.rq_depth = SQ_DEPTH;
+	assert_int_equal(h_open(&P, &o), 0);
+	open_ = true;
+	return &P;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (open_)
+		h_close(&P);
+	open_ = false;
+	return 0;
+}
+
+static enum xr_axi_resp ring_sq(struct pair *p, uint32_t pi)
+{
+	return xr_engine_reg_write(xr_context_engine(p->a.ctx), XR_REG_DB_SQ + 8 * xr_qp_num(p->a.qp[0]), pi);
+}
+
+/* A full ring of WRITEs, done; then a's buffer changes, as a program's
+ * does once its WRs completed. */
+static uint16_t run_a_ring(struct pair *p)
+{
+	uint16_t size = (uint16_t)(1u << h_qp_read(&p->a).sq_log_size);
+
+	assert_true(size >= SQ_DEPTH);
+	for (unsigned i = 0; i < size; i++) {
+		memset(h_data(&p->a) + MSG * i, 0xA0 + (int)i, MSG);
+		post_write(p, i, i);
+		expect_wc(p, &p->a, i, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "the first ring");
+	}
+	memset(h_data(&p->a), 0x55, MSG * size);
+	return size;
+}
+
+/* Nothing ran again, nothing completed, the QP failed once. */
+static void expect_refused(struct pair *p, uint16_t size, uint64_t wqes_before)
+{
+	struct xr_wc wc;
+	uint64_t until = h_now_ms() + 200;
+
+	while (h_now_ms() < until) {
+		h_progress(p);
+		if (xr_poll_cq(p->a.cq, 1, &wc) == 1)
+			fail_msg("a completion for a doorbell refused: wr_id %llu status %d",
+				 (unsigned long long)wc.wr_id, wc.status);
+	}
+	assert_int_equal(h_qp_read(&p->a).state, XR_QPS_ERR);
+	assert_int_equal(h_counter(&p->a, XR_CNT_SQ_DOORBELL_REFUSED), 1);
+	assert_int_equal(h_counter(&p->a, XR_CNT_SQ_WQES), wqes_before);
+	for (unsigned i = 0; i < size; i++)
+		for (unsigned k = 0; k < MSG; k++)
+			if (h_data(&p->b)[MSG * i + k] != (uint8_t)(0xA0 + i))
+				fail_msg("b's slot %u byte %u: 0x%02x, a WRITE ran again", i, k, h_data(&p->b)[MSG * i + k]);
+}
+
+/* The host's own next WR (its index is still the last good one) is
+ * flushed: a WR posted is never lost. */
+static void expect_next_flushed(struct pair *p)
+{
+	post_write(p, 0, 777);
+	expect_wc(p, &p->a, 777, XR_WC_WR_FLUSH_ERR, XR_WC_RDMA_WRITE, "the next post");
+	assert_int_equal(h_counter(&p->a, XR_CNT_SQ_DOORBELL_REFUSED), 1);
+}
+
+/* b posts a receive, a SENDs into it: both complete, the data lands. */
+static void send_one(struct pair *p, uint64_t id)
+{
+	struct xr_sge rs = { (uintptr_t)h_data(&p->b), MSG, p->b.mr->lkey };
+	struct xr_recv_wr rw = { .wr_id = id, .sg_list = &rs, .num_sge = 1 };
+	struct xr_sge ss = { (uintptr_t)h_data(&p->a), MSG, p->a.mr->lkey };
+	struct xr_send_wr sw = { .wr_id = id, .sg_list = &ss, .num_sge = 1, .opcode = XR_WR_SEND,
+				 .send_flags = XR_SEND_SIGNALED };
+
+	memset(h_data(&p->a), (int)(0x30 + id), MSG);
+	assert_int_equal(xr_post_recv(p->b.qp[0], &rw, NULL), 0);
+	assert_int_equal(xr_post_send(p->a.qp[0], &sw, NULL), 0);
+	expect_wc(p, &p->a, id, XR_WC_SUCCESS, XR_WC_SEND, "the SEND");
+	expect_wc(p, &p->b, id, XR_WC_SUCCESS, XR_WC_RECV, "its receive");
+	assert_int_equal(h_data(&p->b)[MSG - 1], 0x30 + id);
+}
+
+/* One more than the ring holds: the engine ran slots 0.. again (nine
+ * WRITEs of 0x55 over b's slots). */
+static void test_beyond_the_ring(void **state)
+{
+	struct pair *p = open_pair();
+	uint16_t size = run_a_ring(p);
+	uint64_t wqes = h_counter(&p->a, XR_CNT_SQ_WQES);
+
+	(void)state;
+	assert_int_equal(ring_sq(p, (uint16_t)(2 * size + 1)), XR_AXI_OKAY);   /* a posted write */
+	expect_refused(p, size, wqes);
+	expect_next_flushed(p);
+}
+
+/* An index that goes back: the engine ran 65,535 WQEs, the ring round
+ * and round. */
+static void test_going_back(void **state)
+{
+	struct pair *p = open_pair();
+	uint16_t size = run_a_ring(p);
+	uint64_t wqes = h_counter(&p->a, XR_CNT_SQ_WQES);
+
+	(void)state;
+	assert_int_equal(ring_sq(p, (uint16_t)(size - 1)), XR_AXI_OKAY);
+	expect_refused(p, size, wqes);
+	expect_next_flushed(p);
+}
+
+/* WRs in flight when a bad doorbell lands (the engine read the good
+ * doorbells before it and started them): each is flushed once, and
+ * nothing else completes. A doorbell overwrites the last: WQEs the host
+ * posted after the engine's last read are not known to it once a bad
+ * index overwrote theirs. Inline mode only: the passes are the test's. */
+static void test_in_flight_are_flushed(void **state)
+{
+	struct pair *p = open_pair();
+	uint16_t size = run_a_ring(p);
+	uint64_t wqes;
+	struct xr_wc wc;
+
+	(void)state;
+	for (unsigned i = 0; i < 3; i++)
+		post_write(p, size + i, 100 + i);   /* b's slots past the first ring */
+	xr_engine_progress(xr_context_engine(p->a.ctx));   /* a sends; b has not answered */
+	wqes = h_counter(&p->a, XR_CNT_SQ_WQES);
+	assert_true(wqes >= size + 1u);
+	assert_int_equal(ring_sq(p, (uint16_t)(3 * size)), XR_AXI_OKAY);
+	for (unsigned i = 0; i < 3; i++)
+		expect_wc(p, &p->a, 100 + i, XR_WC_WR_FLUSH_ERR, XR_WC_RDMA_WRITE, "in flight at the bad doorbell");
+	assert_int_equal(h_wait(p, &p->a, &wc, 200), 0);
+	expect_refused(p, size, wqes);
+}
+
+/* The receive doorbell, under the QP's lock: SLVERR, nothing changes. */
+static void test_receive_doorbell(void **state)
+{
+	struct pair *p = open_pair();
+	struct xr_engine *eb = xr_context_engine(p->b.ctx);
+	uint32_t db = XR_REG_DB_RQ + 8 * xr_qp_num(p->b.qp[0]);
+	uint16_t size = (uint16_t)(1u << h_qp_read(&p->b).rq_log_size);
+	uint64_t slverr = h_counter(&p->b, XR_CNT_REG_SLVERR);
+
+	(void)state;
+	assert_int_equal(xr_engine_reg_write(eb, db, size + 1u), XR_AXI_SLVERR);   /* beyond */
+	assert_int_equal(xr_engine_reg_write(eb, db, 0xFFFF), XR_AXI_SLVERR);
+	send_one(p, 1);   /* b's receive 1 taken */
+	assert_int_equal(xr_engine_reg_write(eb, db, 0), XR_AXI_SLVERR);          /* behind it */
+	assert_int_equal(xr_engine_reg_write(eb, db, size + 2u), XR_AXI_SLVERR);   /* beyond */
+	assert_int_equal(xr_engine_reg_write(eb, db, size + 1u), XR_AXI_OKAY);     /* a full ring fits */
+	assert_int_equal(xr_engine_reg_write(eb, db, 1), XR_AXI_OKAY);             /* what b posted */
+	assert_int_equal(h_counter(&p->b, XR_CNT_REG_SLVERR), slverr + 4);
+	send_one(p, 2);
+}
+
+#define BOTH_T(t) cmocka_unit_test_setup_teardown(t, set_thread, teardown), \
+	cmocka_unit_test_setup_teardown(t, set_inline, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		BOTH_T(test_beyond_the_ring),
+		BOTH_T(test_going_back),
+		cmocka_unit_test_setup_teardown(test_in_flight_are_flushed, set_inline, teardown),
+		BOTH_T(test_receive_doorbell),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
