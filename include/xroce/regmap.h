@@ -214,7 +214,7 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
  */
 #define XR_REG_ARRAY_TABLE(X) \
 	X(DB_CQ_CI, 0x200000, XR_MAX_CQ, 8, XR_WO, "ci:0:32", \
-	  "Completion queue n consumer index at 0x200000 + 8n: CQEs the host has consumed.") \
+	  "Completion queue n consumer index at 0x200000 + 8n: CQEs the host has consumed (free-running). SLVERR, nothing changed, for an index behind the last one or past the CQEs written.") \
 	X(DB_CQ_ARM, 0x200004, XR_MAX_CQ, 8, XR_WO, "arm:0 solicited:1", \
 	  "Arm completion queue n at 0x200004 + 8n: signal the next completion (or the next solicited one).") \
 	X(DB_SQ, 0x800000, XR_MAX_QP, 8, XR_WO, "pi:0:16", \

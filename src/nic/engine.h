@@ -47,7 +47,7 @@ struct xr_req {
 	uint16_t rd_atomic_out;      /* READ/atomic requests in flight */
 	uint16_t rd_atomic_started;  /* READ/atomic WQEs in [tail, started_end) */
 	uint16_t pi_ok;              /* the last send doorbell found inside the ring */
-	uint16_t pi_refused;         /* the last one found outside it (if refused) */
+	uint16_t pi_refused;         /* the one found outside it, while refused */
 	bool     refused;
 	bool     cur_active;         /* a WQE is being segmented */
 	bool     drained_logged;     /* SQD: the SQ_DRAINED event is out */
@@ -510,13 +510,16 @@ void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp);
 /* A send doorbell the host could have rung: no WQE started before it
  * (the index never goes back), no more WQEs than the ring holds past the
  * oldest not completed (the engine would run the ring around and start
- * WQEs it had finished). */
+ * WQEs it had finished). One refused stays refused: once the flush has
+ * moved the tail up, it could fit, and the flush would complete old
+ * slots. */
 static inline bool xr_sq_pi_fits(const struct xr_qp *qp, uint16_t pi)
 {
 	const struct xr_req *r = &qp->req;
 	uint32_t size = qp->ctx.sq_log_size ? 1u << qp->ctx.sq_log_size : 0;
 
-	return (uint16_t)(pi - r->started_end) <= (uint16_t)(r->tail + size - r->started_end);
+	return (uint16_t)(pi - r->started_end) <= (uint16_t)(r->tail + size - r->started_end) &&
+	       !(r->refused && pi == r->pi_refused);
 }
 
 /* The send doorbell, stored without qp's lock (xr_doorbell): acquire, so

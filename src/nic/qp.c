@@ -691,8 +691,13 @@ enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val)
 		else if (addr & 4) {
 			cq->ctx.armed = val & 1 || val & 2;
 			cq->ctx.solicited_only = (val & 2) && !(val & 1);
-		} else {
+		} else if ((uint32_t)(val - cq->ci) <= cq->ctx.pi - cq->ci) {
 			cq->ci = val;
+		} else {
+			/* Behind the last consumer index, or past what the
+			 * engine wrote: the CQ would look full for good (its
+			 * completions lost, its QPs failed). */
+			r = XR_AXI_SLVERR;
 		}
 		pthread_mutex_unlock(&cq->lock);
 		return r;

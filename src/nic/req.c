@@ -431,21 +431,27 @@ static void complete_unacked(struct xr_engine *e, struct xr_qp *qp)
 
 /* A real NIC's doorbell is a posted write: nobody hears of a bad one
  * until the NIC reads the ring, so the send queue fails then, as for a
- * WQE it cannot run. The WQEs of the doorbells before it are flushed;
- * those it names beyond them are not WQEs the engine can tell apart from
- * old ones, and nothing of them runs. */
+ * WQE it cannot run (the event log's qp_error names the status; no WQE
+ * completes with it). The WQEs up to the last good index the engine read
+ * are flushed; those the bad one names beyond them are not WQEs the
+ * engine can tell apart from old ones, and nothing of them runs. */
 uint16_t xr_req_pi(struct xr_engine *e, struct xr_qp *qp)
 {
 	struct xr_req *r = &qp->req;
 	uint16_t pi = __atomic_load_n(&qp->sq_pi, __ATOMIC_ACQUIRE);
 
-	if (xr_sq_pi_fits(qp, pi))
+	if (xr_sq_pi_fits(qp, pi)) {
+		r->refused = false;   /* a later doorbell: the next bad one counts again */
 		return r->pi_ok = pi;
-	if (!r->refused || r->pi_refused != pi) {
+	}
+	if (!r->refused || r->pi_refused != pi) {   /* once per value */
 		r->refused = true;
 		r->pi_refused = pi;
 		xr_count(e, XR_CNT_SQ_DOORBELL_REFUSED, 1);
-		xr_qp_to_sq_error(e, qp, XR_WC_LOC_QP_OP_ERR);
+		/* Already failed (a flush reads it): a UD/UC QP in SQE keeps
+		 * its receive side. */
+		if (qp->ctx.state == XR_QPS_RTS || qp->ctx.state == XR_QPS_SQD)
+			xr_qp_to_sq_error(e, qp, XR_WC_LOC_QP_OP_ERR);
 	}
 	return r->pi_ok;
 }
@@ -473,7 +479,10 @@ void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t
 			/* SQD: finish what started (all of it again after a
 			 * rewind), start nothing new. */
 			bool restart = r->head != r->started_end;
-			if (r->head == xr_req_pi(e, qp) || (qp->ctx.state != XR_QPS_RTS && !restart)) {
+			uint16_t pi = xr_req_pi(e, qp);
+			if (qp->ctx.state != XR_QPS_RTS && qp->ctx.state != XR_QPS_SQD)
+				return;   /* the index failed the send queue */
+			if (r->head == pi || (qp->ctx.state != XR_QPS_RTS && !restart)) {
 				if (qp->ctx.state == XR_QPS_SQD && r->tail == r->started_end && !r->drained_logged) {
 					r->drained_logged = true;
 					xr_dp_settle(e);   /* every WR done: their buffers go back, as above */

@@ -7,7 +7,7 @@
  * reused). The send doorbell takes no lock, so the engine checks the
  * index when it reads it: the send queue fails (RC: ERR), the refusal is
  * counted, what the doorbells before it posted is flushed, nothing runs
- * again. The receive doorbell holds the QP's lock and answers SLVERR.
+ * again. The receive and CQ doorbells hold a lock and answer SLVERR.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -171,11 +171,76 @@ static void test_in_flight_are_flushed(void **state)
 	xr_engine_progress(xr_context_engine(p->a.ctx));   /* a sends; b has not answered */
 	wqes = h_counter(&p->a, XR_CNT_SQ_WQES);
 	assert_true(wqes >= size + 1u);
-	assert_int_equal(ring_sq(p, (uint16_t)(3 * size)), XR_AXI_OKAY);
+	/* Too far past the tail now, yet not once the flush has moved the
+	 * tail past the three: it must stay refused (the flush completed
+	 * old slots, the first WR twice, and the host's next post found its
+	 * ring full). */
+	assert_int_equal(ring_sq(p, (uint16_t)(2 * size + 1)), XR_AXI_OKAY);
 	for (unsigned i = 0; i < 3; i++)
 		expect_wc(p, &p->a, 100 + i, XR_WC_WR_FLUSH_ERR, XR_WC_RDMA_WRITE, "in flight at the bad doorbell");
 	assert_int_equal(h_wait(p, &p->a, &wc, 200), 0);
 	expect_refused(p, size, wqes);
+	expect_next_flushed(p);
+}
+
+/* A full ring posted at once (the index at the oldest not completed plus
+ * the ring's size) is a doorbell the host may ring: all of it runs. */
+static void test_a_full_ring_fits(void **state)
+{
+	struct pair *p = open_pair();
+	uint16_t size = run_a_ring(p);
+
+	(void)state;
+	for (unsigned i = 0; i < size; i++)
+		post_write(p, size + i, 200 + i);   /* no pass between: one doorbell after another */
+	for (unsigned i = 0; i < size; i++)
+		expect_wc(p, &p->a, 200 + i, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "a full ring");
+	assert_int_equal(h_counter(&p->a, XR_CNT_SQ_DOORBELL_REFUSED), 0);
+	assert_int_equal(h_qp_read(&p->a).state, XR_QPS_RTS);
+}
+
+/* A bad doorbell read while WRITEs are being sent again (go-back-N after
+ * the ACK timer): nothing more leaves once the QP is in ERR. */
+static void test_no_retransmission_after_a_refusal(void **state)
+{
+	struct pair *p = open_pair();
+	uint16_t size = run_a_ring(p);
+	struct xr_engine *ea = xr_context_engine(p->a.ctx);
+	uint64_t sent;
+
+	(void)state;
+	for (unsigned i = 0; i < 4; i++)
+		post_write(p, size + i, 300 + i);
+	xr_engine_progress(ea);   /* four WRITEs out; b never answers */
+	sent = h_counter(&p->a, XR_CNT_TX_PKTS);
+	usleep(60 * 1000);        /* the ACK timer (timeout 12: 16.8 ms) runs out */
+	assert_int_equal(ring_sq(p, (uint16_t)(2 * size + 5)), XR_AXI_OKAY);
+	xr_engine_progress(ea);
+	/* At most the one packet sent before the index was read. */
+	assert_true(h_counter(&p->a, XR_CNT_TX_PKTS) <= sent + 1);
+	assert_int_equal(h_qp_read(&p->a).state, XR_QPS_ERR);
+	assert_int_equal(h_counter(&p->a, XR_CNT_SQ_DOORBELL_REFUSED), 1);
+}
+
+/* The CQ's consumer index: one past what the engine wrote made the CQ
+ * look full for good (the next completion lost, its QP failed). */
+static void test_cq_doorbell(void **state)
+{
+	struct pair *p = open_pair();
+	struct xr_engine *ea = xr_context_engine(p->a.ctx);
+	uint32_t db = XR_REG_DB_CQ_CI + 8 * xr_cq_num(p->a.cq);
+	uint64_t slverr = h_counter(&p->a, XR_CNT_REG_SLVERR);
+	uint16_t size = run_a_ring(p);   /* size CQEs written and polled */
+
+	(void)state;
+	assert_int_equal(xr_engine_reg_write(ea, db, size + 1u), XR_AXI_SLVERR);   /* past them */
+	assert_int_equal(xr_engine_reg_write(ea, db, size - 1u), XR_AXI_SLVERR);   /* back */
+	assert_int_equal(xr_engine_reg_write(ea, db, size), XR_AXI_OKAY);
+	assert_int_equal(h_counter(&p->a, XR_CNT_REG_SLVERR), slverr + 2);
+	post_write(p, 0, 400);
+	expect_wc(p, &p->a, 400, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "after the bad consumer indexes");
+	assert_int_equal(h_counter(&p->a, XR_CNT_CQ_OVERFLOW), 0);
+	assert_int_equal(h_qp_read(&p->a).state, XR_QPS_RTS);
 }
 
 /* The receive doorbell, under the QP's lock: SLVERR, nothing changes. */
@@ -208,6 +273,9 @@ int main(void)
 		BOTH_T(test_beyond_the_ring),
 		BOTH_T(test_going_back),
 		cmocka_unit_test_setup_teardown(test_in_flight_are_flushed, set_inline, teardown),
+		cmocka_unit_test_setup_teardown(test_a_full_ring_fits, set_inline, teardown),
+		cmocka_unit_test_setup_teardown(test_no_retransmission_after_a_refusal, set_inline, teardown),
+		BOTH_T(test_cq_doorbell),
 		BOTH_T(test_receive_doorbell),
 	};
 

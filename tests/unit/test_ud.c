@@ -164,6 +164,51 @@ static void test_qkey(void **state)
 	h_close(&p);
 }
 
+
+/* A send doorbell the host could not have rung fails a UD QP's send
+ * queue only (SQE); a second one read while in SQE leaves it there, its
+ * receive side working on. */
+static void test_bad_doorbell_keeps_receiving(void **state)
+{
+	struct h_opts o = d_opts(false);
+	struct pair p;
+	struct xr_qp *a_qp, *b_qp;
+	struct xr_ah *to_a;
+	struct xr_qp_attr attr;
+	struct xr_wc wc;
+	struct xr_engine *ea;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &o), 0);
+	ea = xr_context_engine(p.a.ctx);
+	a_qp = d_ud_qp(&p.a, QKEY, NULL);
+	b_qp = d_ud_qp(&p.b, QKEY, NULL);
+	to_a = d_ah(&p.b, &p.a, 64, 0);
+	assert_non_null(a_qp);
+	assert_non_null(b_qp);
+	assert_non_null(to_a);
+	assert_int_equal(d_post_recv(a_qp, &p.a, 8 * SLOT, SLOT, 50), 0);
+	assert_int_equal(xr_engine_reg_write(ea, XR_REG_DB_SQ + 8 * xr_qp_num(a_qp), 0xFFFF), XR_AXI_OKAY);
+	assert_int_equal(d_quiet(&p, &p.a, 50), 0);
+	assert_int_equal(xr_query_qp(a_qp, &attr, 0, NULL), 0);
+	assert_int_equal(attr.qp_state, XR_QPS_SQE);
+	assert_int_equal(xr_engine_reg_write(ea, XR_REG_DB_SQ + 8 * xr_qp_num(a_qp), 0xFFF0), XR_AXI_OKAY);
+	assert_int_equal(d_quiet(&p, &p.a, 50), 0);
+	assert_int_equal(xr_query_qp(a_qp, &attr, 0, NULL), 0);
+	assert_int_equal(attr.qp_state, XR_QPS_SQE);
+	assert_int_equal(h_counter(&p.a, XR_CNT_SQ_DOORBELL_REFUSED), 2);
+
+	fill(&p.b, 4 * SLOT, 32, 4);
+	assert_int_equal(d_ud_send(b_qp, &p.b, to_a, xr_qp_num(a_qp), QKEY, 4 * SLOT, 32, 0, 61), 0);
+	assert_true(next_recv(&p, &p.a, &wc, 2000));
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 50);
+	assert_true(same(h_data(&p.a) + 8 * SLOT + 40, 32, 4));
+	xr_destroy_ah(to_a);
+	xr_destroy_qp(a_qp);
+	xr_destroy_qp(b_qp);
+	h_close(&p);
+}
 /* G4, IBTA 10.3.1 (rxe departs: it moves the QP to ERR): a send that
  * fails locally (a bad L_Key) moves a UD QP to SQE, not ERR. Its receive
  * side works on; what it posts to send meanwhile is flushed; SQE -> RTS
@@ -511,6 +556,7 @@ int main(void)
 		cmocka_unit_test(test_many_peers_to_one),
 		cmocka_unit_test(test_qkey),
 		cmocka_unit_test(test_send_error_keeps_receiving),
+		cmocka_unit_test(test_bad_doorbell_keeps_receiving),
 		cmocka_unit_test(test_unset_family_is_not_ours),
 		cmocka_unit_test(test_oversize),
 		cmocka_unit_test(test_grh_ipv4),
