@@ -138,9 +138,13 @@ struct xr_hw_cqe {
 	uint8_t  status;
 	uint8_t  opcode;
 	uint16_t wqe_index;       /* the send/receive queue slot completed (free-running) */
-	uint8_t  rsvd[25];
+	uint8_t  rsvd[24];
+	uint8_t  drv_flags;       /* the driver's own (XR_CQE_DRV_*): the engine never writes it */
 	uint8_t  phase;           /* written last */
 };
+
+/* drv_flags: a completion of a QP since reset or destroyed (drv/cq.c). */
+#define XR_CQE_DRV_STALE 1
 
 _Static_assert(sizeof(struct xr_hw_ud_av) == 40, "UD address vector size");
 _Static_assert(sizeof(struct xr_hw_wqe) == XR_WQE_SIZE, "send WQE size");

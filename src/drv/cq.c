@@ -91,6 +91,28 @@ int xr_destroy_cq(struct xr_cq *cq)
 
 static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained);
 
+/* A QP's completions stay in its CQs across a RESET or its destroy, for
+ * the program to poll (rxe's way; mlx5 drops them). But the slot a stale
+ * one names is of the old ring: the host's indexes start over at 0, and a
+ * stale completion polled after new posts moved sq_ci past WQEs still in
+ * flight, so the next posts overwrote them (or the engine refused the
+ * doorbell). Those written so far are marked here; the engine writes no
+ * more of the QP's old life once the commit returned. */
+void xr_cq_mark_stale(struct xr_cq *cq, uint32_t qpn)
+{
+	uint32_t mask = (1u << cq->log_size) - 1;
+
+	pthread_mutex_lock(&cq->lock);
+	for (uint32_t i = cq->ci; i - cq->ci <= mask; i++) {
+		struct xr_hw_cqe *c = &cq->ring[i & mask];
+		if (__atomic_load_n(&c->phase, __ATOMIC_ACQUIRE) != (((i >> cq->log_size) & 1) ^ 1))
+			break;
+		if (c->qp_num == qpn)
+			c->drv_flags |= XR_CQE_DRV_STALE;
+	}
+	pthread_mutex_unlock(&cq->lock);
+}
+
 /* With the engine's thread running, a caller polling an empty CQ lends
  * its core for a pass and holds a lease (the thread stands by meanwhile: on
  * a small machine it would take the core the caller spins on), and one
@@ -148,6 +170,10 @@ static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained
 		wc[got].wc_flags = c->wc_flags;
 		/* Free the ring slots the completion covers (completions are in order). */
 		qp = c->qp_num < XR_MAX_QP ? __atomic_load_n(&ctx->qp_by_num[c->qp_num], __ATOMIC_ACQUIRE) : NULL;
+		if (c->drv_flags & XR_CQE_DRV_STALE) {
+			c->drv_flags = 0;   /* the slot's next completion is a new one */
+			qp = NULL;
+		}
 		if (qp) {
 			if (c->opcode & XR_WC_RECV)
 				__atomic_store_n(&qp->rq_ci, (uint16_t)(c->wqe_index + 1), __ATOMIC_RELEASE);

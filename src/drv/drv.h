@@ -102,6 +102,10 @@ struct xr_qp {
 void xr_linger_posted(struct xr_qp *qp);
 void xr_linger_hand_back(struct xr_cq *cq);
 
+/* cq.c: cq's completions of QP qpn not polled yet are of a ring gone
+ * (a RESET, a destroy): polling them moves no QP's indexes. */
+void xr_cq_mark_stale(struct xr_cq *cq, uint32_t qpn);
+
 /* Writes receive WR wr into ring slot q (a QP's RQ or an SRQ): 0, or
  * EINVAL for more than max_sge SGEs or a total beyond 2^31 bytes (the
  * port's message size; issue 15, defect 12). post.c */

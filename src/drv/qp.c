@@ -299,6 +299,13 @@ static int check_modify(const struct xr_qp *qp, const struct xr_qp_attr *a, int 
 	return 0;
 }
 
+static void mark_stale(struct xr_qp *qp)
+{
+	xr_cq_mark_stale(qp->init.send_cq, qp->qpn);
+	if (qp->init.recv_cq != qp->init.send_cq)
+		xr_cq_mark_stale(qp->init.recv_cq, qp->qpn);
+}
+
 int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 {
 	struct xr_context *ctx;
@@ -409,6 +416,8 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 	     xr_regio_qp_commit(ctx->regs, qp->qpn, &next, &st) ? EINVAL : 0;
 	if (!rc) {
 		qp->hw = next;
+		if (next.state == XR_QPS_RESET)
+			mark_stale(qp);
 		if (mask & XR_QP_AV)
 			qp->static_rate = a->ah_attr.static_rate;
 		if (mask & XR_QP_RATE_LIMIT)
@@ -490,6 +499,7 @@ int xr_destroy_qp(struct xr_qp *qp)
 		settle(ctx);
 	pthread_mutex_lock(&ctx->lock);
 	xr_regio_qp_destroy(ctx->regs, qp->qpn);
+	mark_stale(qp);   /* the number may be a new QP's next */
 	__atomic_store_n(&ctx->qp_by_num[qp->qpn], NULL, __ATOMIC_RELEASE);
 	push_free(&ctx->free_qpn, &ctx->nfree_qpn, qp->qpn);
 	if (qp->init.srq)

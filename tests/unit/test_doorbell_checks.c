@@ -9,6 +9,7 @@
  * counted, what the doorbells before it posted is flushed, nothing runs
  * again. The receive and CQ doorbells hold a lock and answer SLVERR.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -243,6 +244,60 @@ static void test_cq_doorbell(void **state)
 	assert_int_equal(h_qp_read(&p->a).state, XR_QPS_RTS);
 }
 
+/* Completions of a QP's life before its RESET, polled after new posts:
+ * the driver took their slot numbers for the new ring's, thought its WRs
+ * in flight done, and took more posts than the ring holds (the engine
+ * then refused the doorbell and failed the QP; before the engine's check,
+ * the posts overwrote WQEs in flight). */
+static void test_completions_from_before_a_reset(void **state)
+{
+	struct pair *p = open_pair();
+	struct h_opts o = base_opts(XR_MTU_1024);
+	struct xr_qp_attr err = { .qp_state = XR_QPS_ERR }, rst = { .qp_state = XR_QPS_RESET };
+	uint16_t size = (uint16_t)(1u << h_qp_read(&p->a).sq_log_size);
+	struct xr_sge sge = { (uintptr_t)h_data(&p->a), MSG, p->a.mr->lkey };
+	struct xr_send_wr w = { .sg_list = &sge, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+				.send_flags = XR_SEND_SIGNALED };
+	struct xr_wc wc[3];
+	unsigned taken = 0;
+	int rc = 0;
+
+	(void)state;
+	w.wr.rdma.remote_addr = (uintptr_t)h_data(&p->b);
+	w.wr.rdma.rkey = p->b.mr->rkey;
+	for (unsigned i = 0; i < 3; i++)
+		post_write(p, i, 1 + i);
+	assert_int_equal(xr_modify_qp(p->a.qp[0], &err, XR_QP_STATE), 0);
+	xr_engine_progress(xr_context_engine(p->a.ctx));   /* three flushed, not polled */
+	assert_int_equal(xr_modify_qp(p->a.qp[0], &rst, XR_QP_STATE), 0);
+	assert_int_equal(xr_modify_qp(p->b.qp[0], &rst, XR_QP_STATE), 0);
+	o.sq_depth = o.rq_depth = SQ_DEPTH;
+	assert_int_equal(h_connect(p->a.qp[0], p->b.qp[0], p->b.ctx, &o, 0x100, 0x200), 0);
+	assert_int_equal(h_connect(p->b.qp[0], p->a.qp[0], p->a.ctx, &o, 0x200, 0x100), 0);
+	for (unsigned i = 0; i < 3; i++)
+		post_write(p, i, 11 + i);
+	/* The old life's three (a's pass sends the new three; b is still). */
+	assert_int_equal(xr_poll_cq(p->a.cq, 3, wc), 3);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(wc[i].wr_id, 1 + i);
+		assert_int_equal(wc[i].status, XR_WC_WR_FLUSH_ERR);
+	}
+	/* Three in flight: the ring takes size - 3 more, then is full. */
+	while (taken < 2u * size) {
+		w.wr_id = 100 + taken;
+		if ((rc = xr_post_send(p->a.qp[0], &w, NULL)) != 0)
+			break;
+		taken++;
+	}
+	assert_int_equal(rc, ENOMEM);
+	assert_int_equal(taken, size - 3u);
+	for (unsigned i = 0; i < 3; i++)
+		expect_wc(p, &p->a, 11 + i, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "the new life's first three");
+	for (unsigned i = 0; i < taken; i++)
+		expect_wc(p, &p->a, 100 + i, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "the rest of the ring");
+	assert_int_equal(h_counter(&p->a, XR_CNT_SQ_DOORBELL_REFUSED), 0);
+}
+
 /* The receive doorbell, under the QP's lock: SLVERR, nothing changes. */
 static void test_receive_doorbell(void **state)
 {
@@ -276,6 +331,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_a_full_ring_fits, set_inline, teardown),
 		cmocka_unit_test_setup_teardown(test_no_retransmission_after_a_refusal, set_inline, teardown),
 		BOTH_T(test_cq_doorbell),
+		cmocka_unit_test_setup_teardown(test_completions_from_before_a_reset, set_inline, teardown),
 		BOTH_T(test_receive_doorbell),
 	};
 
