@@ -34,8 +34,19 @@ struct xr_frame {
 	uint32_t gather_len;
 	uint32_t gather_seq;        /* the sending end's, to tell a frame reused */
 	const uint8_t *gather;
-	uint8_t data[XR_MAX_FRAME] __attribute__((aligned(64)));
-};
+	/* Right after the fields (40 bytes), in their line: on the mem and
+	 * host links every line of a frame crosses the cores with it. A
+	 * 64-byte WRITE (138 bytes) takes three lines so, an 8-byte one or
+	 * an ACK two, where a line-aligned data[] took four and three
+	 * (performance.md: the 64-byte rate gained most when the cores are
+	 * far apart). At 48 bytes an 8-byte WRITE spilled 2 bytes into a
+	 * third line, and its latency lost 4 %. */
+	uint8_t data[XR_MAX_FRAME] __attribute__((aligned(8)));
+} __attribute__((aligned(64)));
+
+/* The lines of a frame's fields and a small packet's bytes (the first
+ * lines a link's receiver asks for, its sender takes for writing). */
+#define XR_FRAME_SMALL_LINES 3
 
 /*
  * Gather frames: a send that reads the payload where it lies, in the

@@ -210,7 +210,7 @@ static int32_t slot_take(struct host_ep *h, struct host_conn *c)
 	 * lines for writing while this one is built (as the mem link). */
 	if (c->ntx_free) {
 		struct xr_frame *next = &c->tx_slot[c->tx_free[c->ntx_free - 1]];
-		xr_prefetch_for_write(next, 4);   /* the length's line, 3 of data */
+		xr_prefetch_for_write(next, XR_FRAME_SMALL_LINES);
 	}
 	return (int32_t)i;
 }

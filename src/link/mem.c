@@ -167,13 +167,15 @@ static struct xr_frame *mem_alloc(struct xr_link *l)
 	if (e->nfree)
 		f = e->free_stack[--e->nfree];
 	/* The next frame's first lines were last read on the other core:
-	 * take them for writing now, while this frame is being built. Three
-	 * lines of data hold any packet's headers and a small payload (a
+	 * take them for writing now, while this frame is being built. They
+	 * hold the fields, any packet's headers and a small payload (a
 	 * 64-byte WRITE is 138 bytes); a longer copy streams on its own. */
 	if (e->nfree) {
 		struct xr_frame *next = e->free_stack[e->nfree - 1];
-		xr_prefetch_for_write(next, 4);   /* the length's line, 3 of data */
-		_Static_assert(offsetof(struct xr_frame, data) == 64, "the data follows the length's line");
+		xr_prefetch_for_write(next, XR_FRAME_SMALL_LINES);
+		_Static_assert(offsetof(struct xr_frame, data) + 138 <= 64 * XR_FRAME_SMALL_LINES &&
+				       offsetof(struct xr_frame, data) + 82 <= 128,
+			       "the fields and a 64-byte WRITE in three lines, an 8-byte one in two");
 	}
 	if (f) {
 		f->next = NULL;
@@ -318,11 +320,9 @@ static int mem_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
 	/* The frames' first lines are in the sender's cache: ask for them
 	 * all at once, not one miss after another as the engine reads each
 	 * frame's length, then its headers. */
-	for (unsigned i = 0; i < got; i++) {
-		__builtin_prefetch(&f[i]->len);
-		__builtin_prefetch(f[i]->data);
-		__builtin_prefetch(f[i]->data + 64);
-	}
+	for (unsigned i = 0; i < got; i++)
+		for (unsigned k = 0; k < XR_FRAME_SMALL_LINES; k++)
+			__builtin_prefetch((const char *)f[i] + 64 * k);
 	l->stats.rx_frames += got;
 	return (int)got;
 }
