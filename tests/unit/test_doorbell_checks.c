@@ -298,6 +298,63 @@ static void test_completions_from_before_a_reset(void **state)
 	assert_int_equal(h_counter(&p->a, XR_CNT_SQ_DOORBELL_REFUSED), 0);
 }
 
+/* The same after a destroy: the number goes to the next QP created, and
+ * the old QP's completions polled then moved the new QP's indexes. */
+static void test_completions_of_a_destroyed_qp(void **state)
+{
+	struct pair *p = open_pair();
+	struct h_opts o = base_opts(XR_MTU_1024);
+	struct xr_qp_attr err = { .qp_state = XR_QPS_ERR }, rst = { .qp_state = XR_QPS_RESET };
+	uint16_t size = (uint16_t)(1u << h_qp_read(&p->a).sq_log_size);
+	uint32_t qpn = xr_qp_num(p->a.qp[0]);
+	struct xr_qp_init_attr ia;
+	struct xr_wc wc[3];
+	unsigned taken = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < 3; i++)
+		post_write(p, i, 1 + i);
+	assert_int_equal(xr_modify_qp(p->a.qp[0], &err, XR_QP_STATE), 0);
+	xr_engine_progress(xr_context_engine(p->a.ctx));   /* three flushed, not polled */
+	assert_int_equal(xr_destroy_qp(p->a.qp[0]), 0);
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ia.recv_cq = p->a.cq;
+	ia.qp_type = XR_QPT_RC;
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = SQ_DEPTH;
+	ia.cap.max_send_sge = XR_WQE_MAX_SGE;
+	ia.cap.max_recv_sge = XR_RWQE_MAX_SGE;
+	p->a.qp[0] = xr_create_qp(p->a.pd, &ia);
+	assert_non_null(p->a.qp[0]);
+	assert_int_equal(xr_qp_num(p->a.qp[0]), qpn);   /* else this tests nothing */
+	assert_int_equal(xr_modify_qp(p->b.qp[0], &rst, XR_QP_STATE), 0);
+	o.sq_depth = o.rq_depth = SQ_DEPTH;
+	assert_int_equal(h_connect(p->a.qp[0], p->b.qp[0], p->b.ctx, &o, 0x100, 0x200), 0);
+	assert_int_equal(h_connect(p->b.qp[0], p->a.qp[0], p->a.ctx, &o, 0x200, 0x100), 0);
+	for (unsigned i = 0; i < 3; i++)
+		post_write(p, i, 11 + i);
+	assert_int_equal(xr_poll_cq(p->a.cq, 3, wc), 3);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(wc[i].wr_id, 1 + i);
+		assert_int_equal(wc[i].status, XR_WC_WR_FLUSH_ERR);
+		assert_int_equal(wc[i].qp_num, qpn);
+	}
+	for (; taken < 2u * size; taken++) {
+		struct xr_sge sge = { (uintptr_t)h_data(&p->a), MSG, p->a.mr->lkey };
+		struct xr_send_wr w = { .wr_id = 100 + taken, .sg_list = &sge, .num_sge = 1,
+					.opcode = XR_WR_RDMA_WRITE, .send_flags = XR_SEND_SIGNALED };
+		w.wr.rdma.remote_addr = (uintptr_t)h_data(&p->b);
+		w.wr.rdma.rkey = p->b.mr->rkey;
+		if (xr_post_send(p->a.qp[0], &w, NULL) != 0)
+			break;
+	}
+	assert_int_equal(taken, size - 3u);
+	for (unsigned i = 0; i < 3; i++)
+		expect_wc(p, &p->a, 11 + i, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "the new QP's first three");
+	for (unsigned i = 0; i < taken; i++)
+		expect_wc(p, &p->a, 100 + i, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "the rest of its ring");
+	assert_int_equal(h_counter(&p->a, XR_CNT_SQ_DOORBELL_REFUSED), 0);
+}
+
 /* The receive doorbell, under the QP's lock: SLVERR, nothing changes. */
 static void test_receive_doorbell(void **state)
 {
@@ -332,6 +389,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_no_retransmission_after_a_refusal, set_inline, teardown),
 		BOTH_T(test_cq_doorbell),
 		cmocka_unit_test_setup_teardown(test_completions_from_before_a_reset, set_inline, teardown),
+		cmocka_unit_test_setup_teardown(test_completions_of_a_destroyed_qp, set_inline, teardown),
 		BOTH_T(test_receive_doorbell),
 	};
 
