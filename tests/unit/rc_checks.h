@@ -50,6 +50,18 @@ static inline int split_sges(struct end *e, size_t off, uint32_t len, struct xr_
 	return 3;
 }
 
+/* A signaled WRITE of len bytes on a's QP q, from a's buffer at off to
+ * b's at off. */
+static inline void post_write_at(struct pair *p, unsigned q, size_t off, uint32_t len, uint64_t id)
+{
+	struct xr_sge sge = { (uintptr_t)h_data(&p->a) + off, len, p->a.mr->lkey };
+	struct xr_send_wr w = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
+				.opcode = XR_WR_RDMA_WRITE, .send_flags = XR_SEND_SIGNALED };
+	w.wr.rdma.remote_addr = (uintptr_t)h_data(&p->b) + off;
+	w.wr.rdma.rkey = p->b.mr->rkey;
+	assert_int_equal(xr_post_send(p->a.qp[q], &w, NULL), 0);
+}
+
 static inline void expect_wc(struct pair *p, struct end *e, uint64_t wr_id, enum xr_wc_status st,
 		      enum xr_wc_opcode op, const char *what)
 {
@@ -93,5 +105,8 @@ static inline int set_inline(void **s) { (void)s; MODE = XR_PROGRESS_INLINE; ret
 
 /* Each test in both progress modes. */
 #define BOTH(t) cmocka_unit_test_setup(t, set_thread), cmocka_unit_test_setup(t, set_inline)
+/* The same with a teardown of the test's own. */
+#define BOTH_T(t, td) cmocka_unit_test_setup_teardown(t, set_thread, td), \
+	cmocka_unit_test_setup_teardown(t, set_inline, td)
 
 #endif

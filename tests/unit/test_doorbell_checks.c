@@ -30,12 +30,7 @@ static bool open_;
 /* A signaled MSG-byte WRITE from a's slot i to b's slot i. */
 static void post_write(struct pair *p, unsigned i, uint64_t id)
 {
-	struct xr_sge sge = { (uintptr_t)h_data(&p->a) + MSG * i, MSG, p->a.mr->lkey };
-	struct xr_send_wr w = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
-				.opcode = XR_WR_RDMA_WRITE, .send_flags = XR_SEND_SIGNALED };
-	w.wr.rdma.remote_addr = (uintptr_t)h_data(&p->b) + MSG * i;
-	w.wr.rdma.rkey = p->b.mr->rkey;
-	assert_int_equal(xr_post_send(p->a.qp[0], &w, NULL), 0);
+	post_write_at(p, 0, MSG * i, MSG, id);
 }
 
 static struct pair *open_pair(void)
@@ -244,17 +239,24 @@ static void test_cq_doorbell(void **state)
 	assert_int_equal(h_qp_read(&p->a).state, XR_QPS_RTS);
 }
 
-/* Completions of a QP's life before its RESET, polled after new posts:
- * the driver took their slot numbers for the new ring's, thought its WRs
- * in flight done, and took more posts than the ring holds (the engine
- * then refused the doorbell and failed the QP; before the engine's check,
- * the posts overwrote WQEs in flight). */
-static void test_completions_from_before_a_reset(void **state)
+/* Three WRs posted, flushed by an ERR, their completions left unpolled. */
+static void flush_three_unpolled(struct pair *p)
 {
-	struct pair *p = open_pair();
+	struct xr_qp_attr err = { .qp_state = XR_QPS_ERR };
+
+	for (unsigned i = 0; i < 3; i++)
+		post_write(p, i, 1 + i);
+	assert_int_equal(xr_modify_qp(p->a.qp[0], &err, XR_QP_STATE), 0);
+	xr_engine_progress(xr_context_engine(p->a.ctx));
+}
+
+/* a's QP (new, or back from RESET) connected to b's, reset: three WRs
+ * posted, then the old three polled: the ring must still count the new
+ * three in flight, taking size - 3 more posts, and all of them run. */
+static void expect_old_completions_free_nothing(struct pair *p, uint16_t size, uint32_t qpn)
+{
 	struct h_opts o = base_opts(XR_MTU_1024);
-	struct xr_qp_attr err = { .qp_state = XR_QPS_ERR }, rst = { .qp_state = XR_QPS_RESET };
-	uint16_t size = (uint16_t)(1u << h_qp_read(&p->a).sq_log_size);
+	struct xr_qp_attr rst = { .qp_state = XR_QPS_RESET };
 	struct xr_sge sge = { (uintptr_t)h_data(&p->a), MSG, p->a.mr->lkey };
 	struct xr_send_wr w = { .sg_list = &sge, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
 				.send_flags = XR_SEND_SIGNALED };
@@ -262,27 +264,21 @@ static void test_completions_from_before_a_reset(void **state)
 	unsigned taken = 0;
 	int rc = 0;
 
-	(void)state;
 	w.wr.rdma.remote_addr = (uintptr_t)h_data(&p->b);
 	w.wr.rdma.rkey = p->b.mr->rkey;
-	for (unsigned i = 0; i < 3; i++)
-		post_write(p, i, 1 + i);
-	assert_int_equal(xr_modify_qp(p->a.qp[0], &err, XR_QP_STATE), 0);
-	xr_engine_progress(xr_context_engine(p->a.ctx));   /* three flushed, not polled */
-	assert_int_equal(xr_modify_qp(p->a.qp[0], &rst, XR_QP_STATE), 0);
 	assert_int_equal(xr_modify_qp(p->b.qp[0], &rst, XR_QP_STATE), 0);
 	o.sq_depth = o.rq_depth = SQ_DEPTH;
 	assert_int_equal(h_connect(p->a.qp[0], p->b.qp[0], p->b.ctx, &o, 0x100, 0x200), 0);
 	assert_int_equal(h_connect(p->b.qp[0], p->a.qp[0], p->a.ctx, &o, 0x200, 0x100), 0);
 	for (unsigned i = 0; i < 3; i++)
 		post_write(p, i, 11 + i);
-	/* The old life's three (a's pass sends the new three; b is still). */
+	/* The old three (a's pass sends the new three; b is still). */
 	assert_int_equal(xr_poll_cq(p->a.cq, 3, wc), 3);
 	for (unsigned i = 0; i < 3; i++) {
 		assert_int_equal(wc[i].wr_id, 1 + i);
 		assert_int_equal(wc[i].status, XR_WC_WR_FLUSH_ERR);
+		assert_int_equal(wc[i].qp_num, qpn);
 	}
-	/* Three in flight: the ring takes size - 3 more, then is full. */
 	while (taken < 2u * size) {
 		w.wr_id = 100 + taken;
 		if ((rc = xr_post_send(p->a.qp[0], &w, NULL)) != 0)
@@ -298,24 +294,34 @@ static void test_completions_from_before_a_reset(void **state)
 	assert_int_equal(h_counter(&p->a, XR_CNT_SQ_DOORBELL_REFUSED), 0);
 }
 
+/* Completions of a QP's life before its RESET, polled after new posts:
+ * the driver took their slot numbers for the new ring's, thought its WRs
+ * in flight done, and took more posts than the ring holds (the engine
+ * then refused the doorbell and failed the QP; before the engine's check,
+ * the posts overwrote WQEs in flight). */
+static void test_completions_from_before_a_reset(void **state)
+{
+	struct pair *p = open_pair();
+	struct xr_qp_attr rst = { .qp_state = XR_QPS_RESET };
+
+	(void)state;
+	flush_three_unpolled(p);
+	assert_int_equal(xr_modify_qp(p->a.qp[0], &rst, XR_QP_STATE), 0);
+	expect_old_completions_free_nothing(p, (uint16_t)(1u << h_qp_read(&p->a).sq_log_size),
+					    xr_qp_num(p->a.qp[0]));
+}
+
 /* The same after a destroy: the number goes to the next QP created, and
  * the old QP's completions polled then moved the new QP's indexes. */
 static void test_completions_of_a_destroyed_qp(void **state)
 {
 	struct pair *p = open_pair();
-	struct h_opts o = base_opts(XR_MTU_1024);
-	struct xr_qp_attr err = { .qp_state = XR_QPS_ERR }, rst = { .qp_state = XR_QPS_RESET };
 	uint16_t size = (uint16_t)(1u << h_qp_read(&p->a).sq_log_size);
 	uint32_t qpn = xr_qp_num(p->a.qp[0]);
 	struct xr_qp_init_attr ia;
-	struct xr_wc wc[3];
-	unsigned taken = 0;
 
 	(void)state;
-	for (unsigned i = 0; i < 3; i++)
-		post_write(p, i, 1 + i);
-	assert_int_equal(xr_modify_qp(p->a.qp[0], &err, XR_QP_STATE), 0);
-	xr_engine_progress(xr_context_engine(p->a.ctx));   /* three flushed, not polled */
+	flush_three_unpolled(p);
 	assert_int_equal(xr_destroy_qp(p->a.qp[0]), 0);
 	memset(&ia, 0, sizeof(ia));
 	ia.send_cq = ia.recv_cq = p->a.cq;
@@ -326,33 +332,7 @@ static void test_completions_of_a_destroyed_qp(void **state)
 	p->a.qp[0] = xr_create_qp(p->a.pd, &ia);
 	assert_non_null(p->a.qp[0]);
 	assert_int_equal(xr_qp_num(p->a.qp[0]), qpn);   /* else this tests nothing */
-	assert_int_equal(xr_modify_qp(p->b.qp[0], &rst, XR_QP_STATE), 0);
-	o.sq_depth = o.rq_depth = SQ_DEPTH;
-	assert_int_equal(h_connect(p->a.qp[0], p->b.qp[0], p->b.ctx, &o, 0x100, 0x200), 0);
-	assert_int_equal(h_connect(p->b.qp[0], p->a.qp[0], p->a.ctx, &o, 0x200, 0x100), 0);
-	for (unsigned i = 0; i < 3; i++)
-		post_write(p, i, 11 + i);
-	assert_int_equal(xr_poll_cq(p->a.cq, 3, wc), 3);
-	for (unsigned i = 0; i < 3; i++) {
-		assert_int_equal(wc[i].wr_id, 1 + i);
-		assert_int_equal(wc[i].status, XR_WC_WR_FLUSH_ERR);
-		assert_int_equal(wc[i].qp_num, qpn);
-	}
-	for (; taken < 2u * size; taken++) {
-		struct xr_sge sge = { (uintptr_t)h_data(&p->a), MSG, p->a.mr->lkey };
-		struct xr_send_wr w = { .wr_id = 100 + taken, .sg_list = &sge, .num_sge = 1,
-					.opcode = XR_WR_RDMA_WRITE, .send_flags = XR_SEND_SIGNALED };
-		w.wr.rdma.remote_addr = (uintptr_t)h_data(&p->b);
-		w.wr.rdma.rkey = p->b.mr->rkey;
-		if (xr_post_send(p->a.qp[0], &w, NULL) != 0)
-			break;
-	}
-	assert_int_equal(taken, size - 3u);
-	for (unsigned i = 0; i < 3; i++)
-		expect_wc(p, &p->a, 11 + i, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "the new QP's first three");
-	for (unsigned i = 0; i < taken; i++)
-		expect_wc(p, &p->a, 100 + i, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "the rest of its ring");
-	assert_int_equal(h_counter(&p->a, XR_CNT_SQ_DOORBELL_REFUSED), 0);
+	expect_old_completions_free_nothing(p, size, qpn);
 }
 
 /* The receive doorbell, under the QP's lock: SLVERR, nothing changes. */
@@ -376,21 +356,18 @@ static void test_receive_doorbell(void **state)
 	send_one(p, 2);
 }
 
-#define BOTH_T(t) cmocka_unit_test_setup_teardown(t, set_thread, teardown), \
-	cmocka_unit_test_setup_teardown(t, set_inline, teardown)
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		BOTH_T(test_beyond_the_ring),
-		BOTH_T(test_going_back),
+		BOTH_T(test_beyond_the_ring, teardown),
+		BOTH_T(test_going_back, teardown),
 		cmocka_unit_test_setup_teardown(test_in_flight_are_flushed, set_inline, teardown),
 		cmocka_unit_test_setup_teardown(test_a_full_ring_fits, set_inline, teardown),
 		cmocka_unit_test_setup_teardown(test_no_retransmission_after_a_refusal, set_inline, teardown),
-		BOTH_T(test_cq_doorbell),
+		BOTH_T(test_cq_doorbell, teardown),
 		cmocka_unit_test_setup_teardown(test_completions_from_before_a_reset, set_inline, teardown),
 		cmocka_unit_test_setup_teardown(test_completions_of_a_destroyed_qp, set_inline, teardown),
-		BOTH_T(test_receive_doorbell),
+		BOTH_T(test_receive_doorbell, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

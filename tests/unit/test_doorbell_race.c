@@ -109,12 +109,7 @@ static void expect_no_more(struct traffic *x)
 /* A signaled MSG-byte WRITE on a's QP q, from and to that QP's own slot. */
 static void post_write(struct pair *p, unsigned q, uint64_t id)
 {
-	struct xr_sge sge = { (uintptr_t)h_data(&p->a) + MSG * q, MSG, p->a.mr->lkey };
-	struct xr_send_wr w = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
-				.opcode = XR_WR_RDMA_WRITE, .send_flags = XR_SEND_SIGNALED };
-	w.wr.rdma.remote_addr = (uintptr_t)h_data(&p->b) + MSG * q;
-	w.wr.rdma.rkey = p->b.mr->rkey;
-	assert_int_equal(xr_post_send(p->a.qp[q], &w, NULL), 0);
+	post_write_at(p, q, MSG * q, MSG, id);
 }
 
 /* Posts up to the window, round robin over the QPs: wr_id n on QP n % nqp. */
@@ -315,17 +310,14 @@ static int teardown(void **state)
 	return 0;
 }
 
-#define BOTH_T(t) cmocka_unit_test_setup_teardown(t, set_thread, teardown), \
-	cmocka_unit_test_setup_teardown(t, set_inline, teardown)
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		BOTH_T(test_one_at_a_time),
-		BOTH_T(test_window_of_eight),
-		BOTH_T(test_four_qps),
-		BOTH_T(test_posting_through_a_flush),
-		BOTH_T(test_a_doorbell_after_reset),
+		BOTH_T(test_one_at_a_time, teardown),
+		BOTH_T(test_window_of_eight, teardown),
+		BOTH_T(test_four_qps, teardown),
+		BOTH_T(test_posting_through_a_flush, teardown),
+		BOTH_T(test_a_doorbell_after_reset, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -164,7 +164,6 @@ static void test_qkey(void **state)
 	h_close(&p);
 }
 
-
 /* A send doorbell the host could not have rung fails a UD QP's send
  * queue only (SQE); a second one read while in SQE leaves it there, its
  * receive side working on. */
