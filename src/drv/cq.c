@@ -97,12 +97,13 @@ static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained
  * stale completion polled after new posts moved sq_ci past WQEs still in
  * flight, so the next posts overwrote them (or the engine refused the
  * doorbell). Those written so far are marked here; the engine writes no
- * more of the QP's old life once the commit returned. */
-void xr_cq_mark_stale(struct xr_cq *cq, uint32_t qpn)
+ * more of the QP's old life once the commit returned. The caller holds
+ * the CQ's lock from before it zeroes the host's indexes to after this:
+ * a poller between the two would move them by an old slot. */
+void xr_cq_mark_stale_locked(struct xr_cq *cq, uint32_t qpn)
 {
 	uint32_t mask = (1u << cq->log_size) - 1;
 
-	pthread_mutex_lock(&cq->lock);
 	for (uint32_t i = cq->ci; i - cq->ci <= mask; i++) {
 		struct xr_hw_cqe *c = &cq->ring[i & mask];
 		if (__atomic_load_n(&c->phase, __ATOMIC_ACQUIRE) != (((i >> cq->log_size) & 1) ^ 1))
@@ -110,7 +111,28 @@ void xr_cq_mark_stale(struct xr_cq *cq, uint32_t qpn)
 		if (c->qp_num == qpn)
 			c->drv_flags |= XR_CQE_DRV_STALE;
 	}
-	pthread_mutex_unlock(&cq->lock);
+}
+
+void xr_cq_lock_pair(struct xr_cq *a, struct xr_cq *b)
+{
+	if (a == b) {
+		pthread_mutex_lock(&a->lock);
+		return;
+	}
+	if (a->cqn > b->cqn) {   /* one order for every pair */
+		struct xr_cq *t = a;
+		a = b;
+		b = t;
+	}
+	pthread_mutex_lock(&a->lock);
+	pthread_mutex_lock(&b->lock);
+}
+
+void xr_cq_unlock_pair(struct xr_cq *a, struct xr_cq *b)
+{
+	pthread_mutex_unlock(&a->lock);
+	if (b != a)
+		pthread_mutex_unlock(&b->lock);
 }
 
 /* With the engine's thread running, a caller polling an empty CQ lends

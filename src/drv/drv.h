@@ -103,8 +103,11 @@ void xr_linger_posted(struct xr_qp *qp);
 void xr_linger_hand_back(struct xr_cq *cq);
 
 /* cq.c: cq's completions of QP qpn not polled yet are of a ring gone
- * (a RESET, a destroy): polling them moves no QP's indexes. */
-void xr_cq_mark_stale(struct xr_cq *cq, uint32_t qpn);
+ * (a RESET, a destroy): polling them moves no QP's indexes. Under the
+ * CQ's lock; a QP's two CQs are locked in one order (cqn). */
+void xr_cq_mark_stale_locked(struct xr_cq *cq, uint32_t qpn);
+void xr_cq_lock_pair(struct xr_cq *a, struct xr_cq *b);
+void xr_cq_unlock_pair(struct xr_cq *a, struct xr_cq *b);
 
 /* Writes receive WR wr into ring slot q (a QP's RQ or an SRQ): 0, or
  * EINVAL for more than max_sge SGEs or a total beyond 2^31 bytes (the

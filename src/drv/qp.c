@@ -299,11 +299,12 @@ static int check_modify(const struct xr_qp *qp, const struct xr_qp_attr *a, int 
 	return 0;
 }
 
+/* Under both CQs' locks (xr_cq_lock_pair). */
 static void mark_stale(struct xr_qp *qp)
 {
-	xr_cq_mark_stale(qp->init.send_cq, qp->qpn);
+	xr_cq_mark_stale_locked(qp->init.send_cq, qp->qpn);
 	if (qp->init.recv_cq != qp->init.send_cq)
-		xr_cq_mark_stale(qp->init.recv_cq, qp->qpn);
+		xr_cq_mark_stale_locked(qp->init.recv_cq, qp->qpn);
 }
 
 int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
@@ -405,7 +406,10 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 		commit_mask |= XR_QPM_QKEY;
 	}
 	if (next.state == XR_QPS_RESET) {
-		/* Back to RESET: the rings start over on both sides. */
+		/* Back to RESET: the rings start over on both sides. The CQs
+		 * stay locked until the old life's completions are marked: a
+		 * poller in between would move the new indexes by an old slot. */
+		xr_cq_lock_pair(qp->init.send_cq, qp->init.recv_cq);
 		pthread_mutex_lock(&qp->sq_lock);
 		pthread_mutex_lock(&qp->rq_lock);
 		qp->sq_pi = qp->sq_ci = qp->rq_pi = qp->rq_ci = 0;
@@ -414,10 +418,13 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 	}
 	rc = xr_regio_write(ctx->regs, XR_REG_QP_COMMIT_MASK, commit_mask) ||
 	     xr_regio_qp_commit(ctx->regs, qp->qpn, &next, &st) ? EINVAL : 0;
+	if (next.state == XR_QPS_RESET) {
+		if (!rc)
+			mark_stale(qp);
+		xr_cq_unlock_pair(qp->init.send_cq, qp->init.recv_cq);
+	}
 	if (!rc) {
 		qp->hw = next;
-		if (next.state == XR_QPS_RESET)
-			mark_stale(qp);
 		if (mask & XR_QP_AV)
 			qp->static_rate = a->ah_attr.static_rate;
 		if (mask & XR_QP_RATE_LIMIT)
@@ -499,7 +506,9 @@ int xr_destroy_qp(struct xr_qp *qp)
 		settle(ctx);
 	pthread_mutex_lock(&ctx->lock);
 	xr_regio_qp_destroy(ctx->regs, qp->qpn);
+	xr_cq_lock_pair(qp->init.send_cq, qp->init.recv_cq);
 	mark_stale(qp);   /* the number may be a new QP's next */
+	xr_cq_unlock_pair(qp->init.send_cq, qp->init.recv_cq);
 	__atomic_store_n(&ctx->qp_by_num[qp->qpn], NULL, __ATOMIC_RELEASE);
 	push_free(&ctx->free_qpn, &ctx->nfree_qpn, qp->qpn);
 	if (qp->init.srq)

@@ -26,7 +26,12 @@
 #include "xroce/link.h"
 
 #define HOST_MAGIC 0x78726f68u         /* "xroh" */
-#define HOST_VERSION 3                 /* 3: a memfd per side, slots passed by index */
+/* 3: a memfd per side, slots passed by index; 4: a frame's data at
+ * offset 40 (struct xr_frame), the slots' size unchanged. */
+#define HOST_VERSION 4
+/* A peer of another build reads the slots we write: a frame's layout is
+ * part of the version (change both together). */
+_Static_assert(offsetof(struct xr_frame, data) == 40, "a frame's layout changed: bump HOST_VERSION");
 /* Frame slots per direction, owned by its sender. Slots are reused in
  * turn (but a ping-pong's few: slot_take), so this sets how long ago the
  * peer read a slot we write again:

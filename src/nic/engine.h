@@ -47,7 +47,8 @@ struct xr_req {
 	uint16_t rd_atomic_out;      /* READ/atomic requests in flight */
 	uint16_t rd_atomic_started;  /* READ/atomic WQEs in [tail, started_end) */
 	uint16_t pi_ok;              /* the last send doorbell found inside the ring */
-	uint16_t pi_refused;         /* the one found outside it, while refused */
+	uint16_t pi_refused;         /* the one found outside it, while refused, */
+	uint16_t rings_refused;      /* ...and the doorbell count it was read with */
 	bool     refused;
 	bool     cur_active;         /* a WQE is being segmented */
 	bool     drained_logged;     /* SQD: the SQ_DRAINED event is out */
@@ -198,6 +199,7 @@ struct xr_qp {
 	/* Doorbell values: WQEs posted by the host. sq_pi is stored without
 	 * the lock (xr_doorbell): read it with xr_qp_sq_pi. */
 	uint16_t sq_pi, rq_pi;
+	uint16_t sq_rings;           /* send doorbells rung (mod 2^16): a value refused, rung again, is read afresh */
 	uint16_t rq_ci;              /* receive WQEs completed (free-running) */
 	bool in_use;
 	bool busy;                   /* on the engine's busy list */
@@ -510,16 +512,19 @@ void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp);
 /* A send doorbell the host could have rung: no WQE started before it
  * (the index never goes back), no more WQEs than the ring holds past the
  * oldest not completed (the engine would run the ring around and start
- * WQEs it had finished). One refused stays refused: once the flush has
- * moved the tail up, it could fit, and the flush would complete old
- * slots. */
+ * WQEs it had finished). One refused stays refused until the host rings
+ * again: once the flush has moved the tail up it could fit, and the
+ * flush would complete old slots; but the same value rung again (a batch
+ * posted from the new tail) is a doorbell of its own. */
 static inline bool xr_sq_pi_fits(const struct xr_qp *qp, uint16_t pi)
 {
 	const struct xr_req *r = &qp->req;
 	uint32_t size = qp->ctx.sq_log_size ? 1u << qp->ctx.sq_log_size : 0;
 
-	return (uint16_t)(pi - r->started_end) <= (uint16_t)(r->tail + size - r->started_end) &&
-	       !(r->refused && pi == r->pi_refused);
+	if (r->refused && pi == r->pi_refused &&
+	    __atomic_load_n(&qp->sq_rings, __ATOMIC_RELAXED) == r->rings_refused)
+		return false;
+	return (uint16_t)(pi - r->started_end) <= (uint16_t)(r->tail + size - r->started_end);
 }
 
 /* The send doorbell, stored without qp's lock (xr_doorbell): acquire, so

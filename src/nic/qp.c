@@ -715,6 +715,12 @@ enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val)
 			 * reading sq_pi (busy_pop): either the pass sees the
 			 * new index, or this sees the flag clear and queues
 			 * the QP. */
+			/* The count before the index (release orders them):
+			 * the same value rung again is read afresh (req.c).
+			 * Not an atomic add: the driver rings under its SQ
+			 * lock, and a lost count only re-reads a value. */
+			__atomic_store_n(&qp->sq_rings, (uint16_t)(__atomic_load_n(&qp->sq_rings, __ATOMIC_RELAXED) + 1),
+					 __ATOMIC_RELAXED);
 			__atomic_store_n(&qp->sq_pi, (uint16_t)val, __ATOMIC_RELEASE);
 			atomic_thread_fence(memory_order_seq_cst);
 			xr_qp_mark_busy(e, qp);

@@ -17,6 +17,11 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+
+#include "nic/commit_hook.h"
 #include "rc_checks.h"
 #include "xroce/engine.h"
 #include "xroce/regmap.h"
@@ -47,6 +52,7 @@ static struct pair *open_pair(void)
 static int teardown(void **state)
 {
 	(void)state;
+	xr_qp_commit_hook = NULL;   /* a failed check may have left it set */
 	if (open_)
 		h_close(&P);
 	open_ = false;
@@ -176,6 +182,27 @@ static void test_in_flight_are_flushed(void **state)
 		expect_wc(p, &p->a, 100 + i, XR_WC_WR_FLUSH_ERR, XR_WC_RDMA_WRITE, "in flight at the bad doorbell");
 	assert_int_equal(h_wait(p, &p->a, &wc, 200), 0);
 	expect_refused(p, size, wqes);
+	/* From the new tail (size + 3) the host posts size - 2 WRs in one
+	 * call: its doorbell rings the refused value again, and fits now.
+	 * Each WR is flushed (they were ignored: the value was refused). */
+	{
+		struct xr_sge sge = { (uintptr_t)h_data(&p->a), MSG, p->a.mr->lkey };
+		struct xr_send_wr w[SQ_DEPTH];
+		unsigned n = size - 2u;
+
+		assert_true(n <= SQ_DEPTH);
+		for (unsigned i = 0; i < n; i++) {
+			w[i] = (struct xr_send_wr){ .wr_id = 500 + i, .sg_list = &sge, .num_sge = 1,
+						    .opcode = XR_WR_RDMA_WRITE, .send_flags = XR_SEND_SIGNALED,
+						    .next = i + 1 < n ? &w[i + 1] : NULL };
+			w[i].wr.rdma.remote_addr = (uintptr_t)h_data(&p->b);
+			w[i].wr.rdma.rkey = p->b.mr->rkey;
+		}
+		assert_int_equal(xr_post_send(p->a.qp[0], w, NULL), 0);
+		for (unsigned i = 0; i < n; i++)
+			expect_wc(p, &p->a, 500 + i, XR_WC_WR_FLUSH_ERR, XR_WC_RDMA_WRITE, "the refused value rung again");
+	}
+	assert_int_equal(h_counter(&p->a, XR_CNT_SQ_DOORBELL_REFUSED), 1);
 	expect_next_flushed(p);
 }
 
@@ -311,6 +338,68 @@ static void test_completions_from_before_a_reset(void **state)
 					    xr_qp_num(p->a.qp[0]));
 }
 
+/* A poller of another thread while the RESET commits: it must not move
+ * the new ring's indexes by an old completion (it ran between the
+ * driver's zeroing and its marking: the QP's first post after the reset
+ * found its ring full, for good). The commit's hook lets it go and waits
+ * for it a while: with the CQ held, it finishes only after the reset. */
+static struct race_poller {
+	struct xr_cq *cq;
+	atomic_int go, done;
+	int got;
+	struct xr_wc wc[8];
+} RP;
+
+static void *race_poll(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&RP.go))
+		sched_yield();
+	RP.got = xr_poll_cq(RP.cq, 8, RP.wc);
+	atomic_store(&RP.done, 1);
+	return NULL;
+}
+
+static void let_the_poller_go(void *arg)
+{
+	uint64_t until = h_now_ms() + 100;
+
+	(void)arg;
+	atomic_store(&RP.go, 1);
+	while (!atomic_load(&RP.done) && h_now_ms() < until)
+		sched_yield();
+}
+
+static void test_a_poller_during_the_reset(void **state)
+{
+	struct pair *p = open_pair();
+	struct xr_qp_attr rst = { .qp_state = XR_QPS_RESET };
+	struct h_opts o = base_opts(XR_MTU_1024);
+	uint16_t size = (uint16_t)(1u << h_qp_read(&p->a).sq_log_size);
+	pthread_t t;
+
+	(void)state;
+	flush_three_unpolled(p);
+	memset(&RP, 0, sizeof(RP));
+	RP.cq = p->a.cq;
+	assert_int_equal(pthread_create(&t, NULL, race_poll, NULL), 0);
+	xr_qp_commit_hook = let_the_poller_go;
+	assert_int_equal(xr_modify_qp(p->a.qp[0], &rst, XR_QP_STATE), 0);
+	xr_qp_commit_hook = NULL;
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(RP.got, 3);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(RP.wc[i].wr_id, 1u + (unsigned)i);
+	assert_int_equal(xr_modify_qp(p->b.qp[0], &rst, XR_QP_STATE), 0);
+	o.sq_depth = o.rq_depth = SQ_DEPTH;
+	assert_int_equal(h_connect(p->a.qp[0], p->b.qp[0], p->b.ctx, &o, 0x100, 0x200), 0);
+	assert_int_equal(h_connect(p->b.qp[0], p->a.qp[0], p->a.ctx, &o, 0x200, 0x100), 0);
+	for (unsigned i = 0; i < size; i++)
+		post_write(p, i, 20 + i);   /* the whole ring: nothing in flight */
+	for (unsigned i = 0; i < size; i++)
+		expect_wc(p, &p->a, 20 + i, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "the ring after the reset");
+}
+
 /* The same after a destroy: the number goes to the next QP created, and
  * the old QP's completions polled then moved the new QP's indexes. */
 static void test_completions_of_a_destroyed_qp(void **state)
@@ -367,6 +456,7 @@ int main(void)
 		BOTH_T(test_cq_doorbell, teardown),
 		cmocka_unit_test_setup_teardown(test_completions_from_before_a_reset, set_inline, teardown),
 		cmocka_unit_test_setup_teardown(test_completions_of_a_destroyed_qp, set_inline, teardown),
+		cmocka_unit_test_setup_teardown(test_a_poller_during_the_reset, set_inline, teardown),
 		BOTH_T(test_receive_doorbell, teardown),
 	};
 
