@@ -38,8 +38,8 @@ struct xr_frame {
 	 * host links every line of a frame crosses the cores with it. A
 	 * 64-byte WRITE (138 bytes) takes three lines so, an 8-byte one or
 	 * an ACK two, where a line-aligned data[] took four and three
-	 * (performance.md: the 64-byte rate gained most when the cores are
-	 * far apart). At 48 bytes an 8-byte WRITE spilled 2 bytes into a
+	 * (performance.md: the 64-byte rate gained most in the machine's
+	 * slow regime). At 48 bytes an 8-byte WRITE spilled 2 bytes into a
 	 * third line, and its latency lost 4 %. */
 	uint8_t data[XR_MAX_FRAME] __attribute__((aligned(8)));
 } __attribute__((aligned(64)));

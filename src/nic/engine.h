@@ -516,13 +516,12 @@ void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp);
  * again: once the flush has moved the tail up it could fit, and the
  * flush would complete old slots; but the same value rung again (a batch
  * posted from the new tail) is a doorbell of its own. */
-static inline bool xr_sq_pi_fits(const struct xr_qp *qp, uint16_t pi)
+static inline bool xr_sq_pi_fits(const struct xr_qp *qp, uint16_t pi, uint16_t rings)
 {
 	const struct xr_req *r = &qp->req;
 	uint32_t size = qp->ctx.sq_log_size ? 1u << qp->ctx.sq_log_size : 0;
 
-	if (r->refused && pi == r->pi_refused &&
-	    __atomic_load_n(&qp->sq_rings, __ATOMIC_RELAXED) == r->rings_refused)
+	if (r->refused && pi == r->pi_refused && rings == r->rings_refused)
 		return false;
 	return (uint16_t)(pi - r->started_end) <= (uint16_t)(r->tail + size - r->started_end);
 }
@@ -533,13 +532,15 @@ static inline bool xr_sq_pi_fits(const struct xr_qp *qp, uint16_t pi)
 static inline uint16_t xr_qp_sq_pi(const struct xr_qp *qp)
 {
 	uint16_t pi = __atomic_load_n(&qp->sq_pi, __ATOMIC_ACQUIRE);
+	/* After the index: at least its doorbell's count (stored before it). */
+	uint16_t rings = __atomic_load_n(&qp->sq_rings, __ATOMIC_RELAXED);
 
-	return xr_sq_pi_fits(qp, pi) ? pi : qp->req.pi_ok;
+	return xr_sq_pi_fits(qp, pi, rings) ? pi : qp->req.pi_ok;
 }
 
 /* req.c: xr_qp_sq_pi for the requester and the flush, which take the
  * WQEs up to it: a doorbell that does not fit fails the send queue
- * (counted, once per value). */
+ * (counted once per doorbell). */
 uint16_t xr_req_pi(struct xr_engine *e, struct xr_qp *qp);
 
 /* qp.c: a QP's active block (caller holds qp->lock). get: true when qp

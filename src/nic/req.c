@@ -439,10 +439,9 @@ uint16_t xr_req_pi(struct xr_engine *e, struct xr_qp *qp)
 {
 	struct xr_req *r = &qp->req;
 	uint16_t pi = __atomic_load_n(&qp->sq_pi, __ATOMIC_ACQUIRE);
-	/* After the index: at least its doorbell's count (stored before it). */
-	uint16_t rings = __atomic_load_n(&qp->sq_rings, __ATOMIC_RELAXED);
+	uint16_t rings = __atomic_load_n(&qp->sq_rings, __ATOMIC_RELAXED);   /* as xr_qp_sq_pi */
 
-	if (xr_sq_pi_fits(qp, pi)) {
+	if (xr_sq_pi_fits(qp, pi, rings)) {
 		r->refused = false;   /* a later doorbell: the next bad one counts again */
 		return r->pi_ok = pi;
 	}

@@ -8,6 +8,8 @@
  * index when it reads it: the send queue fails (RC: ERR), the refusal is
  * counted, what the doorbells before it posted is flushed, nothing runs
  * again. The receive and CQ doorbells hold a lock and answer SLVERR.
+ * And the driver's own indexes: completions of a QP's life before a RESET
+ * or a destroy, polled later, must free no slot of the new ring.
  */
 #include <errno.h>
 #include <setjmp.h>
