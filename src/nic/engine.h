@@ -509,21 +509,31 @@ void xr_resp_flush(struct xr_qp *qp);
  * doorbell or a timer scan, which change nothing under it). */
 void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp);
 
-/* A send doorbell the host could have rung: no WQE started before it
- * (the index never goes back), no more WQEs than the ring holds past the
- * oldest not completed (the engine would run the ring around and start
- * WQEs it had finished). One refused stays refused until the host rings
- * again: once the flush has moved the tail up it could fit, and the
- * flush would complete old slots; but the same value rung again (a batch
- * posted from the new tail) is a doorbell of its own. */
-static inline bool xr_sq_pi_fits(const struct xr_qp *qp, uint16_t pi, uint16_t rings)
+/* A producer index a host could have rung on a ring of 2^log_size slots
+ * (0: none): not behind the WQEs the engine has taken (taken_end; the
+ * index never goes back), at most the ring's size past the oldest not
+ * completed (beyond, the engine would run the ring around and take WQEs
+ * it had finished). */
+static inline bool xr_ring_pi_fits(uint16_t pi, uint16_t taken_end, uint16_t oldest, uint8_t log_size)
+{
+	uint32_t size = log_size ? 1u << log_size : 0;
+
+	return (uint16_t)(pi - taken_end) <= (uint16_t)(oldest + size - taken_end);
+}
+
+/* The send queue's, with the WQEs started and not completed. One refused
+ * stays refused until the host rings again: once the flush has moved the
+ * tail up it could fit, and the flush would complete old slots; but the
+ * same value rung again (a batch posted from the new tail) is a doorbell
+ * of its own. The count is read after the index (stored before it). */
+static inline bool xr_sq_pi_fits(const struct xr_qp *qp, uint16_t pi)
 {
 	const struct xr_req *r = &qp->req;
-	uint32_t size = qp->ctx.sq_log_size ? 1u << qp->ctx.sq_log_size : 0;
 
-	if (r->refused && pi == r->pi_refused && rings == r->rings_refused)
+	if (r->refused && pi == r->pi_refused &&
+	    __atomic_load_n(&qp->sq_rings, __ATOMIC_RELAXED) == r->rings_refused)
 		return false;
-	return (uint16_t)(pi - r->started_end) <= (uint16_t)(r->tail + size - r->started_end);
+	return xr_ring_pi_fits(pi, r->started_end, r->tail, qp->ctx.sq_log_size);
 }
 
 /* The send doorbell, stored without qp's lock (xr_doorbell): acquire, so
@@ -532,10 +542,8 @@ static inline bool xr_sq_pi_fits(const struct xr_qp *qp, uint16_t pi, uint16_t r
 static inline uint16_t xr_qp_sq_pi(const struct xr_qp *qp)
 {
 	uint16_t pi = __atomic_load_n(&qp->sq_pi, __ATOMIC_ACQUIRE);
-	/* After the index: at least its doorbell's count (stored before it). */
-	uint16_t rings = __atomic_load_n(&qp->sq_rings, __ATOMIC_RELAXED);
 
-	return xr_sq_pi_fits(qp, pi, rings) ? pi : qp->req.pi_ok;
+	return xr_sq_pi_fits(qp, pi) ? pi : qp->req.pi_ok;
 }
 
 /* req.c: xr_qp_sq_pi for the requester and the flush, which take the

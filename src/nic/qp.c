@@ -667,18 +667,6 @@ void xr_engine_qp_mem(struct xr_engine *e, struct xr_engine_qp_mem *out)
 	out->spare_bytes = atomic_load(&e->qp_mem.spare_bytes);
 }
 
-/* A receive doorbell the host could have rung (qp->lock held, so the
- * indexes are the engine's latest): no WQE taken before it, no more WQEs
- * than the ring holds past the oldest not completed. (The send doorbell
- * takes no lock: the engine checks it when it reads it, xr_sq_pi_fits.) */
-static bool rq_pi_fits(const struct xr_qp *qp, uint16_t pi)
-{
-	uint32_t size = qp->ctx.rq_log_size ? 1u << qp->ctx.rq_log_size : 0;
-	uint16_t head = qp->resp.rq_head;
-
-	return (uint16_t)(pi - head) <= (uint16_t)(qp->rq_ci + size - head);
-}
-
 enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val)
 {
 	if (addr >= XR_REG_DB_CQ_CI && addr < XR_REG_DB_CQ_CI + 8 * XR_MAX_CQ) {
@@ -731,7 +719,10 @@ enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val)
 				pthread_mutex_unlock(&qp->lock);
 				return XR_AXI_SLVERR;
 			}
-			if (!rq_pi_fits(qp, (uint16_t)val)) {
+			/* Under the lock, the indexes are the engine's latest
+			 * (the send doorbell takes none: the engine checks it
+			 * when it reads it, xr_sq_pi_fits). */
+			if (!xr_ring_pi_fits((uint16_t)val, qp->resp.rq_head, qp->rq_ci, qp->ctx.rq_log_size)) {
 				pthread_mutex_unlock(&qp->lock);
 				return XR_AXI_SLVERR;
 			}

@@ -439,12 +439,13 @@ uint16_t xr_req_pi(struct xr_engine *e, struct xr_qp *qp)
 {
 	struct xr_req *r = &qp->req;
 	uint16_t pi = __atomic_load_n(&qp->sq_pi, __ATOMIC_ACQUIRE);
-	uint16_t rings = __atomic_load_n(&qp->sq_rings, __ATOMIC_RELAXED);   /* as xr_qp_sq_pi */
+	uint16_t rings;
 
-	if (xr_sq_pi_fits(qp, pi, rings)) {
+	if (xr_sq_pi_fits(qp, pi)) {
 		r->refused = false;   /* a later doorbell: the next bad one counts again */
 		return r->pi_ok = pi;
 	}
+	rings = __atomic_load_n(&qp->sq_rings, __ATOMIC_RELAXED);
 	if (!r->refused || r->pi_refused != pi || r->rings_refused != rings) {   /* once per doorbell */
 		r->refused = true;
 		r->pi_refused = pi;
