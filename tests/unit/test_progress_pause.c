@@ -119,6 +119,13 @@ static void test_a_ping_pong_wakes_no_engine_thread(void **state)
 	assert_true(best * 4 < (long)rounds);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 /* b's caller: an unsignaled WRITE to a, polled for until its ACK and then
  * for 25 ms (the lease grows to 4 ms), then a signaled one polled for
  * until its completion (the pause). Returns when b last polled. */
@@ -146,12 +153,15 @@ static uint64_t b_pauses(struct pair *p, uint64_t id)
 /* After the pause b calls nothing (a program spinning on memory for its
  * peer's answer): a's WRITE must wake b's thread, not wait for the lease
  * b holds to run out (4 ms by then). A pause that did not arm the link
- * left every such WRITE to the lease's end. */
+ * left every such WRITE to the lease's end, so the median of the rounds
+ * b's thread was not kept from a core is judged (as return_then_quiet's):
+ * the ASan stage beside other tests once made one round 2 ms late. */
 static void test_a_frame_after_a_pause_wakes_the_thread(void **state)
 {
 	struct pair p;
 	pid_t t[8];
 	int n, conclusive = 0;
+	uint64_t in_time[5];
 
 	(void)state;
 	open_pair(&p);
@@ -185,11 +195,12 @@ static void test_a_frame_after_a_pause_wakes_the_thread(void **state)
 		       r, (double)took / 1e6, (double)delay / 1e6);
 		if (delay > 300000)
 			continue;   /* b's thread kept from a core: proves nothing */
-		conclusive++;
-		assert_true(took < 2000000);
+		in_time[conclusive++] = took;
 	}
 	h_close(&p);
 	assert_true(conclusive >= 1);
+	qsort(in_time, (size_t)conclusive, sizeof(in_time[0]), cmp_u64);
+	assert_true(in_time[conclusive / 2] < 2000000);
 }
 
 /* One byte at off from one end's buffer to the other's, by RDMA WRITE. */
@@ -219,13 +230,6 @@ static uint64_t b_pauses_away(struct pair *p, uint64_t id)
 		got = xr_poll_cq(p->b.cq, 1, &wc);
 	assert_int_equal(got, 1);
 	return h_now_ns();
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
 }
 
 /* Rounds of: b pauses (pause), comes back with a request out (an
