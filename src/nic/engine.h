@@ -521,6 +521,15 @@ static inline bool xr_ring_pi_fits(uint16_t pi, uint16_t taken_end, uint16_t old
 	return (uint16_t)(pi - taken_end) <= (uint16_t)(oldest + size - taken_end);
 }
 
+/* The refused doorbell is the one read now: its value, no ring since. */
+static inline bool xr_sq_still_refused(const struct xr_qp *qp, uint16_t pi)
+{
+	const struct xr_req *r = &qp->req;
+
+	return r->refused && pi == r->pi_refused &&
+	       __atomic_load_n(&qp->sq_rings, __ATOMIC_RELAXED) == r->rings_refused;
+}
+
 /* The send queue's, with the WQEs started and not completed. One refused
  * stays refused until the host rings again: once the flush has moved the
  * tail up it could fit, and the flush would complete old slots; but the
@@ -530,10 +539,7 @@ static inline bool xr_sq_pi_fits(const struct xr_qp *qp, uint16_t pi)
 {
 	const struct xr_req *r = &qp->req;
 
-	if (r->refused && pi == r->pi_refused &&
-	    __atomic_load_n(&qp->sq_rings, __ATOMIC_RELAXED) == r->rings_refused)
-		return false;
-	return xr_ring_pi_fits(pi, r->started_end, r->tail, qp->ctx.sq_log_size);
+	return !xr_sq_still_refused(qp, pi) && xr_ring_pi_fits(pi, r->started_end, r->tail, qp->ctx.sq_log_size);
 }
 
 /* The send doorbell, stored without qp's lock (xr_doorbell): acquire, so

@@ -439,17 +439,15 @@ uint16_t xr_req_pi(struct xr_engine *e, struct xr_qp *qp)
 {
 	struct xr_req *r = &qp->req;
 	uint16_t pi = __atomic_load_n(&qp->sq_pi, __ATOMIC_ACQUIRE);
-	uint16_t rings;
 
 	if (xr_sq_pi_fits(qp, pi)) {
 		r->refused = false;   /* a later doorbell: the next bad one counts again */
 		return r->pi_ok = pi;
 	}
-	rings = __atomic_load_n(&qp->sq_rings, __ATOMIC_RELAXED);
-	if (!r->refused || r->pi_refused != pi || r->rings_refused != rings) {   /* once per doorbell */
+	if (!xr_sq_still_refused(qp, pi)) {   /* once per doorbell */
 		r->refused = true;
 		r->pi_refused = pi;
-		r->rings_refused = rings;
+		r->rings_refused = __atomic_load_n(&qp->sq_rings, __ATOMIC_RELAXED);
 		xr_count(e, XR_CNT_SQ_DOORBELL_REFUSED, 1);
 		/* Already failed (a flush reads it): a UD/UC QP in SQE keeps
 		 * its receive side. */

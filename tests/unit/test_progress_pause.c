@@ -126,6 +126,13 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The median of the n (>= 1) rounds' times (sorts v). */
+static uint64_t median_of(uint64_t *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(v[0]), cmp_u64);
+	return v[n / 2];
+}
+
 /* b's caller: an unsignaled WRITE to a, polled for until its ACK and then
  * for 25 ms (the lease grows to 4 ms), then a signaled one polled for
  * until its completion (the pause). Returns when b last polled. */
@@ -199,8 +206,7 @@ static void test_a_frame_after_a_pause_wakes_the_thread(void **state)
 	}
 	h_close(&p);
 	assert_true(conclusive >= 1);
-	qsort(in_time, (size_t)conclusive, sizeof(in_time[0]), cmp_u64);
-	assert_true(in_time[conclusive / 2] < 2000000);
+	assert_true(median_of(in_time, conclusive) < 2000000);
 }
 
 /* One byte at off from one end's buffer to the other's, by RDMA WRITE. */
@@ -276,8 +282,7 @@ static void return_then_quiet(uint64_t (*pause_b)(struct pair *, uint64_t), int 
 	}
 	h_close(&p);
 	assert_true(conclusive >= 1);
-	qsort(in_time, (size_t)conclusive, sizeof(in_time[0]), cmp_u64);
-	assert_true(in_time[conclusive / 2] < limit_ns);
+	assert_true(median_of(in_time, conclusive) < limit_ns);
 }
 
 /* b's thread sleeps armed on the link when b pauses; a's WRITE wakes it,
