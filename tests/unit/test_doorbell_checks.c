@@ -82,6 +82,24 @@ static uint16_t run_a_ring(struct pair *p)
 	return size;
 }
 
+/* The failed queue holds nothing in flight: the engine's passes go idle.
+ * Read as the raw index, the refused doorbell kept the QP's tail short
+ * of its index for good, so the QP stayed on the busy list, holding its
+ * active block, and an engine thread never slept again. */
+static void expect_idle(struct pair *p)
+{
+	struct xr_engine *ea = xr_context_engine(p->a.ctx);
+	struct xr_engine_qp_mem m;
+	uint64_t until = h_now_ms() + 200;
+
+	do {
+		h_progress(p);
+		xr_engine_qp_mem(ea, &m);
+	} while (m.active && h_now_ms() < until);
+	printf("a's engine: %llu QPs active after the refusal\n", (unsigned long long)m.active);
+	assert_int_equal(m.active, 0);
+}
+
 /* Nothing ran again, nothing completed, the QP failed once. */
 static void expect_refused(struct pair *p, uint16_t size, uint64_t wqes_before)
 {
@@ -101,6 +119,7 @@ static void expect_refused(struct pair *p, uint16_t size, uint64_t wqes_before)
 		for (unsigned k = 0; k < MSG; k++)
 			if (h_data(&p->b)[MSG * i + k] != (uint8_t)(0xA0 + i))
 				fail_msg("b's slot %u byte %u: 0x%02x, a WRITE ran again", i, k, h_data(&p->b)[MSG * i + k]);
+	expect_idle(p);
 }
 
 /* The host's own next WR (its index is still the last good one) is
