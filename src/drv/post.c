@@ -189,6 +189,7 @@ static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr 
 int xr_post_recv(struct xr_qp *qp, struct xr_recv_wr *wr, struct xr_recv_wr **bad)
 {
 	uint32_t size = 1u << qp->rq_log;
+	struct xr_recv_wr *first = wr;
 	int rc = 0, posted = 0;
 
 	if (bad)
@@ -212,12 +213,13 @@ int xr_post_recv(struct xr_qp *qp, struct xr_recv_wr *wr, struct xr_recv_wr **ba
 		qp->rq_pi++;
 		posted++;
 	}
+	if (posted && !xr_ring_recv_doorbell(qp->ctx->regs, XR_REG_DB_RQ + 8 * qp->qpn, qp->rq_pi)) {
+		qp->rq_pi = (uint16_t)(qp->rq_pi - posted);
+		rc = EIO;
+		wr = first;
+	}
 	if (rc && bad)
 		*bad = wr;
-	if (posted) {
-		__atomic_thread_fence(__ATOMIC_RELEASE);
-		xr_regio_write(qp->ctx->regs, XR_REG_DB_RQ + 8 * qp->qpn, qp->rq_pi);
-	}
 	pthread_mutex_unlock(&qp->rq_lock);
 	return rc;
 }

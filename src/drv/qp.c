@@ -312,6 +312,7 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 	struct xr_context *ctx;
 	struct xr_qp_ctx next;
 	uint32_t commit_mask = 0, st;
+	uint16_t was[4] = { 0 };   /* the rings' indexes before a RESET */
 	int rc;
 
 	if (!qp || !a)
@@ -408,19 +409,25 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 	if (next.state == XR_QPS_RESET) {
 		/* Back to RESET: the rings start over on both sides. The CQs
 		 * stay locked until the old life's completions are marked: a
-		 * poller in between would move the new indexes by an old slot. */
+		 * poller in between would move the new indexes by an old slot.
+		 * The queues stay locked through the commit: a commit that
+		 * fails leaves the engine's indexes as they were, and the
+		 * driver's go back to them, no post having moved them. */
 		xr_cq_lock_pair(qp->init.send_cq, qp->init.recv_cq);
 		pthread_mutex_lock(&qp->sq_lock);
 		pthread_mutex_lock(&qp->rq_lock);
+		was[0] = qp->sq_pi, was[1] = qp->sq_ci, was[2] = qp->rq_pi, was[3] = qp->rq_ci;
 		qp->sq_pi = qp->sq_ci = qp->rq_pi = qp->rq_ci = 0;
-		pthread_mutex_unlock(&qp->rq_lock);
-		pthread_mutex_unlock(&qp->sq_lock);
 	}
 	rc = xr_regio_write(ctx->regs, XR_REG_QP_COMMIT_MASK, commit_mask) ||
 	     xr_regio_qp_commit(ctx->regs, qp->qpn, &next, &st) ? EINVAL : 0;
 	if (next.state == XR_QPS_RESET) {
 		if (!rc)
 			mark_stale(qp);
+		else
+			qp->sq_pi = was[0], qp->sq_ci = was[1], qp->rq_pi = was[2], qp->rq_ci = was[3];
+		pthread_mutex_unlock(&qp->rq_lock);
+		pthread_mutex_unlock(&qp->sq_lock);
 		xr_cq_unlock_pair(qp->init.send_cq, qp->init.recv_cq);
 	}
 	if (!rc) {

@@ -151,6 +151,7 @@ static void refresh_ci(struct xr_srq *srq)
 
 int xr_post_srq_recv(struct xr_srq *srq, struct xr_recv_wr *wr, struct xr_recv_wr **bad)
 {
+	struct xr_recv_wr *first = wr;
 	uint32_t size;
 	int rc = 0, posted = 0;
 
@@ -173,12 +174,13 @@ int xr_post_srq_recv(struct xr_srq *srq, struct xr_recv_wr *wr, struct xr_recv_w
 		srq->pi++;
 		posted++;
 	}
+	if (posted && !xr_ring_recv_doorbell(srq->ctx->regs, XR_REG_SRQ_DB, srq->srqn << 16 | srq->pi)) {
+		srq->pi = (uint16_t)(srq->pi - posted);
+		rc = EIO;
+		wr = first;
+	}
 	if (rc && bad)
 		*bad = wr;
-	if (posted) {
-		__atomic_thread_fence(__ATOMIC_RELEASE);
-		xr_regio_write(srq->ctx->regs, XR_REG_SRQ_DB, srq->srqn << 16 | srq->pi);
-	}
 	pthread_mutex_unlock(&srq->lock);
 	return rc;
 }

@@ -25,6 +25,7 @@
 
 #include "nic/commit_hook.h"
 #include "rc_checks.h"
+#include "refusing_regio.h"
 #include "xroce/engine.h"
 #include "xroce/regmap.h"
 
@@ -466,6 +467,58 @@ static void test_receive_doorbell(void **state)
 	send_one(p, 2);
 }
 
+/* A RESET whose commit failed left the engine's rings as they were but
+ * zeroed the driver's indexes: b's next receive rang an index the engine
+ * had taken already (refused, and the receive never seen), a's next post
+ * an index going back (refused: its QP failed). The driver's indexes go
+ * back to the engine's. */
+static void test_a_reset_that_fails_keeps_the_rings(void **state)
+{
+	struct pair *p = open_pair();
+	struct xr_qp_attr rst = { .qp_state = XR_QPS_RESET };
+
+	(void)state;
+	send_one(p, 1);
+	send_one(p, 2);
+	refuse(&p->a, XR_REG_QP_CMD, XR_CMD_COMMIT, -EIO);
+	assert_int_not_equal(xr_modify_qp(p->a.qp[0], &rst, XR_QP_STATE), 0);
+	refuse_no_more(&p->a);
+	refuse(&p->b, XR_REG_QP_CMD, XR_CMD_COMMIT, XR_AXI_SLVERR);
+	assert_int_not_equal(xr_modify_qp(p->b.qp[0], &rst, XR_QP_STATE), 0);
+	refuse_no_more(&p->b);
+	assert_int_equal(RF.refused, 1);
+	assert_int_equal(h_qp_read(&p->a).state, XR_QPS_RTS);
+	send_one(p, 3);
+	assert_int_equal(h_counter(&p->a, XR_CNT_SQ_DOORBELL_REFUSED), 0);
+	assert_int_equal(h_counter(&p->b, XR_CNT_REG_SLVERR), 0);
+}
+
+/* A receive doorbell the device refuses: the receive WRs were never the
+ * device's, so the post fails (bad: the first of them) and takes none;
+ * it reported success, and the driver's index ran ahead of the engine's
+ * for good. */
+static void test_a_refused_receive_doorbell_fails_the_post(void **state)
+{
+	struct pair *p = open_pair();
+	struct xr_sge rs = { (uintptr_t)h_data(&p->b), MSG, p->b.mr->lkey };
+	struct xr_recv_wr rw[2] = { { .wr_id = 900, .sg_list = &rs, .num_sge = 1, .next = &rw[1] },
+				    { .wr_id = 901, .sg_list = &rs, .num_sge = 1 } };
+	struct xr_recv_wr *bad = NULL;
+	struct xr_wc wc;
+
+	(void)state;
+	send_one(p, 1);
+	refuse(&p->b, XR_REG_DB_RQ + 8 * xr_qp_num(p->b.qp[0]), ~0u, XR_AXI_SLVERR);
+	assert_int_equal(xr_post_recv(p->b.qp[0], rw, &bad), EIO);
+	refuse_no_more(&p->b);
+	assert_int_equal(RF.refused, 1);
+	assert_ptr_equal(bad, &rw[0]);
+	/* The next receive is the one a SEND lands in, and nothing of the
+	 * refused two completes. */
+	send_one(p, 2);
+	assert_int_equal(h_wait(p, &p->b, &wc, 50), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -479,6 +532,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_completions_of_a_destroyed_qp, set_inline, teardown),
 		cmocka_unit_test_setup_teardown(test_a_poller_during_the_reset, set_inline, teardown),
 		BOTH_T(test_receive_doorbell, teardown),
+		BOTH_T(test_a_reset_that_fails_keeps_the_rings, teardown),
+		BOTH_T(test_a_refused_receive_doorbell_fails_the_post, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "dgram_harness.h"
+#include "refusing_regio.h"
 
 #define SLOT 4096
 
@@ -215,6 +216,29 @@ static void test_refusals_and_error(void **state)
 	assert_int_equal(wc.status, XR_WC_SUCCESS);
 	assert_int_equal(wc.wr_id, 31);
 	assert_int_equal(wc.qp_num, xr_qp_num(s.b[1]));
+	close_srq(&s);
+}
+
+/* An SRQ doorbell the device refuses: its WRs were never the device's,
+ * so the post fails and takes none (it reported success, and the
+ * driver's index ran ahead of the engine's). */
+static void test_a_refused_srq_doorbell_fails_the_post(void **state)
+{
+	struct srq_pair s;
+	struct xr_wc wc;
+
+	(void)state;
+	open_srq(&s, 1, 16);
+	refuse(&s.p.b, XR_REG_SRQ_DB, ~0u, XR_AXI_SLVERR);
+	assert_int_equal(d_post_srq(s.srq, &s.p.b, 0, SLOT, 40), EIO);
+	refuse_no_more(&s.p.b);
+	assert_int_equal(RF.refused, 1);
+	assert_int_equal(d_post_srq(s.srq, &s.p.b, SLOT, SLOT, 41), 0);
+	assert_int_equal(send_msg(s.a[0], &s.p.a, 0, 16, 5), 0);
+	assert_true(recv_one(&s, &wc, 1000));
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 41);
+	assert_false(recv_one(&s, &wc, 50));
 	close_srq(&s);
 }
 
@@ -583,6 +607,7 @@ int main(void)
 		cmocka_unit_test(test_limit_event),
 		cmocka_unit_test(test_rnr_and_sharing),
 		cmocka_unit_test(test_refusals_and_error),
+		cmocka_unit_test(test_a_refused_srq_doorbell_fails_the_post),
 		cmocka_unit_test(test_ud_on_srq),
 		cmocka_unit_test(test_uc_on_srq_errors_complete_the_wqe),
 		cmocka_unit_test(test_uc_on_srq_cut_messages_complete_the_wqe),

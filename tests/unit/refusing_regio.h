@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * For tests: an end's register path made to refuse one kind of write, as
+ * a device answering SLVERR or a debug socket gone away would; every
+ * other access passes through to the engine.
+ */
+#ifndef XR_TEST_REFUSING_REGIO_H
+#define XR_TEST_REFUSING_REGIO_H
+
+#include <stdint.h>
+
+#include "rc_harness.h"
+#include "xroce/regio.h"
+
+static struct refusing {
+	const struct xr_regio_ops *real;
+	void *real_ctx;
+	uint32_t addr, val;   /* the write refused; val ~0u: any value */
+	int answer;
+	unsigned refused;
+} RF;
+
+static int refusing_read(void *ctx, uint32_t addr, uint32_t *val)
+{
+	(void)ctx;
+	return RF.real->read(RF.real_ctx, addr, val);
+}
+
+static int refusing_write(void *ctx, uint32_t addr, uint32_t val)
+{
+	(void)ctx;
+	if (addr == RF.addr && (RF.val == ~0u || val == RF.val)) {
+		RF.refused++;
+		return RF.answer;
+	}
+	return RF.real->write(RF.real_ctx, addr, val);
+}
+
+static const struct xr_regio_ops refusing_ops = { refusing_read, refusing_write, NULL };
+
+static void refuse(struct end *e, uint32_t addr, uint32_t val, int answer)
+{
+	struct xr_regio *r = xr_context_regs(e->ctx);
+
+	RF = (struct refusing){ r->ops, r->ctx, addr, val, answer, 0 };
+	r->ops = &refusing_ops;
+	r->ctx = NULL;
+}
+
+static void refuse_no_more(struct end *e)
+{
+	struct xr_regio *r = xr_context_regs(e->ctx);
+
+	r->ops = RF.real;
+	r->ctx = RF.real_ctx;
+}
+
+#endif
