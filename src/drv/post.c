@@ -152,12 +152,16 @@ static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr 
 
 	if (bad)
 		*bad = NULL;
+	pthread_mutex_lock(&qp->sq_lock);
+	/* Under the queue's lock, as a RESET changes the state and zeroes
+	 * the ring (xr_modify_qp): a post that raced it is refused, not left
+	 * in the new ring for the QP's next life. */
 	if (qp->hw.state != XR_QPS_RTS && qp->hw.state != XR_QPS_SQD && qp->hw.state != XR_QPS_ERR) {
+		pthread_mutex_unlock(&qp->sq_lock);
 		if (bad)
 			*bad = wr;
 		return EINVAL;
 	}
-	pthread_mutex_lock(&qp->sq_lock);
 	for (; wr; wr = wr->next) {
 		uint16_t ci = __atomic_load_n(&qp->sq_ci, __ATOMIC_ACQUIRE);
 		if ((uint16_t)(qp->sq_pi - ci) >= size) {
@@ -194,13 +198,15 @@ int xr_post_recv(struct xr_qp *qp, struct xr_recv_wr *wr, struct xr_recv_wr **ba
 
 	if (bad)
 		*bad = NULL;
+	pthread_mutex_lock(&qp->rq_lock);
+	/* F3: a QP on an SRQ has no receive queue of its own. The state
+	 * under the lock, as in post_send. */
 	if (qp->hw.state == XR_QPS_RESET || qp->init.srq) {
-		/* F3: a QP on an SRQ has no receive queue of its own. */
+		pthread_mutex_unlock(&qp->rq_lock);
 		if (bad)
 			*bad = wr;
 		return EINVAL;
 	}
-	pthread_mutex_lock(&qp->rq_lock);
 	for (; wr; wr = wr->next) {
 		uint16_t ci = __atomic_load_n(&qp->rq_ci, __ATOMIC_ACQUIRE);
 		if ((uint16_t)(qp->rq_pi - ci) >= size) {

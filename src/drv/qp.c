@@ -422,9 +422,10 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 	rc = xr_regio_write(ctx->regs, XR_REG_QP_COMMIT_MASK, commit_mask) ||
 	     xr_regio_qp_commit(ctx->regs, qp->qpn, &next, &st) ? EINVAL : 0;
 	if (next.state == XR_QPS_RESET) {
-		if (!rc)
+		if (!rc) {
 			mark_stale(qp);
-		else
+			qp->hw.state = XR_QPS_RESET;   /* for posts, which read it under their queue's lock */
+		} else
 			qp->sq_pi = was[0], qp->sq_ci = was[1], qp->rq_pi = was[2], qp->rq_ci = was[3];
 		pthread_mutex_unlock(&qp->rq_lock);
 		pthread_mutex_unlock(&qp->sq_lock);

@@ -422,6 +422,75 @@ static void test_a_poller_during_the_reset(void **state)
 		expect_wc(p, &p->a, 20 + i, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "the ring after the reset");
 }
 
+/* Posts that raced their QP's RESET: each read the state (RTS) before it
+ * took its queue's lock, waited there while the RESET zeroed the ring, and
+ * then wrote its WR into the new ring and said 0: a WR on a QP in RESET,
+ * never completed, or run in the QP's next life. The commit's hook starts
+ * them while the RESET holds the queues; they must be refused. */
+static struct race_post {
+	struct pair *p;
+	atomic_int started;
+	int send_rc, recv_rc;
+} RPO;
+
+static void *racing_posts(void *arg)
+{
+	struct xr_sge s = { (uintptr_t)h_data(&RPO.p->a), MSG, RPO.p->a.mr->lkey };
+	struct xr_send_wr w = { .wr_id = 66, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+				.send_flags = XR_SEND_SIGNALED };
+	struct xr_recv_wr r = { .wr_id = 67, .sg_list = &s, .num_sge = 1 };
+
+	(void)arg;
+	w.wr.rdma.remote_addr = (uintptr_t)h_data(&RPO.p->b);
+	w.wr.rdma.rkey = RPO.p->b.mr->rkey;
+	atomic_store(&RPO.started, 1);
+	RPO.send_rc = xr_post_send(RPO.p->a.qp[0], &w, NULL);
+	RPO.recv_rc = xr_post_recv(RPO.p->a.qp[0], &r, NULL);
+	return NULL;
+}
+
+static pthread_t RPO_T;
+
+static void start_the_posts(void *arg)
+{
+	(void)arg;
+	assert_int_equal(pthread_create(&RPO_T, NULL, racing_posts, NULL), 0);
+	while (!atomic_load(&RPO.started))
+		sched_yield();
+	usleep(20000);   /* past their state check, to the queue's lock */
+}
+
+static void test_posts_racing_a_reset_are_refused(void **state)
+{
+	struct pair *p = open_pair();
+	struct xr_qp_attr rst = { .qp_state = XR_QPS_RESET };
+	struct h_opts o = base_opts(XR_MTU_1024);
+	uint16_t size = (uint16_t)(1u << h_qp_read(&p->a).sq_log_size);
+	struct xr_wc wc;
+
+	(void)state;
+	send_one(p, 1);
+	memset(&RPO, 0, sizeof(RPO));
+	RPO.p = p;
+	xr_qp_commit_hook = start_the_posts;
+	assert_int_equal(xr_modify_qp(p->a.qp[0], &rst, XR_QP_STATE), 0);
+	xr_qp_commit_hook = NULL;
+	assert_int_equal(pthread_join(RPO_T, NULL), 0);
+	assert_int_equal(RPO.send_rc, EINVAL);
+	assert_int_equal(RPO.recv_rc, EINVAL);
+	/* The QP's next life starts with empty rings: a whole ring of
+	 * WRITEs is taken, each completes once, and nothing else. */
+	assert_int_equal(xr_modify_qp(p->b.qp[0], &rst, XR_QP_STATE), 0);
+	o.sq_depth = o.rq_depth = SQ_DEPTH;
+	assert_int_equal(h_connect(p->a.qp[0], p->b.qp[0], p->b.ctx, &o, 0x100, 0x200), 0);
+	assert_int_equal(h_connect(p->b.qp[0], p->a.qp[0], p->a.ctx, &o, 0x200, 0x100), 0);
+	for (unsigned i = 0; i < size; i++)
+		post_write(p, i, 20 + i);
+	for (unsigned i = 0; i < size; i++)
+		expect_wc(p, &p->a, 20 + i, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "the ring after the reset");
+	assert_int_equal(h_wait(p, &p->a, &wc, 50), 0);
+}
+
 /* The same after a destroy: the number goes to the next QP created, and
  * the old QP's completions polled then moved the new QP's indexes. */
 static void test_completions_of_a_destroyed_qp(void **state)
@@ -531,6 +600,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_completions_from_before_a_reset, set_inline, teardown),
 		cmocka_unit_test_setup_teardown(test_completions_of_a_destroyed_qp, set_inline, teardown),
 		cmocka_unit_test_setup_teardown(test_a_poller_during_the_reset, set_inline, teardown),
+		cmocka_unit_test_setup_teardown(test_posts_racing_a_reset_are_refused, set_inline, teardown),
 		BOTH_T(test_receive_doorbell, teardown),
 		BOTH_T(test_a_reset_that_fails_keeps_the_rings, teardown),
 		BOTH_T(test_a_refused_receive_doorbell_fails_the_post, teardown),
