@@ -5,7 +5,7 @@
  * space faults, even a page the kernel has populated (MAP_POPULATE, a
  * packet ring, a pinned umem): ~12 us for a write here, ~2 us for a read.
  * A ring or pool that traffic cycles through would pay it frame by frame
- * for its first thousand round trips (performance.md, 2026-12-06).
+ * for its first thousand round trips (performance-log.md, 2026-12-06).
  */
 #ifndef XR_LINK_TOUCH_H
 #define XR_LINK_TOUCH_H
