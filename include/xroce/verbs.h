@@ -271,7 +271,7 @@ int xr_query_srq(struct xr_srq *srq, struct xr_srq_attr *attr);
 /* 0, or EBUSY while QPs use it. */
 int xr_destroy_srq(struct xr_srq *srq);
 uint32_t xr_srq_num(const struct xr_srq *srq);
-/* As xr_post_recv: 0, EINVAL, ENOMEM (full). */
+/* As xr_post_recv: 0, EINVAL, ENOMEM (full), EIO (doorbell refused). */
 int xr_post_srq_recv(struct xr_srq *srq, struct xr_recv_wr *wr, struct xr_recv_wr **bad);
 
 /* Errors: EINVAL (bad type, sizes or an SRQ of another device), ENOMEM, ENOSPC. */
@@ -354,7 +354,9 @@ struct xr_recv_wr {
 };
 
 /* 0, or EINVAL (bad WR or QP state; xr_post_recv on a QP with an SRQ),
- * ENOMEM (queue full); *bad names the WR.
+ * ENOMEM (queue full); *bad names the WR, and the WRs before it were
+ * posted. Or EIO: the device refused the doorbell (its register path
+ * answered an error); *bad is the call's first WR, and none was posted.
  * An atomic WR must be 8 bytes at an 8-byte aligned remote address; a
  * receive WR's SGEs must total at most 2^31 bytes. */
 int xr_post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad);

@@ -113,10 +113,12 @@ void xr_cq_unlock_pair(struct xr_cq *a, struct xr_cq *b);
  * EINVAL for more than max_sge SGEs or a total beyond 2^31 bytes (the
  * port's message size; issue 15, defect 12). post.c */
 int xr_rwqe_fill(struct xr_hw_rwqe *q, const struct xr_recv_wr *wr, unsigned max_sge);
-/* Rings a receive doorbell (a QP's or an SRQ's) for the WQEs written
- * before it: false when the device did not take it (it answers at once),
- * and then none of them is posted. */
-static inline bool xr_ring_recv_doorbell(struct xr_regio *r, uint32_t addr, uint32_t val)
+/* Rings a doorbell (a send or receive queue's, an SRQ's) for the WQEs
+ * written before it: false when the device did not take it, and then none
+ * of them is posted. Only a register path that answers can say so (the
+ * in-process engine, a debug socket); an MMIO write is posted and
+ * answers OKAY, and a bad send index is found when the ring is read. */
+static inline bool xr_ring_doorbell(struct xr_regio *r, uint32_t addr, uint32_t val)
 {
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	return xr_regio_write(r, addr, val) == XR_AXI_OKAY;

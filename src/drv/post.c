@@ -148,6 +148,7 @@ int xr_post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **ba
 static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad, bool internal)
 {
 	uint32_t size = 1u << qp->sq_log;
+	struct xr_send_wr *first = wr;
 	int rc = 0, posted = 0;
 
 	if (bad)
@@ -171,21 +172,23 @@ static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr 
 		rc = build_wqe(qp, wr, &qp->sq[qp->sq_pi & (size - 1)], internal);
 		if (rc)
 			break;
-		/* A type-2 bind: the window's key is the new one from now on,
-		 * so it can be invalidated and bound again (undone by the
-		 * caller on an error completion, as for type 1). */
-		if (wr->opcode == XR_WR_BIND_MW && !internal)
-			wr->bind_mw.mw->rkey = wr->bind_mw.rkey;
 		__atomic_store_n(&qp->sq_pi, (uint16_t)(qp->sq_pi + 1), __ATOMIC_RELAXED);   /* read by pollers (cq.c) */
 		posted++;
 	}
+	if (posted && !xr_ring_doorbell(qp->ctx->regs, XR_REG_DB_SQ + 8 * qp->qpn, qp->sq_pi)) {
+		__atomic_store_n(&qp->sq_pi, (uint16_t)(qp->sq_pi - posted), __ATOMIC_RELAXED);
+		rc = EIO;
+		wr = first;
+		posted = 0;
+	}
+	/* A type-2 bind posted: the window's key is the new one from now on,
+	 * so it can be invalidated and bound again (undone by the caller on
+	 * an error completion, as for type 1). */
+	for (struct xr_send_wr *w = first; !internal && posted > 0; w = w->next, posted--)
+		if (w->opcode == XR_WR_BIND_MW)
+			w->bind_mw.mw->rkey = w->bind_mw.rkey;
 	if (rc && bad)
 		*bad = wr;
-	if (posted) {
-		/* WQEs are in memory before the engine hears of them. */
-		__atomic_thread_fence(__ATOMIC_RELEASE);
-		xr_regio_write(qp->ctx->regs, XR_REG_DB_SQ + 8 * qp->qpn, qp->sq_pi);
-	}
 	pthread_mutex_unlock(&qp->sq_lock);
 	return rc;
 }
@@ -219,7 +222,7 @@ int xr_post_recv(struct xr_qp *qp, struct xr_recv_wr *wr, struct xr_recv_wr **ba
 		qp->rq_pi++;
 		posted++;
 	}
-	if (posted && !xr_ring_recv_doorbell(qp->ctx->regs, XR_REG_DB_RQ + 8 * qp->qpn, qp->rq_pi)) {
+	if (posted && !xr_ring_doorbell(qp->ctx->regs, XR_REG_DB_RQ + 8 * qp->qpn, qp->rq_pi)) {
 		qp->rq_pi = (uint16_t)(qp->rq_pi - posted);
 		rc = EIO;
 		wr = first;

@@ -174,7 +174,7 @@ int xr_post_srq_recv(struct xr_srq *srq, struct xr_recv_wr *wr, struct xr_recv_w
 		srq->pi++;
 		posted++;
 	}
-	if (posted && !xr_ring_recv_doorbell(srq->ctx->regs, XR_REG_SRQ_DB, srq->srqn << 16 | srq->pi)) {
+	if (posted && !xr_ring_doorbell(srq->ctx->regs, XR_REG_SRQ_DB, srq->srqn << 16 | srq->pi)) {
 		srq->pi = (uint16_t)(srq->pi - posted);
 		rc = EIO;
 		wr = first;

@@ -56,6 +56,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	xr_qp_commit_hook = NULL;   /* a failed check may have left it set */
+	refuse_no_more();
 	if (open_)
 		h_close(&P);
 	open_ = false;
@@ -422,6 +423,52 @@ static void test_a_poller_during_the_reset(void **state)
 		expect_wc(p, &p->a, 20 + i, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "the ring after the reset");
 }
 
+/* A send doorbell the device refuses: the WRs were never the device's,
+ * so the post fails (bad: the first) and takes none; it said 0, and
+ * they never completed, not even flushed. A type-2 bind among them
+ * keeps the window's key as it was. */
+static void test_a_refused_send_doorbell_fails_the_post(void **state)
+{
+	struct pair *p = open_pair();
+	struct xr_mr *mr = xr_reg_mr(p->a.pd, h_data(&p->a), 4096,
+				     XR_ACCESS_LOCAL_WRITE | XR_ACCESS_REMOTE_READ | XR_ACCESS_MW_BIND);
+	struct xr_mw *mw = xr_alloc_mw(p->a.pd, XR_MW_TYPE_2);
+	struct xr_sge s = { (uintptr_t)h_data(&p->a), MSG, p->a.mr->lkey };
+	struct xr_send_wr w[2] = { { .wr_id = 800, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+				     .send_flags = XR_SEND_SIGNALED, .next = &w[1] },
+				   { .wr_id = 801, .opcode = XR_WR_BIND_MW, .send_flags = XR_SEND_SIGNALED } };
+	struct xr_send_wr *bad = NULL;
+	uint32_t key;
+	struct xr_wc wc;
+
+	(void)state;
+	assert_non_null(mr);
+	assert_non_null(mw);
+	key = mw->rkey;
+	w[0].wr.rdma.remote_addr = (uintptr_t)h_data(&p->b);
+	w[0].wr.rdma.rkey = p->b.mr->rkey;
+	w[1].bind_mw.mw = mw;
+	w[1].bind_mw.rkey = xr_inc_rkey(key);
+	w[1].bind_mw.bind_info = (struct xr_mw_bind_info){ mr, (uintptr_t)h_data(&p->a), 4096, XR_ACCESS_REMOTE_READ };
+	refuse(&p->a, XR_REG_DB_SQ + 8 * xr_qp_num(p->a.qp[0]), ~0u, XR_AXI_SLVERR);
+	assert_int_equal(xr_post_send(p->a.qp[0], w, &bad), EIO);
+	refuse_no_more();
+	assert_int_equal(RF.refused, 1);
+	assert_ptr_equal(bad, &w[0]);
+	assert_int_equal(mw->rkey, key);
+	/* The ring is as before the call: the next post is the only one
+	 * that runs, and nothing of the refused two completes. */
+	send_one(p, 1);
+	assert_int_equal(h_wait(p, &p->a, &wc, 50), 0);
+	assert_int_equal(h_counter(&p->a, XR_CNT_SQ_DOORBELL_REFUSED), 0);
+	assert_int_equal(xr_post_send(p->a.qp[0], w, &bad), 0);
+	expect_wc(p, &p->a, 800, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "the WRITE posted again");
+	expect_wc(p, &p->a, 801, XR_WC_SUCCESS, XR_WC_BIND_MW, "the bind posted again");
+	assert_int_equal(mw->rkey, xr_inc_rkey(key));
+	assert_int_equal(xr_dealloc_mw(mw), 0);
+	assert_int_equal(xr_dereg_mr(mr), 0);
+}
+
 /* Posts that raced their QP's RESET: each read the state (RTS) before it
  * took its queue's lock, waited there while the RESET zeroed the ring, and
  * then wrote its WR into the new ring and said 0: a WR on a QP in RESET,
@@ -547,17 +594,21 @@ static void test_a_reset_that_fails_keeps_the_rings(void **state)
 	struct xr_qp_attr rst = { .qp_state = XR_QPS_RESET };
 
 	(void)state;
-	send_one(p, 1);
-	send_one(p, 2);
+	/* A whole ring each way, done: a's send indexes and b's receive
+	 * ones equal and past zero, so the consumer indexes' return counts
+	 * as much as the producers' (back at 0 they made the ring look full
+	 * and every post ENOMEM). */
+	for (unsigned i = 1; i <= SQ_DEPTH; i++)
+		send_one(p, i);
 	refuse(&p->a, XR_REG_QP_CMD, XR_CMD_COMMIT, -EIO);
 	assert_int_not_equal(xr_modify_qp(p->a.qp[0], &rst, XR_QP_STATE), 0);
-	refuse_no_more(&p->a);
+	refuse_no_more();
 	refuse(&p->b, XR_REG_QP_CMD, XR_CMD_COMMIT, XR_AXI_SLVERR);
 	assert_int_not_equal(xr_modify_qp(p->b.qp[0], &rst, XR_QP_STATE), 0);
-	refuse_no_more(&p->b);
+	refuse_no_more();
 	assert_int_equal(RF.refused, 1);
 	assert_int_equal(h_qp_read(&p->a).state, XR_QPS_RTS);
-	send_one(p, 3);
+	send_one(p, 100);
 	assert_int_equal(h_counter(&p->a, XR_CNT_SQ_DOORBELL_REFUSED), 0);
 	assert_int_equal(h_counter(&p->b, XR_CNT_REG_SLVERR), 0);
 }
@@ -579,7 +630,7 @@ static void test_a_refused_receive_doorbell_fails_the_post(void **state)
 	send_one(p, 1);
 	refuse(&p->b, XR_REG_DB_RQ + 8 * xr_qp_num(p->b.qp[0]), ~0u, XR_AXI_SLVERR);
 	assert_int_equal(xr_post_recv(p->b.qp[0], rw, &bad), EIO);
-	refuse_no_more(&p->b);
+	refuse_no_more();
 	assert_int_equal(RF.refused, 1);
 	assert_ptr_equal(bad, &rw[0]);
 	/* The next receive is the one a SEND lands in, and nothing of the
@@ -604,6 +655,7 @@ int main(void)
 		BOTH_T(test_receive_doorbell, teardown),
 		BOTH_T(test_a_reset_that_fails_keeps_the_rings, teardown),
 		BOTH_T(test_a_refused_receive_doorbell_fails_the_post, teardown),
+		BOTH_T(test_a_refused_send_doorbell_fails_the_post, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
