@@ -121,7 +121,8 @@ int xr_dealloc_mw(struct xr_mw *mw);
 /* Type 1: posts a BIND_MW WR on qp with the key byte incremented and sets
  * mw->rkey to the new key (as libibverbs: if the completion is an error,
  * the caller undoes it). The bind completes as XR_WC_BIND_MW; a refused
- * bind completes MW_BIND_ERR and moves the QP to ERR. 0 or EINVAL/ENOMEM. */
+ * bind completes MW_BIND_ERR and moves the QP to ERR. 0 or EINVAL/ENOMEM,
+ * or EIO (as xr_post_send: the doorbell refused; the key unchanged). */
 int xr_bind_mw(struct xr_qp *qp, struct xr_mw *mw, struct xr_mw_bind *bind);
 
 /* ibv_inc_rkey: the same index, the next key byte. */

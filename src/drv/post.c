@@ -145,11 +145,30 @@ int xr_post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **ba
 	return rc;
 }
 
+/* The posted WRs from first were refused: each type-2 bind's window gets
+ * back the key its WQE found, newest first (a list may bind one window
+ * twice). Quadratic, on this error path only. */
+static void unbind_keys(struct xr_qp *qp, struct xr_send_wr *first, int posted)
+{
+	uint32_t mask = (1u << qp->sq_log) - 1;
+
+	for (int i = posted - 1; i >= 0; i--) {
+		const struct xr_hw_wqe *q = &qp->sq[(uint16_t)(qp->sq_pi - posted + i) & mask];
+		struct xr_send_wr *w = first;
+
+		for (int k = 0; k < i; k++)
+			w = w->next;
+		if (w->opcode == XR_WR_BIND_MW)
+			w->bind_mw.mw->rkey = q->bind.mw_rkey;
+	}
+}
+
 static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad, bool internal)
 {
 	uint32_t size = 1u << qp->sq_log;
 	struct xr_send_wr *first = wr;
 	int rc = 0, posted = 0;
+	bool binds = false;
 
 	if (bad)
 		*bad = NULL;
@@ -172,21 +191,25 @@ static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr 
 		rc = build_wqe(qp, wr, &qp->sq[qp->sq_pi & (size - 1)], internal);
 		if (rc)
 			break;
+		/* A type-2 bind: the window's key is the new one from now on,
+		 * so it can be invalidated and bound again, by the next WR of
+		 * this list too (undone by the caller on an error completion,
+		 * as for type 1). Before the doorbell: its completion may be
+		 * polled at once. */
+		if (wr->opcode == XR_WR_BIND_MW && !internal) {
+			wr->bind_mw.mw->rkey = wr->bind_mw.rkey;
+			binds = true;
+		}
 		__atomic_store_n(&qp->sq_pi, (uint16_t)(qp->sq_pi + 1), __ATOMIC_RELAXED);   /* read by pollers (cq.c) */
 		posted++;
 	}
 	if (posted && !xr_ring_doorbell(qp->ctx->regs, XR_REG_DB_SQ + 8 * qp->qpn, qp->sq_pi)) {
+		if (binds)
+			unbind_keys(qp, first, posted);
 		__atomic_store_n(&qp->sq_pi, (uint16_t)(qp->sq_pi - posted), __ATOMIC_RELAXED);
 		rc = EIO;
 		wr = first;
-		posted = 0;
 	}
-	/* A type-2 bind posted: the window's key is the new one from now on,
-	 * so it can be invalidated and bound again (undone by the caller on
-	 * an error completion, as for type 1). */
-	for (struct xr_send_wr *w = first; !internal && posted > 0; w = w->next, posted--)
-		if (w->opcode == XR_WR_BIND_MW)
-			w->bind_mw.mw->rkey = w->bind_mw.rkey;
 	if (rc && bad)
 		*bad = wr;
 	pthread_mutex_unlock(&qp->sq_lock);

@@ -425,8 +425,10 @@ static void test_a_poller_during_the_reset(void **state)
 
 /* A send doorbell the device refuses: the WRs were never the device's,
  * so the post fails (bad: the first) and takes none; it said 0, and
- * they never completed, not even flushed. A type-2 bind among them
- * keeps the window's key as it was. */
+ * they never completed, not even flushed. A window bound twice among
+ * them (bind, invalidate, bind) has its key of before the call back;
+ * posted, the second bind names the key the first gave it (set after
+ * the doorbell, every bind of the list named the old one, and failed). */
 static void test_a_refused_send_doorbell_fails_the_post(void **state)
 {
 	struct pair *p = open_pair();
@@ -434,9 +436,11 @@ static void test_a_refused_send_doorbell_fails_the_post(void **state)
 				     XR_ACCESS_LOCAL_WRITE | XR_ACCESS_REMOTE_READ | XR_ACCESS_MW_BIND);
 	struct xr_mw *mw = xr_alloc_mw(p->a.pd, XR_MW_TYPE_2);
 	struct xr_sge s = { (uintptr_t)h_data(&p->a), MSG, p->a.mr->lkey };
-	struct xr_send_wr w[2] = { { .wr_id = 800, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+	struct xr_send_wr w[4] = { { .wr_id = 800, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
 				     .send_flags = XR_SEND_SIGNALED, .next = &w[1] },
-				   { .wr_id = 801, .opcode = XR_WR_BIND_MW, .send_flags = XR_SEND_SIGNALED } };
+				   { .wr_id = 801, .opcode = XR_WR_BIND_MW, .send_flags = XR_SEND_SIGNALED, .next = &w[2] },
+				   { .wr_id = 802, .opcode = XR_WR_LOCAL_INV, .send_flags = XR_SEND_SIGNALED, .next = &w[3] },
+				   { .wr_id = 803, .opcode = XR_WR_BIND_MW, .send_flags = XR_SEND_SIGNALED } };
 	struct xr_send_wr *bad = NULL;
 	uint32_t key;
 	struct xr_wc wc;
@@ -450,6 +454,9 @@ static void test_a_refused_send_doorbell_fails_the_post(void **state)
 	w[1].bind_mw.mw = mw;
 	w[1].bind_mw.rkey = xr_inc_rkey(key);
 	w[1].bind_mw.bind_info = (struct xr_mw_bind_info){ mr, (uintptr_t)h_data(&p->a), 4096, XR_ACCESS_REMOTE_READ };
+	w[2].invalidate_rkey = xr_inc_rkey(key);
+	w[3].bind_mw = w[1].bind_mw;
+	w[3].bind_mw.rkey = xr_inc_rkey(xr_inc_rkey(key));
 	refuse(&p->a, XR_REG_DB_SQ + 8 * xr_qp_num(p->a.qp[0]), ~0u, XR_AXI_SLVERR);
 	assert_int_equal(xr_post_send(p->a.qp[0], w, &bad), EIO);
 	refuse_no_more();
@@ -463,8 +470,10 @@ static void test_a_refused_send_doorbell_fails_the_post(void **state)
 	assert_int_equal(h_counter(&p->a, XR_CNT_SQ_DOORBELL_REFUSED), 0);
 	assert_int_equal(xr_post_send(p->a.qp[0], w, &bad), 0);
 	expect_wc(p, &p->a, 800, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "the WRITE posted again");
-	expect_wc(p, &p->a, 801, XR_WC_SUCCESS, XR_WC_BIND_MW, "the bind posted again");
-	assert_int_equal(mw->rkey, xr_inc_rkey(key));
+	expect_wc(p, &p->a, 801, XR_WC_SUCCESS, XR_WC_BIND_MW, "the first bind posted again");
+	expect_wc(p, &p->a, 802, XR_WC_SUCCESS, XR_WC_LOCAL_INV, "the invalidation");
+	expect_wc(p, &p->a, 803, XR_WC_SUCCESS, XR_WC_BIND_MW, "the second bind, of the first's key");
+	assert_int_equal(mw->rkey, xr_inc_rkey(xr_inc_rkey(key)));
 	assert_int_equal(xr_dealloc_mw(mw), 0);
 	assert_int_equal(xr_dereg_mr(mr), 0);
 }
@@ -477,34 +486,47 @@ static void test_a_refused_send_doorbell_fails_the_post(void **state)
 static struct race_post {
 	struct pair *p;
 	atomic_int started;
-	int send_rc, recv_rc;
+	int send_rc, recv_rc, made;
+	pthread_t t[2];
 } RPO;
 
-static void *racing_posts(void *arg)
+static void *racing_send(void *arg)
 {
 	struct xr_sge s = { (uintptr_t)h_data(&RPO.p->a), MSG, RPO.p->a.mr->lkey };
 	struct xr_send_wr w = { .wr_id = 66, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
 				.send_flags = XR_SEND_SIGNALED };
-	struct xr_recv_wr r = { .wr_id = 67, .sg_list = &s, .num_sge = 1 };
 
 	(void)arg;
 	w.wr.rdma.remote_addr = (uintptr_t)h_data(&RPO.p->b);
 	w.wr.rdma.rkey = RPO.p->b.mr->rkey;
-	atomic_store(&RPO.started, 1);
+	atomic_fetch_add(&RPO.started, 1);
 	RPO.send_rc = xr_post_send(RPO.p->a.qp[0], &w, NULL);
+	return NULL;
+}
+
+static void *racing_recv(void *arg)
+{
+	struct xr_sge s = { (uintptr_t)h_data(&RPO.p->a), MSG, RPO.p->a.mr->lkey };
+	struct xr_recv_wr r = { .wr_id = 67, .sg_list = &s, .num_sge = 1 };
+
+	(void)arg;
+	atomic_fetch_add(&RPO.started, 1);
 	RPO.recv_rc = xr_post_recv(RPO.p->a.qp[0], &r, NULL);
 	return NULL;
 }
 
-static pthread_t RPO_T;
-
+/* Inside the engine's commit: no cmocka assert here (its jump would
+ * leave the commit's locks held); the test checks `made` after. */
 static void start_the_posts(void *arg)
 {
+	uint64_t until = h_now_ms() + 2000;
+
 	(void)arg;
-	assert_int_equal(pthread_create(&RPO_T, NULL, racing_posts, NULL), 0);
-	while (!atomic_load(&RPO.started))
+	RPO.made = !pthread_create(&RPO.t[0], NULL, racing_send, NULL);
+	RPO.made += !pthread_create(&RPO.t[1], NULL, racing_recv, NULL);
+	while (atomic_load(&RPO.started) < RPO.made && h_now_ms() < until)
 		sched_yield();
-	usleep(20000);   /* past their state check, to the queue's lock */
+	usleep(20000);   /* past their state checks, to the queues' locks */
 }
 
 static void test_posts_racing_a_reset_are_refused(void **state)
@@ -522,7 +544,9 @@ static void test_posts_racing_a_reset_are_refused(void **state)
 	xr_qp_commit_hook = start_the_posts;
 	assert_int_equal(xr_modify_qp(p->a.qp[0], &rst, XR_QP_STATE), 0);
 	xr_qp_commit_hook = NULL;
-	assert_int_equal(pthread_join(RPO_T, NULL), 0);
+	assert_int_equal(RPO.made, 2);
+	assert_int_equal(pthread_join(RPO.t[0], NULL), 0);
+	assert_int_equal(pthread_join(RPO.t[1], NULL), 0);
 	assert_int_equal(RPO.send_rc, EINVAL);
 	assert_int_equal(RPO.recv_rc, EINVAL);
 	/* The QP's next life starts with empty rings: a whole ring of

@@ -229,9 +229,12 @@ static void test_a_refused_srq_doorbell_fails_the_post(void **state)
 
 	(void)state;
 	open_srq(&s, 1, 16);
+	int rc;
+
 	refuse(&s.p.b, XR_REG_SRQ_DB, ~0u, XR_AXI_SLVERR);
-	assert_int_equal(d_post_srq(s.srq, &s.p.b, 0, SLOT, 40), EIO);
+	rc = d_post_srq(s.srq, &s.p.b, 0, SLOT, 40);
 	refuse_no_more();
+	assert_int_equal(rc, EIO);
 	assert_int_equal(RF.refused, 1);
 	assert_int_equal(d_post_srq(s.srq, &s.p.b, SLOT, SLOT, 41), 0);
 	assert_int_equal(send_msg(s.a[0], &s.p.a, 0, 16, 5), 0);
