@@ -313,6 +313,7 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 	struct xr_qp_ctx next;
 	uint32_t commit_mask = 0, st;
 	uint16_t was[4] = { 0 };   /* the rings' indexes before a RESET */
+	bool reset;
 	int rc;
 
 	if (!qp || !a)
@@ -406,7 +407,8 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 		next.qkey = a->qkey;
 		commit_mask |= XR_QPM_QKEY;
 	}
-	if (next.state == XR_QPS_RESET) {
+	reset = next.state == XR_QPS_RESET;
+	if (reset) {
 		/* Back to RESET: the rings start over on both sides. The CQs
 		 * stay locked until the old life's completions are marked: a
 		 * poller in between would move the new indexes by an old slot.
@@ -421,22 +423,21 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 	}
 	rc = xr_regio_write(ctx->regs, XR_REG_QP_COMMIT_MASK, commit_mask) ||
 	     xr_regio_qp_commit(ctx->regs, qp->qpn, &next, &st) ? EINVAL : 0;
-	if (next.state == XR_QPS_RESET) {
-		if (!rc) {
-			mark_stale(qp);
-			qp->hw.state = XR_QPS_RESET;   /* for posts, which read it under their queue's lock */
-		} else
-			qp->sq_pi = was[0], qp->sq_ci = was[1], qp->rq_pi = was[2], qp->rq_ci = was[3];
-		pthread_mutex_unlock(&qp->rq_lock);
-		pthread_mutex_unlock(&qp->sq_lock);
-		xr_cq_unlock_pair(qp->init.send_cq, qp->init.recv_cq);
-	}
+	if (reset && !rc)
+		mark_stale(qp);
+	else if (reset)
+		qp->sq_pi = was[0], qp->sq_ci = was[1], qp->rq_pi = was[2], qp->rq_ci = was[3];
 	if (!rc) {
-		qp->hw = next;
+		qp->hw = next;   /* a RESET's under the queues' locks: posts read the state there */
 		if (mask & XR_QP_AV)
 			qp->static_rate = a->ah_attr.static_rate;
 		if (mask & XR_QP_RATE_LIMIT)
 			qp->rate_limit = a->rate_limit;
+	}
+	if (reset) {
+		pthread_mutex_unlock(&qp->rq_lock);
+		pthread_mutex_unlock(&qp->sq_lock);
+		xr_cq_unlock_pair(qp->init.send_cq, qp->init.recv_cq);
 	}
 out:
 	pthread_mutex_unlock(&ctx->lock);

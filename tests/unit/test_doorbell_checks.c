@@ -300,13 +300,36 @@ static void flush_three_unpolled(struct pair *p)
 	xr_engine_progress(xr_context_engine(p->a.ctx));
 }
 
+/* a's QP back from RESET (or new): b's reset too, and the two connected
+ * again with SQ_DEPTH rings. */
+static void reconnect_after_a_reset(struct pair *p)
+{
+	struct h_opts o = base_opts(XR_MTU_1024);
+	struct xr_qp_attr rst = { .qp_state = XR_QPS_RESET };
+
+	assert_int_equal(xr_modify_qp(p->b.qp[0], &rst, XR_QP_STATE), 0);
+	o.sq_depth = o.rq_depth = SQ_DEPTH;
+	assert_int_equal(h_connect(p->a.qp[0], p->b.qp[0], p->b.ctx, &o, 0x100, 0x200), 0);
+	assert_int_equal(h_connect(p->b.qp[0], p->a.qp[0], p->a.ctx, &o, 0x200, 0x100), 0);
+}
+
+/* A whole ring of WRITEs posted at once (nothing may be in flight) runs,
+ * each completing once. */
+static void expect_a_whole_ring_runs(struct pair *p)
+{
+	uint16_t size = (uint16_t)(1u << h_qp_read(&p->a).sq_log_size);
+
+	for (unsigned i = 0; i < size; i++)
+		post_write(p, i, 20 + i);
+	for (unsigned i = 0; i < size; i++)
+		expect_wc(p, &p->a, 20 + i, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "the ring after the reset");
+}
+
 /* a's QP (new, or back from RESET) connected to b's, reset: three WRs
  * posted, then the old three polled: the ring must still count the new
  * three in flight, taking size - 3 more posts, and all of them run. */
 static void expect_old_completions_free_nothing(struct pair *p, uint16_t size, uint32_t qpn)
 {
-	struct h_opts o = base_opts(XR_MTU_1024);
-	struct xr_qp_attr rst = { .qp_state = XR_QPS_RESET };
 	struct xr_sge sge = { (uintptr_t)h_data(&p->a), MSG, p->a.mr->lkey };
 	struct xr_send_wr w = { .sg_list = &sge, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
 				.send_flags = XR_SEND_SIGNALED };
@@ -316,10 +339,7 @@ static void expect_old_completions_free_nothing(struct pair *p, uint16_t size, u
 
 	w.wr.rdma.remote_addr = (uintptr_t)h_data(&p->b);
 	w.wr.rdma.rkey = p->b.mr->rkey;
-	assert_int_equal(xr_modify_qp(p->b.qp[0], &rst, XR_QP_STATE), 0);
-	o.sq_depth = o.rq_depth = SQ_DEPTH;
-	assert_int_equal(h_connect(p->a.qp[0], p->b.qp[0], p->b.ctx, &o, 0x100, 0x200), 0);
-	assert_int_equal(h_connect(p->b.qp[0], p->a.qp[0], p->a.ctx, &o, 0x200, 0x100), 0);
+	reconnect_after_a_reset(p);
 	for (unsigned i = 0; i < 3; i++)
 		post_write(p, i, 11 + i);
 	/* The old three (a's pass sends the new three; b is still). */
@@ -397,8 +417,6 @@ static void test_a_poller_during_the_reset(void **state)
 {
 	struct pair *p = open_pair();
 	struct xr_qp_attr rst = { .qp_state = XR_QPS_RESET };
-	struct h_opts o = base_opts(XR_MTU_1024);
-	uint16_t size = (uint16_t)(1u << h_qp_read(&p->a).sq_log_size);
 	pthread_t t;
 
 	(void)state;
@@ -413,14 +431,8 @@ static void test_a_poller_during_the_reset(void **state)
 	assert_int_equal(RP.got, 3);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(RP.wc[i].wr_id, 1u + (unsigned)i);
-	assert_int_equal(xr_modify_qp(p->b.qp[0], &rst, XR_QP_STATE), 0);
-	o.sq_depth = o.rq_depth = SQ_DEPTH;
-	assert_int_equal(h_connect(p->a.qp[0], p->b.qp[0], p->b.ctx, &o, 0x100, 0x200), 0);
-	assert_int_equal(h_connect(p->b.qp[0], p->a.qp[0], p->a.ctx, &o, 0x200, 0x100), 0);
-	for (unsigned i = 0; i < size; i++)
-		post_write(p, i, 20 + i);   /* the whole ring: nothing in flight */
-	for (unsigned i = 0; i < size; i++)
-		expect_wc(p, &p->a, 20 + i, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "the ring after the reset");
+	reconnect_after_a_reset(p);
+	expect_a_whole_ring_runs(p);
 }
 
 /* A send doorbell the device refuses: the WRs were never the device's,
@@ -533,8 +545,6 @@ static void test_posts_racing_a_reset_are_refused(void **state)
 {
 	struct pair *p = open_pair();
 	struct xr_qp_attr rst = { .qp_state = XR_QPS_RESET };
-	struct h_opts o = base_opts(XR_MTU_1024);
-	uint16_t size = (uint16_t)(1u << h_qp_read(&p->a).sq_log_size);
 	struct xr_wc wc;
 
 	(void)state;
@@ -551,14 +561,8 @@ static void test_posts_racing_a_reset_are_refused(void **state)
 	assert_int_equal(RPO.recv_rc, EINVAL);
 	/* The QP's next life starts with empty rings: a whole ring of
 	 * WRITEs is taken, each completes once, and nothing else. */
-	assert_int_equal(xr_modify_qp(p->b.qp[0], &rst, XR_QP_STATE), 0);
-	o.sq_depth = o.rq_depth = SQ_DEPTH;
-	assert_int_equal(h_connect(p->a.qp[0], p->b.qp[0], p->b.ctx, &o, 0x100, 0x200), 0);
-	assert_int_equal(h_connect(p->b.qp[0], p->a.qp[0], p->a.ctx, &o, 0x200, 0x100), 0);
-	for (unsigned i = 0; i < size; i++)
-		post_write(p, i, 20 + i);
-	for (unsigned i = 0; i < size; i++)
-		expect_wc(p, &p->a, 20 + i, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "the ring after the reset");
+	reconnect_after_a_reset(p);
+	expect_a_whole_ring_runs(p);
 	assert_int_equal(h_wait(p, &p->a, &wc, 50), 0);
 }
 
