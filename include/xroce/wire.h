@@ -273,6 +273,10 @@ enum xr_parse_err xr_pkt_parse_ip(const uint8_t *ip, size_t len, uint32_t mtu,
 uint32_t xr_icrc(const uint8_t *ip, size_t len);
 /* CRC-32 as zlib (ISA-L), leaving no vector state behind for the caller. */
 uint32_t xr_crc32(uint32_t seed, const uint8_t *p, size_t n);
+/* Copies n bytes from src to dst (as memmove) and returns xr_crc32(seed)
+ * of the bytes it stored: the source is read once, so the CRC is of what
+ * dst holds even if src changes meanwhile. */
+uint32_t xr_crc32_copy(uint32_t seed, void *dst, const void *src, size_t n);
 uint32_t xr_icrc_ref(const uint8_t *ip, size_t len);
 
 /*

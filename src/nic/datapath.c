@@ -237,6 +237,7 @@ static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx, st
 	struct xr_qp *qp;
 	enum xr_parse_err err;
 	const uint8_t *ext = NULL;
+	struct xr_icrc_defer d = { .pkt = NULL };
 
 	if (xr_pfc_is_mac_control(f)) {   /* PFC, PAUSE: pfc.c */
 		xr_pfc_rx(e, f);
@@ -254,32 +255,43 @@ static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx, st
 	err = xr_pkt_parse(f->data, f->len, 0, XR_PARSE_TRANSPORT_LENGTHS |
 			   (f->rx_flags & XR_FRAME_ICRC_VERIFIED || ext ? XR_PARSE_NO_ICRC : 0), &p);
 	if (err == XR_PARSE_OK && ext)
-		err = xr_gather_rx_check(f, &p, ext);
+		err = xr_gather_rx_check(f, &p, ext, &d);
 	if (err != XR_PARSE_OK) {
 		xr_count(e, xr_counter_of_parse_err(err), 1);
 		return;
 	}
-	t->pkts++;
-	t->bytes += f->len;
 	if (f->rx_flags & XR_FRAME_ICRC_ID_RECOVERED)
 		xr_count(e, XR_CNT_ICRC_ID_RECOVERED, 1);
 	if (p.op->flags & XR_OPF_CNP) {
+		t->pkts++;
+		t->bytes += f->len;
 		xr_count(e, XR_CNT_CNP_RCVD, 1);
 		xr_cc_cnp_rx(e, &p, xr_engine_now(e));
 		return;
 	}
-	if (xr_recv_check(e, &p, true, &qp))
-		return;
-	if ((p.traffic_class & 3) == 3) {   /* ECN CE: the notification point */
-		xr_count(e, XR_CNT_ECN_MARKED, 1);
-		xr_cc_ce(e, qp, xr_engine_now(e));
+	/* A WRITE's payload may be checked by the copy that places it
+	 * (gather.c): every other use of the packet checks it first. */
+	e->rx_defer = d.pkt ? &d : NULL;
+	if (!xr_recv_check(e, &p, true, &qp)) {
+		if ((p.traffic_class & 3) == 3 && xr_icrc_defer_check(e, &p, p.payload)) {
+			/* ECN CE: the notification point */
+			xr_count(e, XR_CNT_ECN_MARKED, 1);
+			xr_cc_ce(e, qp, xr_engine_now(e));
+		}
+		if (!d.bad && (p.op->flags & XR_OPF_REQ))   /* a failed check drops it */
+			xr_resp_rx(e, qp, &p, tx);
+		else if (!d.bad)
+			xr_comp_rx(e, qp, &p);
+		xr_qp_mark_busy(e, qp);
+		pthread_mutex_unlock(&qp->lock);
 	}
-	if (p.op->flags & XR_OPF_REQ)
-		xr_resp_rx(e, qp, &p, tx);
-	else
-		xr_comp_rx(e, qp, &p);
-	xr_qp_mark_busy(e, qp);
-	pthread_mutex_unlock(&qp->lock);
+	/* One dropped on its headers alone: its count still tells. */
+	if (!xr_icrc_defer_check(e, &p, p.payload) || d.bad) {
+		xr_count(e, xr_counter_of_parse_err(XR_PARSE_BAD_ICRC), 1);
+		return;
+	}
+	t->pkts++;
+	t->bytes += f->len;
 }
 
 /* ---- serving a QP ---- */

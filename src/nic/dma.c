@@ -109,6 +109,25 @@ void xr_dma_write(const struct xr_mr *mr, uint64_t va, const void *src, size_t l
 	}
 }
 
+uint32_t xr_dma_write_crc(const struct xr_mr *mr, uint64_t va, const void *src, size_t len, uint32_t crc)
+{
+	const uint8_t *s = src;
+
+	if (__builtin_expect(xr_dma_write_hook != NULL, 0))
+		xr_dma_write_hook(xr_dma_write_hook_arg);
+
+	while (len) {
+		size_t room, n;
+		uint8_t *dst = translate(mr, va, &room);
+		n = len < room ? len : room;
+		crc = xr_crc32_copy(crc, dst, s, n);   /* as memmove, page by page (above) */
+		s += n;
+		va += n;
+		len -= n;
+	}
+	return crc;
+}
+
 void xr_dma_read(const struct xr_mr *mr, uint64_t va, void *dst, size_t len)
 {
 	uint8_t *d = dst;

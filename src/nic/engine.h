@@ -309,6 +309,7 @@ struct xr_engine {
 	/* Data path (datapath.c). */
 	struct xr_link *link;
 	struct xr_tx *txq;                     /* frames built, not yet taken by the link */
+	struct xr_icrc_defer *rx_defer;        /* the received packet whose ICRC waits (pass only) */
 	uint32_t gather_seq;         /* the last gather frame's sequence (req.c) */
 	/* Moves with every write of a register or a table (regfile.c): the
 	 * connections' header templates built before are stale (tx_hdr.c). */
@@ -478,9 +479,32 @@ void xr_dp_gather_check(struct xr_engine *e, const struct xr_frame *f, uint32_t 
 /* A gather frame's ICRC at the flush: its headers, the payload where it
  * lies, the pad (gather.c). */
 void xr_gather_seal(struct xr_frame *f, uint16_t l3_off);
+/* A gather frame's RC WRITE payload is checked by the copy that places it
+ * (xr_crc32_copy), so the receiver reads it once: what its ICRC check
+ * still needs. Every other use of the packet checks it first. */
+struct xr_icrc_defer {
+	const struct xr_pkt *pkt;   /* the packet whose check waits, or NULL */
+	uint32_t reg;               /* the ICRC's CRC after the headers */
+	uint8_t pad[3];             /* the pad's bytes, after the payload */
+	bool bad;                   /* the check failed: the packet is dropped */
+};
 /* A received gather frame parsed without its ICRC: the payload is where the
- * frame says it belongs and the ICRC holds; p->payload then points at it. */
-enum xr_parse_err xr_gather_rx_check(const struct xr_frame *f, struct xr_pkt *p, const uint8_t *ext);
+ * frame says it belongs and the ICRC holds; p->payload then points at it.
+ * With d, a WRITE payload worth it is left to its copy (d->pkt = p). */
+enum xr_parse_err xr_gather_rx_check(const struct xr_frame *f, struct xr_pkt *p, const uint8_t *ext,
+				     struct xr_icrc_defer *d);
+/* p's deferred check over bytes (its payload, or a copy of it): true when it
+ * holds or none waits; false (the packet dropped, counted by the pass) when
+ * it failed. Settles the check either way. */
+bool xr_icrc_defer_check(struct xr_engine *e, const struct xr_pkt *p, const uint8_t *bytes);
+/* The check of p waiting for its copy, or NULL. */
+static inline struct xr_icrc_defer *xr_icrc_deferred(const struct xr_engine *e, const struct xr_pkt *p)
+{
+	return e->rx_defer && e->rx_defer->pkt == p ? e->rx_defer : NULL;
+}
+/* The same when the copy placed the payload and left crc (seeded with
+ * d->reg) after it. */
+bool xr_icrc_defer_finish(struct xr_engine *e, struct xr_icrc_defer *d, uint32_t crc);
 
 /* Doorbells (regfile.c routes them here). */
 enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val);
@@ -582,6 +606,8 @@ enum xr_dma_err xr_dma_check(struct xr_engine *e, uint32_t key, uint32_t pd, uin
 enum xr_dma_err xr_dma_check_rkey(struct xr_engine *e, uint32_t key, uint32_t pd, uint32_t qpn,
 				  uint64_t va, uint64_t len, uint32_t access, struct xr_mr **out);
 void xr_dma_write(const struct xr_mr *mr, uint64_t va, const void *src, size_t len);
+/* The same, returning the CRC (from crc) of the bytes it placed. */
+uint32_t xr_dma_write_crc(const struct xr_mr *mr, uint64_t va, const void *src, size_t len, uint32_t crc);
 void xr_dma_read(const struct xr_mr *mr, uint64_t va, void *dst, size_t len);
 uint64_t *xr_dma_u64(const struct xr_mr *mr, uint64_t va);
 /* Local scatter/gather lists (lkeys): 0 or an enum xr_wc_status. */

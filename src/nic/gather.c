@@ -20,21 +20,60 @@ void xr_gather_seal(struct xr_frame *f, uint16_t l3_off)
 	put_le32(f->data + f->len - XR_ICRC_LEN, c);
 }
 
+/* Folding the CRC into the copy pays from here (xr_crc32_copy). */
+#define DEFER_MIN 1024
+
+/* An RC WRITE without immediate: before its copy nothing reads its payload
+ * and nothing is taken for it (no receive WQE), so only its headers, which
+ * this process built, decide what happens to it up to the copy. */
+static bool deferrable(const struct xr_pkt *p)
+{
+	switch (p->opcode) {
+	case XR_OP_RC_RDMA_WRITE_FIRST:
+	case XR_OP_RC_RDMA_WRITE_MIDDLE:
+	case XR_OP_RC_RDMA_WRITE_LAST:
+	case XR_OP_RC_RDMA_WRITE_ONLY:
+		return p->payload_len >= DEFER_MIN;
+	default:
+		return false;
+	}
+}
+
 /* A gather frame parsed without its ICRC: the payload is where the frame
  * says it belongs, and the ICRC over headers, payload and pad holds. */
-enum xr_parse_err xr_gather_rx_check(const struct xr_frame *f, struct xr_pkt *p, const uint8_t *ext)
+enum xr_parse_err xr_gather_rx_check(const struct xr_frame *f, struct xr_pkt *p, const uint8_t *ext,
+				     struct xr_icrc_defer *d)
 {
 	uint32_t pay_end = (uint32_t)p->payload_off + p->payload_len, c;
 
 	if (p->payload_off != f->gather_off || p->payload_len != f->gather_len)
 		return XR_PARSE_BAD_PAYLOAD_LEN;
 	c = xr_icrc(f->data + p->l3_off, (size_t)p->payload_off - p->l3_off);
+	p->payload = ext;
+	if (d && deferrable(p)) {
+		d->pkt = p;
+		d->reg = c;
+		memcpy(d->pad, f->data + pay_end, p->pad);
+		d->bad = false;
+		return XR_PARSE_OK;
+	}
 	c = xr_crc32(c, ext, p->payload_len);
 	c = xr_crc32(c, f->data + pay_end, p->pad);
-	if (c != p->icrc)
-		return XR_PARSE_BAD_ICRC;
-	p->payload = ext;
-	return XR_PARSE_OK;
+	return c == p->icrc ? XR_PARSE_OK : XR_PARSE_BAD_ICRC;
+}
+
+bool xr_icrc_defer_finish(struct xr_engine *e, struct xr_icrc_defer *d, uint32_t crc)
+{
+	e->rx_defer = NULL;
+	d->bad = xr_crc32(crc, d->pad, d->pkt->pad) != d->pkt->icrc;
+	return !d->bad;
+}
+
+bool xr_icrc_defer_check(struct xr_engine *e, const struct xr_pkt *p, const uint8_t *bytes)
+{
+	struct xr_icrc_defer *d = xr_icrc_deferred(e, p);
+
+	return !d || xr_icrc_defer_finish(e, d, xr_crc32(d->reg, bytes, p->payload_len));
 }
 
 static void settle_locked(struct xr_engine *e)

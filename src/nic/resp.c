@@ -300,52 +300,84 @@ static void rx_send(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *
 	xr_resp_complete_rwqe(e, qp, p, XR_WC_RECV, rs->recv_offset);
 }
 
-static void rx_write(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
-{
-	struct xr_resp *rs = &qp->resp;
-	uint32_t f = p->op->flags;
-	struct xr_mr *mr = NULL;
+/* Where a WRITE packet's payload goes: decided on its headers and the QP,
+ * acting on nothing (write_places asks too). False: a key or range was
+ * refused (derr), or the packet does not carry its share. */
+struct write_target {
+	uint64_t va;
+	uint32_t rkey, left, total;   /* the message's, as of this packet */
+	struct xr_mr *mr;
 	enum xr_dma_err derr;
+};
 
+static bool write_target(struct xr_engine *e, const struct xr_qp *qp, const struct xr_pkt *p,
+			 struct write_target *w)
+{
+	const struct xr_resp *rs = &qp->resp;
+	uint32_t f = p->op->flags;
+
+	w->mr = NULL;
+	w->derr = XR_DMA_OK;
 	if (f & XR_OPF_FIRST) {
 		/* R_Key and range, for the whole message at its first packet */
-		if (p->reth.len) {
-			derr = xr_dma_check_rkey(e, p->reth.rkey, qp->ctx.pd, qp->qpn, p->reth.va, p->reth.len,
-					    XR_ACCESS_REMOTE_WRITE, &mr);
-			if (derr != XR_DMA_OK) {
-				count_dma_error(e, derr);
-				nak(e, qp, XR_AETH_NAK_REM_ACCESS, p->psn, XR_WC_REM_ACCESS_ERR);
-				return;
-			}
-		}
-		rs->write_va = p->reth.va;
-		rs->write_rkey = p->reth.rkey;
-		rs->write_left = p->reth.len;
-		rs->write_total = p->reth.len;
+		w->va = p->reth.va;
+		w->rkey = p->reth.rkey;
+		w->left = w->total = p->reth.len;
+		if (p->reth.len)
+			w->derr = xr_dma_check_rkey(e, w->rkey, qp->ctx.pd, qp->qpn, w->va, w->left,
+						    XR_ACCESS_REMOTE_WRITE, &w->mr);
+		if (w->derr != XR_DMA_OK)
+			return false;
+	} else {
+		w->va = rs->write_va;
+		w->rkey = rs->write_rkey;
+		w->left = rs->write_left;
+		w->total = rs->write_total;
 	}
 	/* every packet carries exactly its share */
-	if ((f & XR_OPF_LAST) ? p->payload_len != rs->write_left : p->payload_len >= rs->write_left) {
-		nak(e, qp, XR_AETH_NAK_INV_REQ, p->psn, XR_WC_REM_INV_REQ_ERR);
-		return;
-	}
-	if (p->payload_len) {
-		derr = xr_dma_check_rkey(e, rs->write_rkey, qp->ctx.pd, qp->qpn, rs->write_va, p->payload_len,
-				    XR_ACCESS_REMOTE_WRITE, &mr);
-		if (derr != XR_DMA_OK) {   /* invalidated mid-message */
-			count_dma_error(e, derr);
+	if ((f & XR_OPF_LAST) ? p->payload_len != w->left : p->payload_len >= w->left)
+		return false;
+	if (p->payload_len)   /* the key may have been invalidated mid-message */
+		w->derr = xr_dma_check_rkey(e, w->rkey, qp->ctx.pd, qp->qpn, w->va, p->payload_len,
+					    XR_ACCESS_REMOTE_WRITE, &w->mr);
+	return w->derr == XR_DMA_OK;
+}
+
+/* False: the copy found the payload's ICRC bad (a check left to it,
+ * gather.c), and the packet did nothing. */
+static bool rx_write(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
+{
+	struct xr_resp *rs = &qp->resp;
+	struct xr_icrc_defer *d = xr_icrc_deferred(e, p);
+	uint32_t f = p->op->flags;
+	struct write_target w;
+
+	if (!write_target(e, qp, p, &w)) {
+		if (!xr_icrc_defer_check(e, p, p->payload))
+			return false;   /* write_places said otherwise: never acts unchecked */
+		if (w.derr != XR_DMA_OK) {
+			count_dma_error(e, w.derr);
 			nak(e, qp, XR_AETH_NAK_REM_ACCESS, p->psn, XR_WC_REM_ACCESS_ERR);
-			return;
+		} else {
+			nak(e, qp, XR_AETH_NAK_INV_REQ, p->psn, XR_WC_REM_INV_REQ_ERR);
 		}
-		xr_dma_write(mr, rs->write_va, p->payload, p->payload_len);
+		return true;
 	}
-	rs->write_va += p->payload_len;
-	rs->write_left -= p->payload_len;
+	if (d && !xr_icrc_defer_finish(e, d, xr_dma_write_crc(w.mr, w.va, p->payload, p->payload_len, d->reg)))
+		return false;
+	if (!d && p->payload_len)
+		xr_dma_write(w.mr, w.va, p->payload, p->payload_len);
+	rs->write_va = w.va + p->payload_len;
+	rs->write_rkey = w.rkey;
+	rs->write_left = w.left - p->payload_len;
+	rs->write_total = w.total;
 	rs->in_msg = (f & XR_OPF_LAST) ? XR_RESP_IDLE : XR_RESP_IN_WRITE;
 	if (f & XR_OPF_LAST) {
 		qp->ctx.msn = psn_add(qp->ctx.msn, 1);
 		if (f & XR_OPF_IMM)
 			xr_resp_complete_rwqe(e, qp, p, XR_WC_RECV_RDMA_WITH_IMM, rs->write_total);
 	}
+	return true;
 }
 
 /* 0, or the PSNs the READ's responses take (set in *npsn). */
@@ -424,11 +456,28 @@ static void rx_atomic(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt
 	queue_res(qp, res, false);
 }
 
+static bool qp_allows(const struct xr_qp *qp, uint32_t f)
+{
+	return !(((f & XR_OPF_WRITE) && !(qp->ctx.access & XR_ACCESS_REMOTE_WRITE)) ||
+		 ((f & XR_OPF_READ) && !(qp->ctx.access & XR_ACCESS_REMOTE_READ)) ||
+		 ((f & XR_OPF_ATOMIC) && !(qp->ctx.access & XR_ACCESS_REMOTE_ATOMIC)));
+}
+
+/* The path MTU (C9-92) and the DMA length (C9-94). */
+static bool lengths_ok(const struct xr_qp *qp, const struct xr_pkt *p)
+{
+	uint32_t f = p->op->flags, mtu = mtu_bytes(qp->ctx.path_mtu);
+
+	return !(((f & (XR_OPF_FIRST | XR_OPF_MIDDLE)) && !(f & XR_OPF_LAST) && p->payload_len != mtu) ||
+		 p->payload_len > mtu || ((f & XR_OPF_LAST) && !(f & XR_OPF_FIRST) && !p->payload_len) ||
+		 ((p->op->hdrs & XR_H_RETH) && p->reth.len > MAX_DMA_LEN));
+}
+
 /* The checks of a new request in rxe's order (A48); true when it may run. */
 static bool request_ok(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 {
 	struct xr_resp *rs = &qp->resp;
-	uint32_t f = p->op->flags, mtu = mtu_bytes(qp->ctx.path_mtu);
+	uint32_t f = p->op->flags;
 
 	/* 1. opcode sequence */
 	if (!sequence_ok(rs, f)) {
@@ -436,9 +485,7 @@ static bool request_ok(struct xr_engine *e, struct xr_qp *qp, const struct xr_pk
 		return false;
 	}
 	/* 2. what the QP allows */
-	if (((f & XR_OPF_WRITE) && !(qp->ctx.access & XR_ACCESS_REMOTE_WRITE)) ||
-	    ((f & XR_OPF_READ) && !(qp->ctx.access & XR_ACCESS_REMOTE_READ)) ||
-	    ((f & XR_OPF_ATOMIC) && !(qp->ctx.access & XR_ACCESS_REMOTE_ATOMIC))) {
+	if (!qp_allows(qp, f)) {
 		xr_count(e, XR_CNT_PERM_VIOLATION, 1);
 		nak(e, qp, XR_AETH_NAK_INV_REQ, p->psn, XR_WC_REM_INV_REQ_ERR);
 		return false;
@@ -456,10 +503,8 @@ static bool request_ok(struct xr_engine *e, struct xr_qp *qp, const struct xr_pk
 		nak(e, qp, XR_AETH_NAK_INV_REQ, p->psn, XR_WC_REM_INV_REQ_ERR);
 		return false;
 	}
-	/* 4. lengths: the path MTU (C9-92) and the DMA length (C9-94) */
-	if (((f & (XR_OPF_FIRST | XR_OPF_MIDDLE)) && !(f & XR_OPF_LAST) && p->payload_len != mtu) ||
-	    p->payload_len > mtu || ((f & XR_OPF_LAST) && !(f & XR_OPF_FIRST) && !p->payload_len) ||
-	    ((p->op->hdrs & XR_H_RETH) && p->reth.len > MAX_DMA_LEN)) {
+	/* 4. lengths */
+	if (!lengths_ok(qp, p)) {
 		nak(e, qp, XR_AETH_NAK_INV_REQ, p->psn, XR_WC_REM_INV_REQ_ERR);
 		return false;
 	}
@@ -471,6 +516,7 @@ void xr_resp_run(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 	struct xr_resp *rs = &qp->resp;
 	uint32_t f = p->op->flags, psn = p->psn, epsn = qp->ctx.rq_psn, npsn = 1;
 	int32_t cmp = psn_cmp(psn, epsn);
+	bool nak_seq_sent;
 
 	if (qp->ctx.state == XR_QPS_ERR)
 		return;
@@ -496,14 +542,18 @@ void xr_resp_run(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 		xr_count(e, XR_CNT_DROP_RESP_BUSY, 1);
 		return;
 	}
+	nak_seq_sent = rs->nak_seq_sent;
 	rs->nak_seq_sent = false;
 	if (!request_ok(e, qp, p))
 		return;
-	if (f & XR_OPF_SEND)
+	if (f & XR_OPF_SEND) {
 		rx_send(e, qp, p);
-	else if (f & XR_OPF_WRITE)
-		rx_write(e, qp, p);
-	else if (f & XR_OPF_READ)
+	} else if (f & XR_OPF_WRITE) {
+		if (!rx_write(e, qp, p)) {   /* dropped: as if never here */
+			rs->nak_seq_sent = nak_seq_sent;
+			return;
+		}
+	} else if (f & XR_OPF_READ)
 		rx_read(e, qp, p, &npsn);
 	else if (f & XR_OPF_ATOMIC)
 		rx_atomic(e, qp, p);
@@ -542,6 +592,18 @@ bool xr_resp_must_wait(struct xr_qp *qp, const struct xr_pkt *p)
 	return !((p->op->flags & (XR_OPF_READ | XR_OPF_ATOMIC)) && resources_exhausted(rs));
 }
 
+/* True when xr_resp_run will place p, an RC WRITE, every check before
+ * its copy passed: the copy may then check its ICRC (gather.c). */
+static bool write_places(struct xr_engine *e, const struct xr_qp *qp, const struct xr_pkt *p)
+{
+	uint32_t f = p->op->flags;
+	struct write_target w;
+
+	return qp->ctx.type == XR_QPT_RC && qp->ctx.state != XR_QPS_ERR && p->psn == qp->ctx.rq_psn &&
+	       xr_resp_q_has_room(&qp->resp) && (f & XR_OPF_WRITE) && !(f & XR_OPF_RWQE) &&
+	       sequence_ok(&qp->resp, f) && qp_allows(qp, f) && lengths_ok(qp, p) && write_target(e, qp, p, &w);
+}
+
 /* A33 (rxe get_req, read_reply): requests run in PSN order, and a READ's
  * responses are built in full before the next request runs, so the READ
  * returns the memory as it was when it executed (a later WRITE, or a
@@ -549,6 +611,10 @@ bool xr_resp_must_wait(struct xr_qp *qp, const struct xr_pkt *p)
  * link takes them; otherwise the request waits (resp_tx.c). */
 void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, struct xr_tx *tx)
 {
+	/* A payload whose check waits for its copy (gather.c) is checked now
+	 * unless that copy comes next (or one into the held requests). */
+	if (xr_icrc_deferred(e, p) && !write_places(e, qp, p) && !xr_icrc_defer_check(e, p, p->payload))
+		return;
 	/* The unacknowledged transports answer nothing and queue nothing. */
 	if (qp->ctx.type == XR_QPT_UD) {
 		xr_ud_rx(e, qp, p);

@@ -212,10 +212,13 @@ void xr_resp_hold(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 		xr_count(e, XR_CNT_DROP_RESP_BUSY, 1);
 		return;
 	}
-	h = &a->held[(rs->held_head + rs->held_len++) % XR_RESP_HELD];
+	h = &a->held[(rs->held_head + rs->held_len) % XR_RESP_HELD];
 	h->pkt = *p;
 	memcpy(h->data, p->payload, n);
 	h->pkt.payload = h->data;
+	/* A check left to the payload's copy (gather.c) is of this one. */
+	if (xr_icrc_defer_check(e, p, h->data))
+		rs->held_len++;
 }
 
 /* Runs held requests until one must wait again. */

@@ -21,6 +21,7 @@
 #include <isa-l/crc.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -36,6 +37,7 @@ static bool use_vector, use_avx;
 /* Per lane {low half, high half}: fold by 512 bits (a block), and each
  * lane onto the last (384, 256, 128 bits; the last's own constant zero). */
 static uint64_t k512[2], klanes[8];
+static uint64_t k2048[2];   /* fold by 2048 bits: four blocks ahead (the copy) */
 /* A remainder's words' weights x^128, x^96, x^64 (mod P) and x^32, and
  * x^(8n) (mod P), all reflected into 33 bits, as VPCLMULQDQ wants them. */
 static uint64_t kwords[4];
@@ -77,6 +79,8 @@ static void crc32_init(void)
 		     __builtin_cpu_supports("sse4.1");
 	k512[0] = xpow_reflected(512 + 32);
 	k512[1] = xpow_reflected(512 - 32);
+	k2048[0] = xpow_reflected(2048 + 32);
+	k2048[1] = xpow_reflected(2048 - 32);
 	for (unsigned i = 0; i < 3; i++) {
 		klanes[2 * i] = xpow_reflected(lane_d[i] + 32);
 		klanes[2 * i + 1] = xpow_reflected(lane_d[i] - 32);
@@ -154,6 +158,87 @@ VEC_TARGET static uint32_t crc_short(uint32_t reg, const uint8_t *src, size_t n)
 	return crc;
 }
 
+VEC_TARGET static inline __m128i fold16(__m128i acc, __m128i k, __m128i next)
+{
+	return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(acc, k, 0x00), _mm_clmulepi64_si128(acc, k, 0x11)),
+			     next);
+}
+
+/* Copies n >= 256 bytes and returns the raw register (start value reg)
+ * after them. Each byte is loaded once and both stored and folded from
+ * the register it came in: the CRC is of the bytes stored, even if the
+ * source changes meanwhile. Four accumulators fold a 256-byte block a
+ * turn, then onto one, 64-byte then 16-byte steps, and the last n mod 16
+ * bytes through two shuffles; nothing after the loads goes through memory. */
+VEC_TARGET static uint32_t fold_copy(uint32_t reg, uint8_t *dst, const uint8_t *src, size_t n)
+{
+	__m512i kf = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)k2048));
+	__m512i k1 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)k512));
+	__m128i k16 = _mm_loadu_si128((const __m128i *)(const void *)&klanes[4]);   /* by 128 bits */
+	__m512i x0 = _mm512_loadu_si512(src), x1 = _mm512_loadu_si512(src + 64);
+	__m512i x2 = _mm512_loadu_si512(src + 128), x3 = _mm512_loadu_si512(src + 192);
+	__m128i r;
+	uint32_t crc;
+
+	_mm512_storeu_si512(dst, x0);
+	_mm512_storeu_si512(dst + 64, x1);
+	_mm512_storeu_si512(dst + 128, x2);
+	_mm512_storeu_si512(dst + 192, x3);
+	/* The start register enters as the message's first 4 bytes. */
+	x0 = _mm512_xor_si512(x0, _mm512_castsi128_si512(_mm_cvtsi32_si128((int)reg)));
+	src += 256, dst += 256, n -= 256;
+	while (n >= 256) {
+		__m512i y0 = _mm512_loadu_si512(src), y1 = _mm512_loadu_si512(src + 64);
+		__m512i y2 = _mm512_loadu_si512(src + 128), y3 = _mm512_loadu_si512(src + 192);
+		_mm512_storeu_si512(dst, y0);
+		_mm512_storeu_si512(dst + 64, y1);
+		_mm512_storeu_si512(dst + 128, y2);
+		_mm512_storeu_si512(dst + 192, y3);
+		x0 = fold(x0, kf, y0);
+		x1 = fold(x1, kf, y1);
+		x2 = fold(x2, kf, y2);
+		x3 = fold(x3, kf, y3);
+		src += 256, dst += 256, n -= 256;
+	}
+	x1 = fold(x0, k1, x1);
+	x2 = fold(x1, k1, x2);
+	x3 = fold(x2, k1, x3);
+	while (n >= 64) {
+		__m512i y = _mm512_loadu_si512(src);
+		_mm512_storeu_si512(dst, y);
+		x3 = fold(x3, k1, y);
+		src += 64, dst += 64, n -= 64;
+	}
+	r = lanes_to_one(x3);
+	while (n >= 16) {
+		__m128i y = _mm_loadu_si128((const __m128i *)(const void *)src);
+		_mm_storeu_si128((__m128i *)(void *)dst, y);
+		r = fold16(r, k16, y);
+		src += 16, dst += 16, n -= 16;
+	}
+	if (n) {
+		/* r || the last n bytes = a || b: a is r's first n bytes (folded
+		 * by 128 bits onto b), b the rest of r then the tail. */
+		static const uint8_t shf[48] = {
+			0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+			0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+			0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+		};
+		__mmask16 m = (__mmask16)((1u << n) - 1);
+		__m128i t = _mm_maskz_loadu_epi8(m, src);
+		__m128i up = _mm_loadu_si128((const __m128i *)(const void *)(shf + n));        /* by 16 - n up */
+		__m128i down = _mm_loadu_si128((const __m128i *)(const void *)(shf + 16 + n)); /* by n down */
+		__m128i a = _mm_shuffle_epi8(r, up);
+		__m128i b = _mm_or_si128(_mm_shuffle_epi8(r, down), _mm_shuffle_epi8(t, up));
+
+		_mm_mask_storeu_epi8(dst, m, t);
+		r = fold16(a, k16, b);
+	}
+	crc = barrett(unreduced128(r));
+	_mm256_zeroupper();
+	return crc;
+}
+
 __attribute__((target("avx"))) static void vector_upper_clear(void)
 {
 	_mm256_zeroupper();
@@ -179,4 +264,22 @@ uint32_t xr_crc32(uint32_t seed, const uint8_t *p, size_t n)
 		vector_upper_clear();
 #endif
 	return c;
+}
+
+/* Folding pays from here: below, the fixed costs outweigh the pass saved. */
+#define COPY_FOLD_MIN 1024
+
+uint32_t xr_crc32_copy(uint32_t seed, void *dst, const void *src, size_t n)
+{
+	const uint8_t *s = src;
+	uint8_t *d = dst;
+
+#if defined(__x86_64__)
+	/* Overlapping buffers move as memmove would: below. */
+	if (use_vector && n >= COPY_FOLD_MIN && (d + n <= s || s + n <= d))
+		return ~fold_copy(~seed, d, s, n);
+#endif
+	/* The copy, then the CRC of what it stored: one read of the source. */
+	memmove(d, s, n);
+	return xr_crc32(seed, d, n);
 }

@@ -115,8 +115,9 @@ static void test_payload_by_reference_arrives(void **state)
 }
 
 /* The ICRC was computed over the payload as it was sent: bytes changed
- * under a frame before its receiver read them fail it, and the packets
- * come again after the ACK timeout as copies of what is there now. */
+ * under a frame before its receiver read them fail it (each packet dropped
+ * unanswered: none counts as out of sequence), and the packets come again
+ * after the ACK timeout as copies of what is there now. */
 static void test_icrc_covers_the_payload_and_retransmissions_are_copies(void **state)
 {
 	struct pair p;
@@ -126,11 +127,41 @@ static void test_icrc_covers_the_payload_and_retransmissions_are_copies(void **s
 	(void)state;
 	sent_unread(&p, want, 3);
 	fill(h_data(&p.a), MSG, 99);   /* not allowed of a host: it tells the ICRC's reach */
+	receive(&p, MSG / 4096);
+	assert_int_equal(h_counter(&p.b, XR_CNT_PARSE_BAD_ICRC), MSG / 4096);
+	assert_int_equal(h_counter(&p.b, XR_CNT_OUT_OF_SEQ), 0);
 	assert_int_equal(h_wait(&p, &p.a, &wc, 3000), 1);
 	assert_int_equal(wc.status, XR_WC_SUCCESS);
 	assert_int_equal(h_counter(&p.b, XR_CNT_PARSE_BAD_ICRC), MSG / 4096);
 	assert_true(h_counter(&p.a, XR_CNT_RETRANSMITS) >= 1);
 	assert_int_equal(p.la->stats.tx_gather, MSG / 4096);   /* the resend copied */
+	assert_memory_equal(h_data(&p.b), h_data(&p.a), MSG);
+	h_close(&p);
+}
+
+/* A WRITE's payload is checked by the copy that places it (gather.c): a
+ * packet whose bytes changed after they were sent is found bad there and
+ * does nothing (b's PSN stays, no count as received); the next, good but
+ * now out of sequence, draws a sequence NAK, and a's retransmission
+ * places the bytes as they are now. */
+static void test_a_write_packet_found_bad_by_its_copy_does_nothing(void **state)
+{
+	struct pair p;
+	uint8_t want[MSG];
+	struct xr_wc wc;
+
+	(void)state;
+	sent_unread(&p, want, 3);
+	h_data(&p.a)[2 * 4096 + 100] ^= 0x40;   /* the third packet's bytes */
+	receive(&p, MSG / 4096);
+	assert_int_equal(h_counter(&p.b, XR_CNT_PARSE_BAD_ICRC), 1);
+	assert_int_equal(h_counter(&p.b, XR_CNT_RX_PKTS), MSG / 4096 - 1);
+	assert_int_equal(h_counter(&p.b, XR_CNT_OUT_OF_SEQ), 1);
+	assert_memory_equal(h_data(&p.b), want, 2 * 4096);
+	assert_int_equal(h_wait(&p, &p.a, &wc, 3000), 1);
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	assert_true(h_counter(&p.a, XR_CNT_RETRANSMITS) >= 1);
+	assert_int_equal(h_counter(&p.b, XR_CNT_PARSE_BAD_ICRC), 1);
 	assert_memory_equal(h_data(&p.b), h_data(&p.a), MSG);
 	h_close(&p);
 }
@@ -609,6 +640,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_payload_by_reference_arrives),
 		cmocka_unit_test(test_icrc_covers_the_payload_and_retransmissions_are_copies),
+		cmocka_unit_test(test_a_write_packet_found_bad_by_its_copy_does_nothing),
 		cmocka_unit_test(test_a_failed_qp_settles_its_frames),
 		cmocka_unit_test(test_a_deregistered_region_settles_its_frames),
 		cmocka_unit_test(test_a_destroyed_qp_settles_its_frames),

@@ -437,6 +437,71 @@ static void test_crc32_equals_isal(void **state)
 	munmap(map, (size_t)pg * 3);
 }
 
+/* The copying CRC against ISA-L's over the source: lengths around each
+ * of the fold's steps (256-, 64- and 16-byte blocks, the tail), misaligned
+ * ends, several seeds; exactly n bytes written; source and destination at
+ * the edges of pages between inaccessible ones (nothing read or written
+ * outside them); overlapping buffers moved as memmove moves them. */
+static void test_crc32_copy_equals_isal(void **state)
+{
+	static const size_t lens[] = { 0, 1, 3, 4, 63, 64, 255, 256, 257, 319, 320, 383, 511, 512,
+				       575, 1000, 1023, 1024, 1025, 1039, 1040, 1087, 1104, 1279, 1300,
+				       2047, 4095, 4096, 4097, 4159, 4176, 8205 };
+	static const uint32_t seeds[] = { 0, 0xFFFFFFFFu, 0x2144DF1Cu, 0x12345678u };
+	static uint8_t src[8300], dst[8400], ovl[8400];
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *map, *a, *b;
+	uint64_t rnd = 7;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)test_rand(&rnd);
+	for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++)
+		for (size_t so = 0; so < 40; so += 13)
+			for (size_t d = 0; d < 2; d++)
+				for (size_t s = 0; s < 4; s++) {
+					size_t n = lens[l], doff = 64 + d * 5;
+					memset(dst, 0xA5, sizeof(dst));
+					assert_int_equal(xr_crc32_copy(seeds[s], dst + doff, src + so, n),
+							 crc32_gzip_refl(seeds[s], src + so, n));
+					if (n)
+						assert_memory_equal(dst + doff, src + so, n);
+					for (size_t i = 0; i < doff; i++)
+						assert_int_equal(dst[i], 0xA5);
+					for (size_t i = doff + n; i < sizeof(dst); i++)
+						assert_int_equal(dst[i], 0xA5);
+				}
+	/* Two pages, each between inaccessible ones: a source and a
+	 * destination that end (or start) at a page's edge. */
+	map = mmap(NULL, (size_t)pg * 5, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(map != MAP_FAILED);
+	a = map + pg;
+	b = map + 3 * pg;
+	assert_int_equal(mprotect(map, (size_t)pg, PROT_NONE), 0);
+	assert_int_equal(mprotect(a + pg, (size_t)pg, PROT_NONE), 0);
+	assert_int_equal(mprotect(b + pg, (size_t)pg, PROT_NONE), 0);
+	for (long i = 0; i < pg; i++)
+		a[i] = (uint8_t)test_rand(&rnd);
+	for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]) && lens[l] <= (size_t)pg; l++) {
+		size_t n = lens[l];
+		assert_int_equal(xr_crc32_copy(1, b + pg - n, a + pg - n, n), crc32_gzip_refl(1, a + pg - n, n));
+		assert_memory_equal(b + pg - n, a + pg - n, n);
+		assert_int_equal(xr_crc32_copy(2, b, a, n), crc32_gzip_refl(2, a, n));
+		assert_memory_equal(b, a, n);
+	}
+	munmap(map, (size_t)pg * 5);
+	/* Overlap, either way: memmove's result, and the CRC of the bytes as
+	 * they were. */
+	for (size_t shift = 1; shift < 200; shift += 67)
+		for (int up = 0; up < 2; up++) {
+			size_t n = 4096, from = up ? 100 : 100 + shift, to = up ? 100 + shift : 100;
+			uint32_t want = crc32_gzip_refl(5, src, n);
+			memcpy(ovl + from, src, n);
+			assert_int_equal(xr_crc32_copy(5, ovl + to, ovl + from, n), want);
+			assert_memory_equal(ovl + to, src, n);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -450,6 +515,7 @@ int main(void)
 		cmocka_unit_test(test_icrc_update_equals_a_fresh_one),
 		cmocka_unit_test(test_icrc_leaves_no_upper_vector_state),
 		cmocka_unit_test(test_crc32_equals_isal),
+		cmocka_unit_test(test_crc32_copy_equals_isal),
 		cmocka_unit_test(test_udp_checksum),
 		cmocka_unit_test(test_icmp6_checksum),
 		cmocka_unit_test(test_recover_ipv4_id),
