@@ -274,9 +274,12 @@ uint32_t xr_icrc(const uint8_t *ip, size_t len);
 /* CRC-32 as zlib (ISA-L), leaving no vector state behind for the caller. */
 uint32_t xr_crc32(uint32_t seed, const uint8_t *p, size_t n);
 /* Copies n bytes from src to dst (as memmove) and returns xr_crc32(seed)
- * of the bytes it stored: the source is read once, so the CRC is of what
- * dst holds even if src changes meanwhile. */
+ * of the bytes it stored. The source is read once. When
+ * xr_crc32_copy_folds() (AVX-512 with VPCLMULQDQ) and the buffers do not
+ * overlap, the CRC is of the bytes as loaded, whatever src or dst become
+ * meanwhile; otherwise it is read back from dst after the copy. */
 uint32_t xr_crc32_copy(uint32_t seed, void *dst, const void *src, size_t n);
+bool xr_crc32_copy_folds(void);
 uint32_t xr_icrc_ref(const uint8_t *ip, size_t len);
 
 /*

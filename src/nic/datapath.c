@@ -285,8 +285,10 @@ static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx, st
 		xr_qp_mark_busy(e, qp);
 		pthread_mutex_unlock(&qp->lock);
 	}
-	/* One dropped on its headers alone: its count still tells. */
-	if (!xr_icrc_defer_check(e, &p, p.payload) || d.bad) {
+	/* A check still waiting (a drop that counted nothing) is made now:
+	 * a bad packet counts as that alone, wherever it was found. */
+	xr_icrc_defer_check(e, &p, p.payload);
+	if (d.bad) {
 		xr_count(e, xr_counter_of_parse_err(XR_PARSE_BAD_ICRC), 1);
 		return;
 	}

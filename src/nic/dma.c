@@ -109,10 +109,32 @@ void xr_dma_write(const struct xr_mr *mr, uint64_t va, const void *src, size_t l
 	}
 }
 
+/* Whether [va, va+len) lies anywhere on [src, src+len) in host memory. */
+static bool overlaps(const struct xr_mr *mr, uint64_t va, const uint8_t *src, size_t len)
+{
+	for (size_t done = 0; done < len;) {
+		size_t room;
+		const uint8_t *dst = translate(mr, va + done, &room);
+		size_t n = len - done < room ? len - done : room;
+		if (dst < src + len && src < dst + n)
+			return true;
+		done += n;
+	}
+	return false;
+}
+
 uint32_t xr_dma_write_crc(const struct xr_mr *mr, uint64_t va, const void *src, size_t len, uint32_t crc)
 {
 	const uint8_t *s = src;
 
+	/* A WRITE onto its own source: a page's copy would change the next
+	 * page's source before it is read. The CRC of the source, then the
+	 * moves, as xr_dma_write. */
+	if (overlaps(mr, va, s, len)) {
+		crc = xr_crc32(crc, s, len);
+		xr_dma_write(mr, va, s, len);
+		return crc;
+	}
 	if (__builtin_expect(xr_dma_write_hook != NULL, 0))
 		xr_dma_write_hook(xr_dma_write_hook_arg);
 
@@ -120,7 +142,7 @@ uint32_t xr_dma_write_crc(const struct xr_mr *mr, uint64_t va, const void *src, 
 		size_t room, n;
 		uint8_t *dst = translate(mr, va, &room);
 		n = len < room ? len : room;
-		crc = xr_crc32_copy(crc, dst, s, n);   /* as memmove, page by page (above) */
+		crc = xr_crc32_copy(crc, dst, s, n);
 		s += n;
 		va += n;
 		len -= n;

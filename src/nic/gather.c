@@ -25,9 +25,13 @@ void xr_gather_seal(struct xr_frame *f, uint16_t l3_off)
 
 /* An RC WRITE without immediate: before its copy nothing reads its payload
  * and nothing is taken for it (no receive WQE), so only its headers, which
- * this process built, decide what happens to it up to the copy. */
+ * this process built, decide what happens to it up to the copy. And only
+ * where the copy's CRC is of the bytes as loaded: one read back from the
+ * MR would fail a good packet that the host writes over meanwhile. */
 static bool deferrable(const struct xr_pkt *p)
 {
+	if (!xr_crc32_copy_folds())
+		return false;
 	switch (p->opcode) {
 	case XR_OP_RC_RDMA_WRITE_FIRST:
 	case XR_OP_RC_RDMA_WRITE_MIDDLE:

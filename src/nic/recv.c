@@ -51,9 +51,13 @@ static enum xr_transport qp_transport(uint8_t type)
 	return type == XR_QPT_UC ? XR_TRANSPORT_UC : type == XR_QPT_UD ? XR_TRANSPORT_UD : XR_TRANSPORT_RC;
 }
 
-static int drop(struct xr_engine *e, enum xr_counter why)
+/* A packet whose ICRC check waits for its copy (gather.c) is checked
+ * first: a bad one counts only as that (the pass counts it), as if
+ * dropped at its parse. */
+static int drop(struct xr_engine *e, const struct xr_pkt *p, enum xr_counter why)
 {
-	xr_count(e, why, 1);
+	if (xr_icrc_defer_check(e, p, p->payload))
+		xr_count(e, why, 1);
 	return (int)why + 1;
 }
 
@@ -65,27 +69,27 @@ int xr_recv_check(struct xr_engine *e, const struct xr_pkt *p, bool check_mac, s
 
 	*out = NULL;
 	if (!(xr_reg_get(e, XR_REG_CTRL) & XR_CTRL_ENABLE))
-		return drop(e, XR_CNT_DROP_DISABLED);
+		return drop(e, p, XR_CNT_DROP_DISABLED);
 	if (!xr_recv_addressed_to_us(e, p, check_mac))
-		return drop(e, XR_CNT_DROP_NOT_FOR_US);
+		return drop(e, p, XR_CNT_DROP_NOT_FOR_US);
 	qp = xr_qp_lookup(e, p->dqpn);
 	if (!qp)
-		return drop(e, XR_CNT_DROP_UNKNOWN_QPN);
+		return drop(e, p, XR_CNT_DROP_UNKNOWN_QPN);
 
 	pthread_mutex_lock(&qp->lock);
 	c = &qp->ctx;
 	if (!qp->in_use)
-		why = drop(e, XR_CNT_DROP_UNKNOWN_QPN);
+		why = drop(e, p, XR_CNT_DROP_UNKNOWN_QPN);
 	else if (!state_receives(c->state))
-		why = drop(e, XR_CNT_DROP_BAD_STATE);
+		why = drop(e, p, XR_CNT_DROP_BAD_STATE);
 	else if (xr_opcode_transport(p->opcode) != qp_transport(c->type))
-		why = drop(e, XR_CNT_DROP_BAD_TRANSPORT);
+		why = drop(e, p, XR_CNT_DROP_BAD_TRANSPORT);
 	else if (c->type != XR_QPT_UD && memcmp(p->sgid.raw, c->peer_gid.raw, 16))
-		why = drop(e, XR_CNT_DROP_BAD_SRC);
+		why = drop(e, p, XR_CNT_DROP_BAD_SRC);
 	else if (!pkey_matches(p->pkey, c->pkey))
-		why = drop(e, XR_CNT_DROP_BAD_PKEY);
+		why = drop(e, p, XR_CNT_DROP_BAD_PKEY);
 	else if (c->type == XR_QPT_UD && p->deth.qkey != c->qkey)
-		why = drop(e, XR_CNT_DROP_BAD_QKEY);   /* D3: silent, counted */
+		why = drop(e, p, XR_CNT_DROP_BAD_QKEY);   /* D3: silent, counted */
 	if (why) {
 		pthread_mutex_unlock(&qp->lock);
 		return why;

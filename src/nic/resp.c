@@ -301,8 +301,8 @@ static void rx_send(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *
 }
 
 /* Where a WRITE packet's payload goes: decided on its headers and the QP,
- * acting on nothing (write_places asks too). False: a key or range was
- * refused (derr), or the packet does not carry its share. */
+ * acting on nothing. False: a key or range was refused (derr), or the
+ * packet does not carry its share. */
 struct write_target {
 	uint64_t va;
 	uint32_t rkey, left, total;   /* the message's, as of this packet */
@@ -354,7 +354,7 @@ static bool rx_write(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt 
 
 	if (!write_target(e, qp, p, &w)) {
 		if (!xr_icrc_defer_check(e, p, p->payload))
-			return false;   /* write_places said otherwise: never acts unchecked */
+			return false;   /* refused: checked first, and it was bad */
 		if (w.derr != XR_DMA_OK) {
 			count_dma_error(e, w.derr);
 			nak(e, qp, XR_AETH_NAK_REM_ACCESS, p->psn, XR_WC_REM_ACCESS_ERR);
@@ -592,16 +592,17 @@ bool xr_resp_must_wait(struct xr_qp *qp, const struct xr_pkt *p)
 	return !((p->op->flags & (XR_OPF_READ | XR_OPF_ATOMIC)) && resources_exhausted(rs));
 }
 
-/* True when xr_resp_run will place p, an RC WRITE, every check before
- * its copy passed: the copy may then check its ICRC (gather.c). */
-static bool write_places(struct xr_engine *e, const struct xr_qp *qp, const struct xr_pkt *p)
+/* True when xr_resp_run will hand p, an RC WRITE, to rx_write, every
+ * check before passed: rx_write checks its ICRC by the copy (gather.c),
+ * or first if it refuses the packet. (A QP that gets no active block
+ * drops it unexecuted; the pass checks it then.) */
+static bool write_runs(const struct xr_qp *qp, const struct xr_pkt *p)
 {
 	uint32_t f = p->op->flags;
-	struct write_target w;
 
 	return qp->ctx.type == XR_QPT_RC && qp->ctx.state != XR_QPS_ERR && p->psn == qp->ctx.rq_psn &&
 	       xr_resp_q_has_room(&qp->resp) && (f & XR_OPF_WRITE) && !(f & XR_OPF_RWQE) &&
-	       sequence_ok(&qp->resp, f) && qp_allows(qp, f) && lengths_ok(qp, p) && write_target(e, qp, p, &w);
+	       sequence_ok(&qp->resp, f) && qp_allows(qp, f) && lengths_ok(qp, p);
 }
 
 /* A33 (rxe get_req, read_reply): requests run in PSN order, and a READ's
@@ -613,7 +614,7 @@ void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, s
 {
 	/* A payload whose check waits for its copy (gather.c) is checked now
 	 * unless that copy comes next (or one into the held requests). */
-	if (xr_icrc_deferred(e, p) && !write_places(e, qp, p) && !xr_icrc_defer_check(e, p, p->payload))
+	if (xr_icrc_deferred(e, p) && !write_runs(qp, p) && !xr_icrc_defer_check(e, p, p->payload))
 		return;
 	/* The unacknowledged transports answer nothing and queue nothing. */
 	if (qp->ctx.type == XR_QPT_UD) {

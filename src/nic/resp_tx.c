@@ -209,7 +209,10 @@ void xr_resp_hold(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 			xr_count(e, XR_CNT_QP_MEM_FAIL, 1);
 	}
 	if (!a->held || rs->held_len == XR_RESP_HELD) {
-		xr_count(e, XR_CNT_DROP_RESP_BUSY, 1);
+		/* A check left to the payload's copy (gather.c) comes first:
+		 * a bad packet counts only as that (the pass counts it). */
+		if (xr_icrc_defer_check(e, p, p->payload))
+			xr_count(e, XR_CNT_DROP_RESP_BUSY, 1);
 		return;
 	}
 	h = &a->held[(rs->held_head + rs->held_len) % XR_RESP_HELD];

@@ -138,17 +138,31 @@ VEC_TARGET static inline uint32_t barrett(__m128i v)
 	return (uint32_t)_mm_extract_epi32(_mm_xor_si128(rem, v), 1);
 }
 
-/* The raw register after src's n bytes (1 <= n < SHORT_MAX) from reg. */
-VEC_TARGET static uint32_t crc_short(uint32_t reg, const uint8_t *src, size_t n)
+/* The raw register after src's n bytes (1 <= n < SHORT_MAX) from reg;
+ * with dst, the bytes are also stored there from the registers they were
+ * loaded into (the copy: masked stores, nothing outside dst's n bytes). */
+VEC_TARGET static inline __attribute__((always_inline)) uint32_t short_fold(uint32_t reg, uint8_t *dst,
+									     const uint8_t *src, size_t n)
 {
 	size_t m = ((n - 1) & 63) + 1, left = n - m;
+	__mmask64 head = ~0ull << (64 - m);
 	__m512i k1 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)k512));
-	__m512i x = _mm512_maskz_loadu_epi8(~0ull << (64 - m), (const void *)((uintptr_t)src + m - 64));
+	__m512i x = _mm512_maskz_loadu_epi8(head, (const void *)((uintptr_t)src + m - 64));
 	__m128i v;
 	uint32_t crc;
 
-	for (src += m; left; src += 64, left -= 64)
-		x = fold(x, k1, _mm512_loadu_si512(src));
+	if (dst) {
+		_mm512_mask_storeu_epi8((void *)((uintptr_t)dst + m - 64), head, x);
+		dst += m;
+	}
+	for (src += m; left; src += 64, left -= 64) {
+		__m512i y = _mm512_loadu_si512(src);
+		if (dst) {
+			_mm512_storeu_si512(dst, y);
+			dst += 64;
+		}
+		x = fold(x, k1, y);
+	}
 	v = _mm_xor_si128(unreduced128(lanes_to_one(x)),
 			  _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)reg), _mm_loadu_si64(&x8n_short[n]), 0));
 	crc = barrett(v);
@@ -156,6 +170,16 @@ VEC_TARGET static uint32_t crc_short(uint32_t reg, const uint8_t *src, size_t n)
 	 * GCC would not clear them before a tail call. */
 	_mm256_zeroupper();
 	return crc;
+}
+
+VEC_TARGET static uint32_t crc_short(uint32_t reg, const uint8_t *src, size_t n)
+{
+	return short_fold(reg, NULL, src, n);
+}
+
+VEC_TARGET static uint32_t short_copy(uint32_t reg, uint8_t *dst, const uint8_t *src, size_t n)
+{
+	return short_fold(reg, dst, src, n);
 }
 
 VEC_TARGET static inline __m128i fold16(__m128i acc, __m128i k, __m128i next)
@@ -185,7 +209,7 @@ VEC_TARGET static uint32_t fold_copy(uint32_t reg, uint8_t *dst, const uint8_t *
 	_mm512_storeu_si512(dst + 128, x2);
 	_mm512_storeu_si512(dst + 192, x3);
 	/* The start register enters as the message's first 4 bytes. */
-	x0 = _mm512_xor_si512(x0, _mm512_castsi128_si512(_mm_cvtsi32_si128((int)reg)));
+	x0 = _mm512_xor_si512(x0, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)reg)));
 	src += 256, dst += 256, n -= 256;
 	while (n >= 256) {
 		__m512i y0 = _mm512_loadu_si512(src), y1 = _mm512_loadu_si512(src + 64);
@@ -266,8 +290,14 @@ uint32_t xr_crc32(uint32_t seed, const uint8_t *p, size_t n)
 	return c;
 }
 
-/* Folding pays from here: below, the fixed costs outweigh the pass saved. */
-#define COPY_FOLD_MIN 1024
+bool xr_crc32_copy_folds(void)
+{
+#if defined(__x86_64__)
+	return use_vector;
+#else
+	return false;
+#endif
+}
 
 uint32_t xr_crc32_copy(uint32_t seed, void *dst, const void *src, size_t n)
 {
@@ -275,9 +305,9 @@ uint32_t xr_crc32_copy(uint32_t seed, void *dst, const void *src, size_t n)
 	uint8_t *d = dst;
 
 #if defined(__x86_64__)
-	/* Overlapping buffers move as memmove would: below. */
-	if (use_vector && n >= COPY_FOLD_MIN && (d + n <= s || s + n <= d))
-		return ~fold_copy(~seed, d, s, n);
+	/* Overlapping buffers move as memmove would (below). */
+	if (use_vector && n && (d + n <= s || s + n <= d))
+		return n >= SHORT_MAX ? ~fold_copy(~seed, d, s, n) : ~short_copy(~seed, d, s, n);
 #endif
 	/* The copy, then the CRC of what it stored: one read of the source. */
 	memmove(d, s, n);
