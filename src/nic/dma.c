@@ -87,10 +87,9 @@ static uint8_t *translate(const struct xr_mr *mr, uint64_t va, size_t *in_page)
 void (*volatile xr_dma_write_hook)(void *arg);
 void *volatile xr_dma_write_hook_arg;
 
-void xr_dma_write(const struct xr_mr *mr, uint64_t va, const void *src, size_t len)
+/* Page by page; with crc, each piece's CRC taken by its copy. */
+static void place(const struct xr_mr *mr, uint64_t va, const uint8_t *s, size_t len, uint32_t *crc)
 {
-	const uint8_t *s = src;
-
 	if (__builtin_expect(xr_dma_write_hook != NULL, 0))
 		xr_dma_write_hook(xr_dma_write_hook_arg);
 
@@ -102,11 +101,19 @@ void xr_dma_write(const struct xr_mr *mr, uint64_t va, const void *src, size_t l
 		 * buffer registered with both engines): each page's piece
 		 * moves whole. A WRITE onto its own source is undefined, as on
 		 * any NIC; this only keeps it from being a bad copy. */
-		memmove(dst, s, n);
+		if (crc)
+			*crc = xr_crc32_copy(*crc, dst, s, n);
+		else
+			memmove(dst, s, n);
 		s += n;
 		va += n;
 		len -= n;
 	}
+}
+
+void xr_dma_write(const struct xr_mr *mr, uint64_t va, const void *src, size_t len)
+{
+	place(mr, va, src, len, NULL);
 }
 
 /* Whether [va, va+len) lies anywhere on [src, src+len) in host memory. */
@@ -132,20 +139,9 @@ uint32_t xr_dma_write_crc(const struct xr_mr *mr, uint64_t va, const void *src, 
 	 * moves, as xr_dma_write. */
 	if (overlaps(mr, va, s, len)) {
 		crc = xr_crc32(crc, s, len);
-		xr_dma_write(mr, va, s, len);
-		return crc;
-	}
-	if (__builtin_expect(xr_dma_write_hook != NULL, 0))
-		xr_dma_write_hook(xr_dma_write_hook_arg);
-
-	while (len) {
-		size_t room, n;
-		uint8_t *dst = translate(mr, va, &room);
-		n = len < room ? len : room;
-		crc = xr_crc32_copy(crc, dst, s, n);
-		s += n;
-		va += n;
-		len -= n;
+		place(mr, va, s, len, NULL);
+	} else {
+		place(mr, va, s, len, &crc);
 	}
 	return crc;
 }
