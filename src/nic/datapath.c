@@ -278,11 +278,13 @@ static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx, st
 			xr_count(e, XR_CNT_ECN_MARKED, 1);
 			xr_cc_ce(e, qp, xr_engine_now(e));
 		}
-		if (!d.bad && (p.op->flags & XR_OPF_REQ))   /* a failed check drops it */
-			xr_resp_rx(e, qp, &p, tx);
-		else if (!d.bad)
-			xr_comp_rx(e, qp, &p);
-		xr_qp_mark_busy(e, qp);
+		if (!d.bad) {   /* a failed check drops it, as at the parse (counted below) */
+			if (p.op->flags & XR_OPF_REQ)
+				xr_resp_rx(e, qp, &p, tx);
+			else
+				xr_comp_rx(e, qp, &p);
+			xr_qp_mark_busy(e, qp);
+		}
 		pthread_mutex_unlock(&qp->lock);
 	}
 	/* A check still waiting (a drop that counted nothing) is made now:

@@ -37,7 +37,7 @@ static bool deferrable(const struct xr_pkt *p)
 	case XR_OP_RC_RDMA_WRITE_MIDDLE:
 	case XR_OP_RC_RDMA_WRITE_LAST:
 	case XR_OP_RC_RDMA_WRITE_ONLY:
-		return p->payload_len >= DEFER_MIN;
+		return p->payload_len >= DEFER_MIN && p->payload_len <= XR_MAX_MTU;
 	default:
 		return false;
 	}

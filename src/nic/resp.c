@@ -594,8 +594,7 @@ bool xr_resp_must_wait(struct xr_qp *qp, const struct xr_pkt *p)
 
 /* True when xr_resp_run will hand p, an RC WRITE, to rx_write, every
  * check before passed: rx_write checks its ICRC by the copy (gather.c),
- * or first if it refuses the packet. (A QP that gets no active block
- * drops it unexecuted; the pass checks it then.) */
+ * or first if it refuses the packet. */
 static bool write_runs(const struct xr_qp *qp, const struct xr_pkt *p)
 {
 	uint32_t f = p->op->flags;
@@ -623,8 +622,9 @@ void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, s
 	}
 	/* The receive WQE being filled and what is owed live in the active
 	 * block: without memory the request is dropped unexecuted (counted;
-	 * RC's requester sends it again). */
-	if (!xr_qp_act_get(e, qp))
+	 * RC's requester sends it again). No memory is taken for a packet
+	 * whose check is still to come. */
+	if ((!qp->act && !xr_icrc_defer_check(e, p, p->payload)) || !xr_qp_act_get(e, qp))
 		return;
 	if (qp->ctx.type == XR_QPT_UC) {
 		xr_uc_rx(e, qp, p);

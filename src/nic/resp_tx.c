@@ -202,6 +202,10 @@ void xr_resp_hold(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 	uint32_t n = p->payload_len < XR_RESP_HELD_BYTES ? p->payload_len : XR_RESP_HELD_BYTES;
 
 	if (!a->held) {   /* only for a QP that needs it, until it is idle again */
+		/* Not for a packet whose check is still to come (gather.c):
+		 * checked where it lies, then. */
+		if (!xr_icrc_defer_check(e, p, p->payload))
+			return;
 		a->held = calloc(XR_RESP_HELD, sizeof(*a->held));
 		if (a->held)
 			atomic_fetch_add(&e->qp_mem.act_bytes, XR_RESP_HELD * sizeof(*a->held));
@@ -209,8 +213,8 @@ void xr_resp_hold(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 			xr_count(e, XR_CNT_QP_MEM_FAIL, 1);
 	}
 	if (!a->held || rs->held_len == XR_RESP_HELD) {
-		/* A check left to the payload's copy (gather.c) comes first:
-		 * a bad packet counts only as that (the pass counts it). */
+		/* A check still to come (gather.c) comes first: a bad packet
+		 * counts only as that (the pass counts it). */
 		if (xr_icrc_defer_check(e, p, p->payload))
 			xr_count(e, XR_CNT_DROP_RESP_BUSY, 1);
 		return;

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 #include <isa-l/crc.h>
 
+#include "nic/dma_hook.h"
 #include "nic/engine.h"
 
 #define PAGE 4096u
@@ -39,6 +40,14 @@ static struct xr_mr region(const unsigned order[PAGES])
 	return mr;
 }
 
+static unsigned hooked;
+
+static void count_hook(void *arg)
+{
+	(void)arg;
+	hooked++;
+}
+
 static void fill(uint8_t *p, size_t n, uint8_t seed)
 {
 	for (size_t i = 0; i < n; i++)
@@ -59,11 +68,15 @@ static void test_pages_apart(void **state)
 		for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
 			uint64_t va = mr.ctx.va + offs[o];
 			uint8_t back[3 * PAGE];
+			size_t placed = 0;
 			memset(mem, 0xA5, sizeof(mem));
 			assert_int_equal(xr_dma_write_crc(&mr, va, src + 3, lens[l], 0x1234u),
 					 crc32_gzip_refl(0x1234u, src + 3, lens[l]));
 			xr_dma_read(&mr, va, back, lens[l]);
 			assert_memory_equal(back, src + 3, lens[l]);
+			for (size_t i = 0; i < sizeof(mem); i++)   /* nothing else written */
+				placed += mem[i] != 0xA5;
+			assert_true(placed <= lens[l]);
 		}
 }
 
@@ -90,11 +103,51 @@ static void test_onto_its_own_source(void **state)
 	}
 }
 
+/* The destination's first piece away from the source, its second a
+ * little past the second piece's source: that copy changes the third
+ * piece's source before it is read. */
+static void test_onto_its_own_source_further_on(void **state)
+{
+	static const unsigned order[PAGES] = { 3, 1, 2, 0 };
+	struct xr_mr mr = region(order);
+	uint64_t va = mr.ctx.va + PAGE - 100;   /* mem page 3's last 100 bytes, then pages 1 and 2 */
+	size_t src = 3900, n = 6000;
+	uint8_t was[6000], want[sizeof(mem)];
+
+	(void)state;
+	fill(mem, sizeof(mem), 9);
+	xr_dma_write(&mr, va, mem + src, n);
+	memcpy(want, mem, sizeof(mem));
+	fill(mem, sizeof(mem), 9);
+	memcpy(was, mem + src, n);
+	assert_int_equal(xr_dma_write_crc(&mr, va, mem + src, n, 3), crc32_gzip_refl(3, was, n));
+	assert_memory_equal(mem, want, sizeof(mem));
+}
+
+/* The test hook (dma_hook.h) sees one placement per call, either way. */
+static void test_the_hook_sees_each_placement_once(void **state)
+{
+	static const unsigned order[PAGES] = { 0, 1, 2, 3 };
+	struct xr_mr mr = region(order);
+	static uint8_t src[2 * PAGE];
+
+	(void)state;
+	xr_dma_write_hook = count_hook;
+	hooked = 0;
+	xr_dma_write_crc(&mr, mr.ctx.va + 10, src, sizeof(src), 0);
+	assert_int_equal(hooked, 1);
+	xr_dma_write_crc(&mr, mr.ctx.va + 10, mem + 100, PAGE, 0);   /* onto its own source */
+	assert_int_equal(hooked, 2);
+	xr_dma_write_hook = NULL;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pages_apart),
 		cmocka_unit_test(test_onto_its_own_source),
+		cmocka_unit_test(test_onto_its_own_source_further_on),
+		cmocka_unit_test(test_the_hook_sees_each_placement_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
