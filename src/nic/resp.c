@@ -553,10 +553,11 @@ void xr_resp_run(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 			rs->nak_seq_sent = nak_seq_sent;
 			return;
 		}
-	} else if (f & XR_OPF_READ)
+	} else if (f & XR_OPF_READ) {
 		rx_read(e, qp, p, &npsn);
-	else if (f & XR_OPF_ATOMIC)
+	} else if (f & XR_OPF_ATOMIC) {
 		rx_atomic(e, qp, p);
+	}
 	/* A fatal error, or a receive CQ that overran (A42): no ACK. */
 	if (qp->ctx.state == XR_QPS_ERR)
 		return;
