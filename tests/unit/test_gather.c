@@ -264,31 +264,40 @@ static void test_bad_packets_count_once(void **state)
 	h_close(&p);
 }
 
+/* A pair, a 256 KiB READ of b's and a WRITE to b behind it sent, the
+ * WRITE's bytes changed since: b cannot build the READ's 64 responses at
+ * once (A33: the link takes 16), so the WRITE would wait as a copy. */
+static void read_then_changed_write(struct pair *p)
+{
+	struct h_opts o = gather_opts();
+	struct xr_sge s;
+	struct xr_send_wr r = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_READ,
+				.send_flags = XR_SEND_SIGNALED };
+	struct xr_send_wr *bad;
+
+	o.buf_len = 512 * 1024;
+	o.link_depth = 16;
+	assert_int_equal(h_open(p, &o), 0);
+	s = (struct xr_sge){ (uintptr_t)h_data(&p->a) + 256 * 1024, 256 * 1024, p->a.mr->lkey };
+	r.wr.rdma.remote_addr = (uintptr_t)h_data(&p->b) + 256 * 1024;
+	r.wr.rdma.rkey = p->b.mr->rkey;
+	assert_int_equal(xr_post_send(p->a.qp[0], &r, &bad), 0);
+	fill(h_data(&p->a), MSG, 3);
+	post_write(p, h_data(&p->a), p->a.mr->lkey, MSG, 2);
+	send_only(p);
+	fill(h_data(&p->a), MSG, 99);
+}
+
 /* Behind a READ whose responses b cannot build at once (A33), a WRITE
  * waits as a copy (xr_resp_hold): its changed packets are checked over
  * that copy and dropped, never run later. */
 static void test_a_bad_write_held_behind_a_read_is_dropped(void **state)
 {
-	struct h_opts o = gather_opts();
 	struct pair p;
-	struct xr_sge s;
-	struct xr_send_wr r = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_READ,
-				.send_flags = XR_SEND_SIGNALED };
-	struct xr_send_wr *bad;
 	struct xr_wc wc;
 
 	(void)state;
-	o.buf_len = 512 * 1024;
-	o.link_depth = 16;   /* b's 64 responses do not fit: the link pushes back */
-	assert_int_equal(h_open(&p, &o), 0);
-	s = (struct xr_sge){ (uintptr_t)h_data(&p.a) + 256 * 1024, 256 * 1024, p.a.mr->lkey };
-	r.wr.rdma.remote_addr = (uintptr_t)h_data(&p.b) + 256 * 1024;
-	r.wr.rdma.rkey = p.b.mr->rkey;
-	assert_int_equal(xr_post_send(p.a.qp[0], &r, &bad), 0);
-	fill(h_data(&p.a), MSG, 3);
-	post_write(&p, h_data(&p.a), p.a.mr->lkey, MSG, 2);
-	send_only(&p);
-	fill(h_data(&p.a), MSG, 99);
+	read_then_changed_write(&p);
 	receive(&p, 1 + MSG / 4096);
 	assert_int_equal(h_counter(&p.b, XR_CNT_PARSE_BAD_ICRC), MSG / 4096);
 	assert_int_equal(h_counter(&p.b, XR_CNT_OUT_OF_SEQ), 0);
@@ -335,10 +344,6 @@ static void test_a_bad_packet_takes_no_memory(void **state)
 {
 	struct h_opts o = gather_opts();
 	struct pair p;
-	struct xr_sge s;
-	struct xr_send_wr r = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_READ,
-				.send_flags = XR_SEND_SIGNALED };
-	struct xr_send_wr *bad;
 
 	(void)state;
 	assert_int_equal(h_open(&p, &o), 0);
@@ -353,16 +358,7 @@ static void test_a_bad_packet_takes_no_memory(void **state)
 	assert_int_equal(h_counter(&p.b, XR_CNT_QP_MEM_FAIL), 0);
 	h_close(&p);
 
-	o.buf_len = 512 * 1024;
-	o.link_depth = 16;   /* b's 64 READ responses do not fit: the WRITE waits */
-	assert_int_equal(h_open(&p, &o), 0);
-	s = (struct xr_sge){ (uintptr_t)h_data(&p.a) + 256 * 1024, 256 * 1024, p.a.mr->lkey };
-	r.wr.rdma.remote_addr = (uintptr_t)h_data(&p.b) + 256 * 1024;
-	r.wr.rdma.rkey = p.b.mr->rkey;
-	assert_int_equal(xr_post_send(p.a.qp[0], &r, &bad), 0);
-	post_write(&p, h_data(&p.a), p.a.mr->lkey, MSG, 2);
-	send_only(&p);
-	fill(h_data(&p.a), MSG, 99);
+	read_then_changed_write(&p);
 	fail_next(test_resp_held_bytes(), 1);
 	receive(&p, 1 + MSG / 4096);
 	fail_next(0, 0);
