@@ -220,7 +220,7 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	X(DB_SQ, 0x800000, XR_MAX_QP, 8, XR_WO, "pi:0:16", \
 	  "Send queue doorbell of QP n at 0x800000 + 8n: the new producer index (WQEs posted, mod 2^16). A posted write: an index behind a WQE already started, or more than the ring holds past the oldest WQE not completed, fails the send queue when the engine reads it (counter sq_doorbell_refused).") \
 	X(DB_RQ, 0x800004, XR_MAX_QP, 8, XR_WO, "pi:0:16", \
-	  "Receive queue doorbell of QP n at 0x800004 + 8n: the new producer index. SLVERR, nothing changed, for a QP on an SRQ, an index behind a WQE already taken, or more than the ring holds past the oldest WQE not completed.")
+	  "Receive queue doorbell of QP n at 0x800004 + 8n: the new producer index. SLVERR, nothing changed, for a QP on an SRQ, an index behind a WQE already taken, or more than the ring holds past the oldest WQE not completed. Checked without a lock against the engine's indexes as the write lands: an index the check let pass that falls behind a WQE taken meanwhile reads as nothing posted past the WQEs taken, until a write that fits.")
 
 /* The register space (a BAR's size): every array's last register lies
  * inside it. */

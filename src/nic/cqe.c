@@ -181,10 +181,10 @@ void xr_qp_flush(struct xr_engine *e, struct xr_qp *qp)
 		 * the buffer goes back to the application either way). */
 		struct xr_wc_info wc = { .wr_id = qp->act->rwqe.wr_id, .status = XR_WC_WR_FLUSH_ERR, .opcode = XR_WC_RECV,
 					 .wqe_index = rs->rwqe_index };
-		xr_complete(e, qp, qp->ctx.rq_cqn, &wc, false);
 		rs->have_rwqe = false;
 		if (!qp->ctx.srqn)
-			qp->rq_ci++;
+			xr_rq_slot_done(qp);
+		xr_complete(e, qp, qp->ctx.rq_cqn, &wc, false);
 	}
 	if (qp->ctx.srqn) {
 		/* F4: the SRQ is not flushed (other QPs use it); the QP says it
@@ -194,10 +194,16 @@ void xr_qp_flush(struct xr_engine *e, struct xr_qp *qp)
 			xr_evlog_add(e, XR_EV_QP_LAST_WQE, qp->qpn, qp->ctx.srqn, 0);
 		}
 	} else if (qp->ctx.rq_log_size && qp->ctx.rq_base) {
-		for (; rs->rq_head != qp->rq_pi; rs->rq_head++, qp->rq_ci++) {
-			struct xr_wc_info wc = { .wr_id = rq_slot(qp, rs->rq_head)->wr_id,
-						 .status = XR_WC_WR_FLUSH_ERR, .opcode = XR_WC_RECV,
-						 .wqe_index = rs->rq_head };
+		/* The twin of the receive doorbell's fence (xr_doorbell): the
+		 * state went to ERR before this reads the index, so either
+		 * this sees a receive posted meanwhile or its doorbell saw
+		 * ERR and queues the QP to be flushed again. */
+		atomic_thread_fence(memory_order_seq_cst);
+		for (uint16_t pi = xr_qp_rq_pi(qp); rs->rq_head != pi;) {
+			uint16_t i = xr_rq_take_index(qp);
+			struct xr_wc_info wc = { .wr_id = rq_slot(qp, i)->wr_id, .status = XR_WC_WR_FLUSH_ERR,
+						 .opcode = XR_WC_RECV, .wqe_index = i };
+			xr_rq_slot_done(qp);
 			xr_complete(e, qp, qp->ctx.rq_cqn, &wc, false);
 		}
 	}

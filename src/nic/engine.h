@@ -196,11 +196,11 @@ struct xr_qp_act {
 struct xr_qp {
 	pthread_mutex_t lock;        /* held by the data path per packet and by commit */
 	uint32_t qpn;                /* 0: a slot never used */
-	/* Doorbell values: WQEs posted by the host. sq_pi is stored without
-	 * the lock (xr_doorbell): read it with xr_qp_sq_pi. */
+	/* Doorbell values: WQEs posted by the host, stored without the lock
+	 * (xr_doorbell): read them with xr_qp_sq_pi and xr_qp_rq_pi. */
 	uint16_t sq_pi, rq_pi;
 	uint16_t sq_rings;           /* send doorbells rung (mod 2^16): a value refused, rung again, is read afresh */
-	uint16_t rq_ci;              /* receive WQEs completed (free-running) */
+	uint16_t rq_ci;              /* receive WQEs completed (free-running; xr_rq_slot_done) */
 	bool in_use;
 	bool busy;                   /* on the engine's busy list */
 	bool parked;                 /* on the engine's wait list (datapath.c)... */
@@ -574,6 +574,40 @@ static inline uint16_t xr_qp_sq_pi(const struct xr_qp *qp)
 	uint16_t pi = __atomic_load_n(&qp->sq_pi, __ATOMIC_ACQUIRE);
 
 	return xr_sq_pi_fits(qp, pi) ? pi : qp->req.pi_ok;
+}
+
+/* The receive doorbell, stored without qp's lock too (xr_doorbell):
+ * acquire, so the WQEs written before it are seen. The doorbell refuses
+ * an index outside the ring as the engine's indexes were when it
+ * checked; one behind a WQE the engine took since (a host ringing an
+ * index back while receives land) reads as nothing posted past the WQEs
+ * taken, until a doorbell that fits. */
+static inline uint16_t xr_qp_rq_pi(const struct xr_qp *qp)
+{
+	uint16_t pi = __atomic_load_n(&qp->rq_pi, __ATOMIC_ACQUIRE);
+
+	return xr_ring_pi_fits(pi, qp->resp.rq_head, qp->rq_ci, qp->ctx.rq_log_size) ? pi : qp->resp.rq_head;
+}
+
+/* The next receive WQE of the QP's own ring taken (caller holds qp's
+ * lock): the index the receive doorbell checks against (atomic: it reads
+ * it without the lock). */
+static inline uint16_t xr_rq_take_index(struct xr_qp *qp)
+{
+	uint16_t i = qp->resp.rq_head;
+
+	__atomic_store_n(&qp->resp.rq_head, (uint16_t)(i + 1), __ATOMIC_RELAXED);
+	return i;
+}
+
+/* The oldest receive WQE of the QP's own ring done: its slot is the
+ * host's again. Before its CQE, whose release store publishes this too:
+ * a host that saw the CQE and posts into the slot finds the receive
+ * doorbell's check passing. */
+static inline void xr_rq_slot_done(struct xr_qp *qp)
+{
+	__atomic_store_n(&qp->rq_ci, (uint16_t)(qp->rq_ci + 1), __ATOMIC_RELAXED);
+	qp->ctx.rq_ci = qp->rq_ci;
 }
 
 /* req.c: xr_qp_sq_pi for the requester and the flush, which take the

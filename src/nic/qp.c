@@ -343,7 +343,7 @@ static void runtime_reset(struct xr_engine *e, struct xr_qp *qp, bool keep_res)
 	qp->resp.res_cap = cap;
 	if (res)
 		memset(res, 0, cap * sizeof(*res));
-	qp->rq_ci = 0;
+	__atomic_store_n(&qp->rq_ci, 0, __ATOMIC_RELAXED);
 	xr_cc_reset(qp);
 }
 
@@ -503,7 +503,7 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 		 * nothing in RESET. */
 		if (next.state == XR_QPS_RESET || old_state == XR_QPS_RESET) {
 			__atomic_store_n(&qp->sq_pi, 0, __ATOMIC_RELAXED);
-			qp->rq_pi = 0;
+			__atomic_store_n(&qp->rq_pi, 0, __ATOMIC_RELAXED);
 		}
 		qp->ctx = next;
 		/* Under the lock, with the context: a pass that takes the QP
@@ -550,7 +550,7 @@ static void qp_retire(struct xr_engine *e, struct xr_qp *qp)
 	__atomic_store_n(&qp->in_use, false, __ATOMIC_RELEASE);
 	memset(&qp->ctx, 0, sizeof(qp->ctx));
 	__atomic_store_n(&qp->sq_pi, 0, __ATOMIC_RELAXED);
-	qp->rq_pi = 0;
+	__atomic_store_n(&qp->rq_pi, 0, __ATOMIC_RELAXED);
 	runtime_reset(e, qp, false);
 }
 
@@ -713,27 +713,31 @@ enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val)
 			atomic_thread_fence(memory_order_seq_cst);
 			xr_qp_mark_busy(e, qp);
 		} else {
-			pthread_mutex_lock(&qp->lock);
-			if (qp->ctx.srqn) {
-				/* Its receive WQEs come from the SRQ: nothing to ring. */
-				pthread_mutex_unlock(&qp->lock);
+			/* The receive doorbell takes no lock either (a lock pair
+			 * per posted receive was a sixteenth of a 64-byte SEND
+			 * receiver's time). Its checks read the engine's indexes
+			 * of the moment: a receive's slot is freed before its CQE
+			 * goes out (xr_rq_slot_done), so a host posting into
+			 * slots its completions freed is never refused; an index
+			 * behind a WQE taken meanwhile gets past, and the engine
+			 * reads it as nothing posted (xr_qp_rq_pi). */
+			if (__atomic_load_n(&qp->ctx.srqn, __ATOMIC_RELAXED))
+				return XR_AXI_SLVERR;   /* its receive WQEs come from the SRQ */
+			if (!xr_ring_pi_fits((uint16_t)val, __atomic_load_n(&qp->resp.rq_head, __ATOMIC_RELAXED),
+					     __atomic_load_n(&qp->rq_ci, __ATOMIC_RELAXED),
+					     __atomic_load_n(&qp->ctx.rq_log_size, __ATOMIC_RELAXED)))
 				return XR_AXI_SLVERR;
-			}
-			/* Under the lock, the indexes are the engine's latest
-			 * (the send doorbell takes none: the engine checks it
-			 * when it reads it, xr_sq_pi_fits). */
-			if (!xr_ring_pi_fits((uint16_t)val, qp->resp.rq_head, qp->rq_ci, qp->ctx.rq_log_size)) {
-				pthread_mutex_unlock(&qp->lock);
-				return XR_AXI_SLVERR;
-			}
-			qp->rq_pi = (uint16_t)val;
+			__atomic_store_n(&qp->rq_pi, (uint16_t)val, __ATOMIC_RELEASE);
 			/* A receive is work only to be flushed (qp_has_work):
 			 * otherwise waking the progress thread per posted
 			 * receive costs a program that reposts hundreds of them
-			 * a context switch each. */
-			if (qp->ctx.state == XR_QPS_ERR)
+			 * a context switch each. The fence orders the store
+			 * before the state's load; the flush has its twin
+			 * (xr_qp_flush): either it sees this index, or this sees
+			 * ERR and queues the QP to be flushed again. */
+			atomic_thread_fence(memory_order_seq_cst);
+			if (__atomic_load_n(&qp->ctx.state, __ATOMIC_RELAXED) == XR_QPS_ERR)
 				xr_qp_mark_busy(e, qp);
-			pthread_mutex_unlock(&qp->lock);
 		}
 		xr_evlog_add(e, XR_EV_WQE_POSTED, qpn, (addr & 4) ? 1 : 0, val);
 		return XR_AXI_OKAY;

@@ -75,7 +75,7 @@ static bool take_for(struct xr_engine *e, struct xr_qp *qp, uint32_t len, struct
 
 	if (qp->ctx.srqn) {
 		got = xr_srq_take(e, qp, len, w, idx);
-	} else if (rs->rq_head == qp->rq_pi || !qp->ctx.rq_base) {
+	} else if (rs->rq_head == xr_qp_rq_pi(qp) || !qp->ctx.rq_base) {
 		got = XR_SRQ_EMPTY;
 	} else if (xr_rq_slot(qp, rs->rq_head)->length < len) {
 		got = XR_SRQ_TOO_SMALL;
@@ -83,7 +83,7 @@ static bool take_for(struct xr_engine *e, struct xr_qp *qp, uint32_t len, struct
 		memcpy(w, xr_rq_slot(qp, rs->rq_head), sizeof(*w));
 		if (w->num_sge > XR_RWQE_MAX_SGE)
 			w->num_sge = XR_RWQE_MAX_SGE;
-		*idx = rs->rq_head++;
+		*idx = xr_rq_take_index(qp);
 		got = XR_SRQ_TAKEN;
 	}
 	if (got == XR_SRQ_EMPTY)
@@ -111,10 +111,8 @@ void xr_ud_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 	err = xr_sgl_write(e, qp->ctx.pd, w.sge, w.num_sge, 0, grh, GRH_LEN);
 	if (!err && p->payload_len)
 		err = xr_sgl_write(e, qp->ctx.pd, w.sge, w.num_sge, GRH_LEN, p->payload, p->payload_len);
-	if (!qp->ctx.srqn) {
-		qp->rq_ci++;
-		qp->ctx.rq_ci = qp->rq_ci;
-	}
+	if (!qp->ctx.srqn)
+		xr_rq_slot_done(qp);
 	if (err) {
 		/* An unusable receive WQE (key, rights): it fails and the QP
 		 * with it, as on RC (A41; rxe uses no SQE, G4). */

@@ -7,7 +7,9 @@
  * reused). The send doorbell takes no lock, so the engine checks the
  * index when it reads it: the send queue fails (RC: ERR), the refusal is
  * counted, what the doorbells before it posted is flushed, nothing runs
- * again. The receive and CQ doorbells hold a lock and answer SLVERR.
+ * again. The receive and CQ doorbells answer SLVERR (the receive one
+ * without a lock: an index it let pass that the engine finds behind a
+ * WQE it took reads as nothing posted).
  * And the driver's own indexes: completions of a QP's life before a RESET
  * or a destroy, polled later, must free no slot of the new ring.
  */
@@ -31,6 +33,8 @@
 
 #define MSG 64u
 #define SQ_DEPTH 8u
+
+int test_store_rq_pi(struct xr_engine *e, uint32_t qpn, uint16_t pi);   /* qp_poke.c */
 
 static struct pair P;
 static bool open_;
@@ -590,7 +594,7 @@ static void test_completions_of_a_destroyed_qp(void **state)
 	expect_old_completions_free_nothing(p, size, qpn);
 }
 
-/* The receive doorbell, under the QP's lock: SLVERR, nothing changes. */
+/* The receive doorbell: SLVERR, nothing changes. */
 static void test_receive_doorbell(void **state)
 {
 	struct pair *p = open_pair();
@@ -609,6 +613,43 @@ static void test_receive_doorbell(void **state)
 	assert_int_equal(xr_engine_reg_write(eb, db, 1), XR_AXI_OKAY);             /* what b posted */
 	assert_int_equal(h_counter(&p->b, XR_CNT_REG_SLVERR), slverr + 4);
 	send_one(p, 2);
+}
+
+/* A receive doorbell's check raced the engine: the index it let pass is
+ * behind a WQE taken meanwhile (here stored directly, as the doorbell
+ * does after its check). The engine reads it as nothing posted past the
+ * WQEs taken: the SEND waits on RNR, nothing of the ring is taken again;
+ * it took the slots up to the index around the ring (the SEND landed in
+ * a receive the host had posted, then ran on into slots never posted).
+ * The next doorbell that fits delivers it. */
+static void test_a_receive_index_behind_a_taken_wqe(void **state)
+{
+	struct pair *p = open_pair();
+	struct xr_sge rs = { (uintptr_t)h_data(&p->b) + MSG, MSG, p->b.mr->lkey };
+	struct xr_recv_wr rw = { .wr_id = 10, .sg_list = &rs, .num_sge = 1 };
+	struct xr_sge ss = { (uintptr_t)h_data(&p->a), MSG, p->a.mr->lkey };
+	struct xr_send_wr sw = { .wr_id = 2, .sg_list = &ss, .num_sge = 1, .opcode = XR_WR_SEND,
+				 .send_flags = XR_SEND_SIGNALED };
+	uint64_t rnr = h_counter(&p->b, XR_CNT_TX_RNR_NAK), wqes;
+	struct xr_wc wc;
+
+	(void)state;
+	send_one(p, 1);   /* b's receive 0 taken and done */
+	assert_int_equal(xr_post_recv(p->b.qp[0], &rw, NULL), 0);   /* receive 10 in slot 1: index 2 */
+	assert_int_equal(test_store_rq_pi(xr_context_engine(p->b.ctx), xr_qp_num(p->b.qp[0]), 0), 0);   /* behind slot 0 */
+	wqes = h_counter(&p->b, XR_CNT_RQ_WQES);
+	memset(h_data(&p->a), 0x52, MSG);
+	assert_int_equal(xr_post_send(p->a.qp[0], &sw, NULL), 0);
+	assert_int_equal(h_wait(p, &p->b, &wc, 100), 0);   /* nothing received */
+	assert_true(h_counter(&p->b, XR_CNT_TX_RNR_NAK) > rnr);
+	assert_int_equal(h_counter(&p->b, XR_CNT_RQ_WQES), wqes);
+	assert_int_equal(xr_engine_reg_write(xr_context_engine(p->b.ctx), XR_REG_DB_RQ + 8 * xr_qp_num(p->b.qp[0]), 2),
+			 XR_AXI_OKAY);
+	expect_wc(p, &p->b, 10, XR_WC_SUCCESS, XR_WC_RECV, "the receive, once its index fits");
+	expect_wc(p, &p->a, 2, XR_WC_SUCCESS, XR_WC_SEND, "the SEND, after RNR");
+	assert_int_equal(h_data(&p->b)[2 * MSG - 1], 0x52);
+	assert_int_equal(h_counter(&p->b, XR_CNT_RQ_WQES), wqes + 1);
+	send_one(p, 3);   /* the ring goes on from there */
 }
 
 /* A RESET whose commit failed left the engine's rings as they were but
@@ -676,6 +717,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_a_full_ring_fits, set_inline, teardown),
 		cmocka_unit_test_setup_teardown(test_no_retransmission_after_a_refusal, set_inline, teardown),
 		BOTH_T(test_cq_doorbell, teardown),
+		cmocka_unit_test_setup_teardown(test_a_receive_index_behind_a_taken_wqe, set_inline, teardown),
 		cmocka_unit_test_setup_teardown(test_completions_from_before_a_reset, set_inline, teardown),
 		cmocka_unit_test_setup_teardown(test_completions_of_a_destroyed_qp, set_inline, teardown),
 		cmocka_unit_test_setup_teardown(test_a_poller_during_the_reset, set_inline, teardown),

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Receive doorbells racing the pass. xr_doorbell stores a QP's rq_pi
+ * without the QP's lock, checking it against the engine's indexes of
+ * that moment: a receive the host posts into a slot its completions freed
+ * must never be refused (the slot is freed before its CQE goes out), none
+ * may go unseen (a SEND waiting on RNR for a receive that was posted),
+ * and a receive posted while its QP fails must be flushed (the doorbell
+ * and the flush each fence between their store and their load). Each
+ * receive must complete once, in order, holding its own SEND's bytes.
+ * Both progress modes, a second thread running passes beside the poster
+ * (as test_doorbell_race does for the send doorbell).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "rc_checks.h"
+#include "xroce/engine.h"
+#include "xroce/regmap.h"
+
+#define OPS 40000u        /* messages per test */
+#define MSG 64u
+#define SWIN 16u          /* SENDs in flight */
+#define STALL_MS 5000u    /* no completion for this long: a receive was lost */
+#define BUDGET_MS 15000u  /* posting stops after this long; what was posted must still complete */
+#define MIN_MSGS 1000u
+
+struct passer {
+	struct pair *p;
+	atomic_bool stop;
+};
+
+static void *run_passes(void *arg)
+{
+	struct passer *s = arg;
+
+	while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) {
+		xr_engine_progress(xr_context_engine(s->p->a.ctx));
+		xr_engine_progress(xr_context_engine(s->p->b.ctx));
+	}
+	return NULL;
+}
+
+/* One at a time, static: a failed check leaves by longjmp and the
+ * teardown stops what still runs. */
+static struct traffic {
+	struct pair p;
+	struct passer s;
+	pthread_t t, failer;
+	bool open, passing, failing;
+	unsigned rwin;                  /* receives posted ahead */
+	uint64_t sent, sends_done;      /* a's SENDs */
+	uint64_t posted, recvs_done;    /* b's receives */
+	uint64_t flushed;
+	bool err_seen;
+} X;
+
+static void traffic_open(struct traffic *x, unsigned rwin)
+{
+	struct h_opts o = base_opts(XR_MTU_1024);
+
+	memset(x, 0, sizeof(*x));
+	x->rwin = rwin;
+	o.rq_depth = rwin;
+	x->open = true;
+	assert_int_equal(h_open(&x->p, &o), 0);
+	x->s.p = &x->p;
+	assert_int_equal(pthread_create(&x->t, NULL, run_passes, &x->s), 0);
+	x->passing = true;
+}
+
+static void stop_passes(struct traffic *x)
+{
+	if (x->passing) {
+		atomic_store(&x->s.stop, true);
+		pthread_join(x->t, NULL);
+		x->passing = false;
+	}
+}
+
+/* SEND n from a's slot n % SWIN, its first 8 bytes n. */
+static void post_sends(struct traffic *x, uint64_t until)
+{
+	for (; x->sent < until && x->sent - x->sends_done < SWIN; x->sent++) {
+		uint64_t n = x->sent;
+		uint8_t *src = h_data(&x->p.a) + MSG * (n % SWIN);
+		struct xr_sge s = { (uintptr_t)src, MSG, x->p.a.mr->lkey };
+		struct xr_send_wr w = { .wr_id = n, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_SEND,
+					.send_flags = XR_SEND_SIGNALED };
+		memcpy(src, &n, sizeof(n));
+		assert_int_equal(xr_post_send(x->p.a.qp[0], &w, NULL), 0);
+	}
+}
+
+/* Receive n into b's slot n % rwin. false: the post was refused (the QP
+ * failed meanwhile is the only allowed reason, checked by the caller). */
+static bool post_recv_n(struct traffic *x, uint64_t n)
+{
+	struct xr_sge s = { (uintptr_t)h_data(&x->p.b) + MSG * (n % x->rwin), MSG, x->p.b.mr->lkey };
+	struct xr_recv_wr w = { .wr_id = n, .sg_list = &s, .num_sge = 1 };
+	int rc = xr_post_recv(x->p.b.qp[0], &w, NULL);
+
+	if (rc)
+		fail_msg("receive %llu refused: %d", (unsigned long long)n, rc);
+	return true;
+}
+
+static void post_recvs(struct traffic *x, uint64_t until)
+{
+	for (; x->posted < until && x->posted - x->recvs_done < x->rwin; x->posted++)
+		post_recv_n(x, x->posted);
+}
+
+/* b's completions: receive n, in order, holding SEND n's bytes; after the
+ * first flush, only flushes. a's: SEND n in order, successful until b
+ * fails (then anything but a success after a failure is allowed: the
+ * SENDs are not what this tests). Returns how many came. */
+static int reap(struct traffic *x)
+{
+	struct xr_wc wc[16];
+	int n, got = 0;
+
+	n = xr_poll_cq(x->p.b.cq, 16, wc);
+	assert_true(n >= 0);
+	for (int i = 0; i < n; i++, got++) {
+		uint64_t want = x->recvs_done, v;
+		if (wc[i].wr_id != want)
+			fail_msg("receive %llu completed, expected %llu", (unsigned long long)wc[i].wr_id,
+				 (unsigned long long)want);
+		if (wc[i].status == XR_WC_WR_FLUSH_ERR) {
+			x->err_seen = true;
+			x->flushed++;
+		} else if (wc[i].status != XR_WC_SUCCESS || x->err_seen) {
+			fail_msg("receive %llu: status %d (%s) after %s", (unsigned long long)want, wc[i].status,
+				 xr_wc_status_str(wc[i].status), x->err_seen ? "a flush" : "no flush");
+		} else {
+			memcpy(&v, h_data(&x->p.b) + MSG * (want % x->rwin), sizeof(v));
+			if (v != want)
+				fail_msg("receive %llu holds SEND %llu", (unsigned long long)want, (unsigned long long)v);
+		}
+		x->recvs_done++;
+	}
+	n = xr_poll_cq(x->p.a.cq, 16, wc);
+	assert_true(n >= 0);
+	for (int i = 0; i < n; i++, got++) {
+		if (wc[i].wr_id != x->sends_done)
+			fail_msg("SEND %llu completed, expected %llu", (unsigned long long)wc[i].wr_id,
+				 (unsigned long long)x->sends_done);
+		if (wc[i].status != XR_WC_SUCCESS && !x->err_seen && !x->failing)
+			fail_msg("SEND %llu: status %d (%s)", (unsigned long long)wc[i].wr_id, wc[i].status,
+				 xr_wc_status_str(wc[i].status));
+		x->sends_done++;
+	}
+	return got;
+}
+
+/* Posts receives until ops or the budget, and a SEND for each receive
+ * posted; then waits until every receive posted has completed (and,
+ * unless b's QP failed, every SEND). go (NULL: none) is set once
+ * flush_at receives have completed, or half the budget has gone; after
+ * it the QP may fail under the posts. */
+static void run_traffic(struct traffic *x, uint64_t ops, atomic_bool *go, uint64_t flush_at)
+{
+	uint64_t start = h_now_ms(), until = start + BUDGET_MS, quiet_since = start;
+
+	for (;;) {
+		uint64_t now = h_now_ms();
+		if (!x->err_seen) {
+			if (now < until)
+				post_recvs(x, ops);
+			post_sends(x, x->posted);
+		}
+		if (x->recvs_done == x->posted && (x->err_seen || x->sends_done == x->posted) &&
+		    (x->posted == ops || now >= until || x->err_seen))
+			break;
+		if (go && (x->recvs_done >= flush_at || now >= start + BUDGET_MS / 2))
+			atomic_store(go, true);
+		h_progress(&x->p);
+		if (reap(x))
+			quiet_since = now;
+		else if (now - quiet_since > STALL_MS) {
+			h_dump(&x->p);
+			fail_msg("%llu of %llu posted receives completed, then none for %u ms: a receive lost",
+				 (unsigned long long)x->recvs_done, (unsigned long long)x->posted, STALL_MS);
+		}
+	}
+	if (x->posted < MIN_MSGS)
+		fail_msg("only %llu receives in %u ms", (unsigned long long)x->posted, BUDGET_MS);
+}
+
+static void stream(unsigned rwin)
+{
+	struct traffic *x = &X;
+
+	traffic_open(x, rwin);
+	run_traffic(x, OPS, NULL, 0);
+	assert_int_equal(x->flushed, 0);
+	stop_passes(x);
+	assert_int_equal(h_counter(&x->p.b, XR_CNT_REG_SLVERR), 0);   /* no receive doorbell refused */
+	assert_int_equal(h_counter(&x->p.b, XR_CNT_RQ_WQES), x->posted);
+}
+
+/* One receive posted at a time: each doorbell rings while the SEND that
+ * needs it arrives (or its RNR NAK goes out), and into the slot the last
+ * receive's completion freed just before. */
+static void test_one_receive_ahead(void **state)
+{
+	(void)state;
+	stream(1);
+}
+
+/* Four ahead: doorbells ring while the engine takes the WQEs before. */
+static void test_four_receives_ahead(void **state)
+{
+	(void)state;
+	stream(4);
+}
+
+struct failer {
+	struct xr_qp *qp;
+	atomic_bool go;
+	int rc;
+} F;   /* static, as X */
+
+static void *fail_qp(void *arg)
+{
+	struct failer *f = arg;
+	struct xr_qp_attr err = { .qp_state = XR_QPS_ERR };
+	uint64_t until = h_now_ms() + 60000;
+
+	while (!atomic_load(&f->go) && h_now_ms() < until)
+		usleep(20);
+	f->rc = xr_modify_qp(f->qp, &err, XR_QP_STATE);
+	return NULL;
+}
+
+/* b's QP moved to ERR while receives are posted: each comes back once,
+ * in order, those after the first flush all flushed. One whose doorbell
+ * saw the QP before ERR while the flush missed its index would never
+ * complete. Then receives posted to the failed QP: flushed too. */
+static void test_receives_through_a_flush(void **state)
+{
+	struct traffic *x = &X;
+	struct failer *f = &F;
+	uint64_t until;
+
+	(void)state;
+	memset(f, 0, sizeof(*f));
+	traffic_open(x, 8);
+	f->qp = x->p.b.qp[0];
+	f->rc = -1;
+	assert_int_equal(pthread_create(&x->failer, NULL, fail_qp, f), 0);
+	x->failing = true;
+	run_traffic(x, OPS, &f->go, OPS / 8);
+	atomic_store(&f->go, true);
+	pthread_join(x->failer, NULL);
+	assert_int_equal(f->rc, 0);
+	for (unsigned i = 0; i < 8; i++)
+		post_recv_n(x, x->posted++);
+	until = h_now_ms() + STALL_MS;
+	while (x->recvs_done < x->posted && h_now_ms() < until) {
+		h_progress(&x->p);
+		reap(x);
+	}
+	assert_int_equal(x->recvs_done, x->posted);
+	assert_true(x->flushed >= 8);
+	stop_passes(x);
+	x->failing = false;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	stop_passes(&X);
+	if (X.failing) {
+		atomic_store(&F.go, true);
+		pthread_join(X.failer, NULL);
+		X.failing = false;
+	}
+	if (X.open)
+		h_close(&X.p);
+	X.open = false;
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		BOTH_T(test_one_receive_ahead, teardown),
+		BOTH_T(test_four_receives_ahead, teardown),
+		BOTH_T(test_receives_through_a_flush, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
