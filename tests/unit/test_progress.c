@@ -416,8 +416,10 @@ static void test_drained_send_queue_hands_the_engine_back(void **state)
  * pass per 1 ms slice of xr_get_cq_event, and one that polls the CQ runs
  * passes back to back: both must see every timeout within about a slice.
  * Idle passes that looked at the timers one time in eight made the
- * event-driven waiter's error come after 70-80 ms. Best of three rounds,
- * against a bound of 30 ms (a loaded machine delays single rounds). */
+ * event-driven waiter's error come after 70-80 ms. The best of up to
+ * eight rounds, against a bound of 30 ms: a loaded machine delays single
+ * rounds (three rounds all took 32 ms or more beside a build on both
+ * cores), never every round by 70 ms. */
 static double retry_exhausted_after_ms(bool events)
 {
 	struct h_opts o = { .mode = XR_PROGRESS_INLINE, .mtu = XR_MTU_1024, .buf_len = 4096, .timeout = 8,
@@ -460,7 +462,7 @@ static void test_waiters_see_ack_timeouts_in_time(void **state)
 	(void)state;
 	for (int events = 0; events < 2; events++) {
 		double best = 1e9;
-		for (int round = 0; round < 3; round++) {
+		for (int round = 0; round < 8 && best >= 30.0; round++) {
 			double ms = retry_exhausted_after_ms(events);
 			best = ms < best ? ms : best;
 		}
