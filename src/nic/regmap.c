@@ -62,6 +62,11 @@ static const struct xr_reg_desc *by_offset[DIRECT_LIMIT / 4];
 	XR_REG_ARRAY_TABLE(XR_ARRAY_ONE) }) / sizeof(const struct xr_reg_desc *))
 #define XR_ARRAY_ONE(name, base, count, stride, acc, fields, desc) NULL,
 static const struct xr_reg_desc *arrays[N_ARRAYS];
+/* Each array's stride a power of two: an offset's place in it is a mask,
+ * not a division (xr_reg_by_offset, once per doorbell). */
+#define XR_ARRAY_POW2(name, base, count, stride, acc, fields, desc) \
+	_Static_assert((stride) > 0 && ((stride) & ((stride) - 1)) == 0, #name ": stride not a power of two");
+XR_REG_ARRAY_TABLE(XR_ARRAY_POW2)
 
 /* Runs before any other constructor that looks registers up. */
 __attribute__((constructor(101)))
@@ -109,7 +114,7 @@ const struct xr_reg_desc *xr_reg_by_offset(uint32_t off)
 	for (size_t i = 0; i < N_ARRAYS; i++) {
 		const struct xr_reg_desc *d = arrays[i];
 		if (d && off >= d->offset && off < d->offset + d->count * d->stride &&
-		    (off - d->offset) % d->stride == 0)
+		    ((off - d->offset) & (d->stride - 1)) == 0)
 			return d;
 	}
 	return NULL;
