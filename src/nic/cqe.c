@@ -77,13 +77,23 @@ bool xr_complete(struct xr_engine *e, struct xr_qp *qp, uint32_t cqn, const stru
 	return true;
 }
 
+bool xr_complete_recv(struct xr_engine *e, struct xr_qp *qp, const struct xr_wc_info *wc, bool solicited)
+{
+	if (!qp->ctx.srqn) {
+		__atomic_store_n(&qp->rq_ci, (uint16_t)(qp->rq_ci + 1), __ATOMIC_RELAXED);
+		qp->ctx.rq_ci = qp->rq_ci;
+	}
+	return xr_complete(e, qp, qp->ctx.rq_cqn, wc, solicited);
+}
+
 void xr_qp_to_error(struct xr_engine *e, struct xr_qp *qp, uint8_t status)
 {
 	if (qp->ctx.state == XR_QPS_ERR)
 		return;
 	xr_evlog_add(e, XR_EV_QP_ERROR, qp->qpn, status, qp->req.una_psn);
 	xr_evlog_add(e, XR_EV_QP_STATE, qp->qpn, qp->ctx.state, XR_QPS_ERR);
-	qp->ctx.state = XR_QPS_ERR;
+	/* Atomic: the receive doorbell reads the state without the lock. */
+	__atomic_store_n(&qp->ctx.state, (uint8_t)XR_QPS_ERR, __ATOMIC_RELAXED);
 	xr_qp_mark_busy(e, qp);
 }
 
@@ -98,7 +108,7 @@ void xr_qp_to_sq_error(struct xr_engine *e, struct xr_qp *qp, uint8_t status)
 	}
 	xr_evlog_add(e, XR_EV_QP_ERROR, qp->qpn, status, qp->req.una_psn);
 	xr_evlog_add(e, XR_EV_QP_STATE, qp->qpn, qp->ctx.state, XR_QPS_SQE);
-	qp->ctx.state = XR_QPS_SQE;
+	__atomic_store_n(&qp->ctx.state, (uint8_t)XR_QPS_SQE, __ATOMIC_RELAXED);
 	xr_qp_mark_busy(e, qp);
 }
 
@@ -182,9 +192,7 @@ void xr_qp_flush(struct xr_engine *e, struct xr_qp *qp)
 		struct xr_wc_info wc = { .wr_id = qp->act->rwqe.wr_id, .status = XR_WC_WR_FLUSH_ERR, .opcode = XR_WC_RECV,
 					 .wqe_index = rs->rwqe_index };
 		rs->have_rwqe = false;
-		if (!qp->ctx.srqn)
-			xr_rq_slot_done(qp);
-		xr_complete(e, qp, qp->ctx.rq_cqn, &wc, false);
+		xr_complete_recv(e, qp, &wc, false);
 	}
 	if (qp->ctx.srqn) {
 		/* F4: the SRQ is not flushed (other QPs use it); the QP says it
@@ -199,12 +207,11 @@ void xr_qp_flush(struct xr_engine *e, struct xr_qp *qp)
 		 * this sees a receive posted meanwhile or its doorbell saw
 		 * ERR and queues the QP to be flushed again. */
 		atomic_thread_fence(memory_order_seq_cst);
-		for (uint16_t pi = xr_qp_rq_pi(qp); rs->rq_head != pi;) {
+		for (uint16_t pi = xr_qp_rq_pi(qp); qp->rq_head != pi;) {
 			uint16_t i = xr_rq_take_index(qp);
 			struct xr_wc_info wc = { .wr_id = rq_slot(qp, i)->wr_id, .status = XR_WC_WR_FLUSH_ERR,
 						 .opcode = XR_WC_RECV, .wqe_index = i };
-			xr_rq_slot_done(qp);
-			xr_complete(e, qp, qp->ctx.rq_cqn, &wc, false);
+			xr_complete_recv(e, qp, &wc, false);
 		}
 	}
 	qp->ctx.rq_ci = qp->rq_ci;

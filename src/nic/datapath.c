@@ -123,9 +123,10 @@ void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp)
 	/* Already on the list (a QP streaming, or one receiving): no lock.
 	 * A true seen here may be stale only if a pass has just popped qp;
 	 * that pass takes qp's lock (which the caller holds) before serving
-	 * it, so it still sees what the caller did. The send doorbell holds
-	 * no lock: it fences between its index and this load, as busy_pop
-	 * between clearing the flag and the pass's loads of the index. */
+	 * it, so it still sees what the caller did. The doorbells hold no
+	 * lock: they fence between their index and this load (the receive
+	 * doorbell calls it only in ERR), as busy_pop between clearing the
+	 * flag and the pass's loads of the index. */
 	if (__atomic_load_n(&qp->busy, __ATOMIC_RELAXED))
 		goto wake;
 	pthread_mutex_lock(&e->busy_lock);
@@ -307,7 +308,7 @@ static bool qp_has_work(const struct xr_qp *qp)
 	if (qp->ctx.state == XR_QPS_RESET || qp->ctx.state == XR_QPS_INIT)
 		return false;
 	if (qp->ctx.state == XR_QPS_ERR)
-		return r->tail != xr_qp_sq_pi(qp) || qp->resp.rq_head != xr_qp_rq_pi(qp) || xr_resp_has_work(qp);
+		return r->tail != xr_qp_sq_pi(qp) || qp->rq_head != xr_qp_rq_pi(qp) || xr_resp_has_work(qp);
 	return xr_resp_has_work(qp) || r->cur_active || r->retx_pending ||
 	       (r->head != xr_qp_sq_pi(qp) && (qp->ctx.state == XR_QPS_RTS || qp->ctx.state == XR_QPS_SQE)) ||
 	       r->timer_due_ns || r->rnr_due_ns || xr_cc_has_work(qp);

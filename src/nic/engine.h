@@ -111,7 +111,6 @@ struct xr_resp {
 	uint8_t  q_head, q_len;      /* the response queue (act->q) */
 	uint8_t  held_head, held_len;/* requests held (act->held) */
 	uint16_t rwqe_index;         /* its slot (in the RQ, or in the SRQ) */
-	uint16_t rq_head;            /* next receive WQE to take (free-running) */
 	uint32_t recv_offset;        /* bytes placed in it */
 	uint32_t write_rkey, write_left, write_total;
 	uint32_t ack_psn;            /* newest SEND/WRITE packet executed */
@@ -200,7 +199,10 @@ struct xr_qp {
 	 * (xr_doorbell): read them with xr_qp_sq_pi and xr_qp_rq_pi. */
 	uint16_t sq_pi, rq_pi;
 	uint16_t sq_rings;           /* send doorbells rung (mod 2^16): a value refused, rung again, is read afresh */
-	uint16_t rq_ci;              /* receive WQEs completed (free-running; xr_rq_slot_done) */
+	/* Receive WQEs of the QP's own ring taken and completed (free-running;
+	 * written under the lock, atomically: the receive doorbell reads them
+	 * without it). */
+	uint16_t rq_head, rq_ci;
 	bool in_use;
 	bool busy;                   /* on the engine's busy list */
 	bool parked;                 /* on the engine's wait list (datapath.c)... */
@@ -586,7 +588,7 @@ static inline uint16_t xr_qp_rq_pi(const struct xr_qp *qp)
 {
 	uint16_t pi = __atomic_load_n(&qp->rq_pi, __ATOMIC_ACQUIRE);
 
-	return xr_ring_pi_fits(pi, qp->resp.rq_head, qp->rq_ci, qp->ctx.rq_log_size) ? pi : qp->resp.rq_head;
+	return xr_ring_pi_fits(pi, qp->rq_head, qp->rq_ci, qp->ctx.rq_log_size) ? pi : qp->rq_head;
 }
 
 /* The next receive WQE of the QP's own ring taken (caller holds qp's
@@ -594,20 +596,10 @@ static inline uint16_t xr_qp_rq_pi(const struct xr_qp *qp)
  * it without the lock). */
 static inline uint16_t xr_rq_take_index(struct xr_qp *qp)
 {
-	uint16_t i = qp->resp.rq_head;
+	uint16_t i = qp->rq_head;
 
-	__atomic_store_n(&qp->resp.rq_head, (uint16_t)(i + 1), __ATOMIC_RELAXED);
+	__atomic_store_n(&qp->rq_head, (uint16_t)(i + 1), __ATOMIC_RELAXED);
 	return i;
-}
-
-/* The oldest receive WQE of the QP's own ring done: its slot is the
- * host's again. Before its CQE, whose release store publishes this too:
- * a host that saw the CQE and posts into the slot finds the receive
- * doorbell's check passing. */
-static inline void xr_rq_slot_done(struct xr_qp *qp)
-{
-	__atomic_store_n(&qp->rq_ci, (uint16_t)(qp->rq_ci + 1), __ATOMIC_RELAXED);
-	qp->ctx.rq_ci = qp->rq_ci;
 }
 
 /* req.c: xr_qp_sq_pi for the requester and the flush, which take the
@@ -665,6 +657,11 @@ struct xr_wc_info {
 };
 /* Writes a CQE; false when it was lost (the CQ overran: counted, CQ error
  * event logged, the QP moved to ERR). */
+/* A receive WQE's CQE on the QP's receive CQ, its slot in the QP's own
+ * ring (not an SRQ's) freed first: the receive doorbell checks against
+ * rq_ci without the lock, and a host that saw the CQE may post into the
+ * slot at once. */
+bool xr_complete_recv(struct xr_engine *e, struct xr_qp *qp, const struct xr_wc_info *wc, bool solicited);
 bool xr_complete(struct xr_engine *e, struct xr_qp *qp, uint32_t cqn, const struct xr_wc_info *wc,
 		 bool solicited);
 /* Moves a QP to ERR from the data path, logging why. */

@@ -15,6 +15,8 @@
 
 void (*volatile xr_qp_commit_hook)(void *arg);
 void *volatile xr_qp_commit_hook_arg;
+void (*volatile xr_rq_doorbell_hook)(void *arg);
+void *volatile xr_rq_doorbell_hook_arg;
 
 /* Allowed QP state transitions (IBTA vol.1 10.3, kernel qp_state_table). */
 static const uint8_t transitions[7] = {
@@ -343,6 +345,7 @@ static void runtime_reset(struct xr_engine *e, struct xr_qp *qp, bool keep_res)
 	qp->resp.res_cap = cap;
 	if (res)
 		memset(res, 0, cap * sizeof(*res));
+	__atomic_store_n(&qp->rq_head, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&qp->rq_ci, 0, __ATOMIC_RELAXED);
 	xr_cc_reset(qp);
 }
@@ -717,17 +720,23 @@ enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val)
 			 * per posted receive was a sixteenth of a 64-byte SEND
 			 * receiver's time). Its checks read the engine's indexes
 			 * of the moment: a receive's slot is freed before its CQE
-			 * goes out (xr_rq_slot_done), so a host posting into
+			 * goes out (xr_complete_recv), so a host posting into
 			 * slots its completions freed is never refused; an index
 			 * behind a WQE taken meanwhile gets past, and the engine
-			 * reads it as nothing posted (xr_qp_rq_pi). */
+			 * reads it as nothing posted (xr_qp_rq_pi). The indexes
+			 * and the data path's moves to ERR are atomic stores; a
+			 * commit copies the whole context plainly, racing only a
+			 * host that posts during its own modify, which keeps the
+			 * ring and the SRQ (chosen in RESET only). */
 			if (__atomic_load_n(&qp->ctx.srqn, __ATOMIC_RELAXED))
 				return XR_AXI_SLVERR;   /* its receive WQEs come from the SRQ */
-			if (!xr_ring_pi_fits((uint16_t)val, __atomic_load_n(&qp->resp.rq_head, __ATOMIC_RELAXED),
+			if (!xr_ring_pi_fits((uint16_t)val, __atomic_load_n(&qp->rq_head, __ATOMIC_RELAXED),
 					     __atomic_load_n(&qp->rq_ci, __ATOMIC_RELAXED),
 					     __atomic_load_n(&qp->ctx.rq_log_size, __ATOMIC_RELAXED)))
 				return XR_AXI_SLVERR;
 			__atomic_store_n(&qp->rq_pi, (uint16_t)val, __ATOMIC_RELEASE);
+			if (__builtin_expect(xr_rq_doorbell_hook != NULL, 0))
+				xr_rq_doorbell_hook(xr_rq_doorbell_hook_arg);
 			/* A receive is work only to be flushed (qp_has_work):
 			 * otherwise waking the progress thread per posted
 			 * receive costs a program that reposts hundreds of them

@@ -123,9 +123,7 @@ void xr_resp_fail_rwqe(struct xr_engine *e, struct xr_qp *qp, uint8_t wc_status)
 		return;
 	wc.wr_id = qp->act->rwqe.wr_id;
 	rs->have_rwqe = false;
-	if (!qp->ctx.srqn)
-		xr_rq_slot_done(qp);
-	xr_complete(e, qp, qp->ctx.rq_cqn, &wc, false);
+	xr_complete_recv(e, qp, &wc, false);
 }
 
 static void count_dma_error(struct xr_engine *e, enum xr_dma_err err)
@@ -145,9 +143,9 @@ bool xr_resp_take_rwqe(struct xr_engine *e, struct xr_qp *qp)
 		if (xr_srq_take(e, qp, 0, &qp->act->rwqe, &rs->rwqe_index) != XR_SRQ_TAKEN)
 			return false;
 	} else {
-		if (rs->rq_head == xr_qp_rq_pi(qp) || !qp->ctx.rq_base)
+		if (qp->rq_head == xr_qp_rq_pi(qp) || !qp->ctx.rq_base)
 			return false;
-		memcpy(&qp->act->rwqe, xr_rq_slot(qp, rs->rq_head), sizeof(qp->act->rwqe));
+		memcpy(&qp->act->rwqe, xr_rq_slot(qp, qp->rq_head), sizeof(qp->act->rwqe));
 		if (qp->act->rwqe.num_sge > XR_RWQE_MAX_SGE)
 			qp->act->rwqe.num_sge = XR_RWQE_MAX_SGE;   /* a bad WQE: its length check fails below */
 		rs->rwqe_index = xr_rq_take_index(qp);
@@ -174,10 +172,8 @@ bool xr_resp_complete_rwqe(struct xr_engine *e, struct xr_qp *qp, const struct x
 		wc.imm = p->ieth_rkey;
 	}
 	rs->have_rwqe = false;
-	if (!qp->ctx.srqn)
-		xr_rq_slot_done(qp);
 	xr_count_pass(e, XR_CNT_RQ_WQES, 1);
-	return xr_complete(e, qp, qp->ctx.rq_cqn, &wc, p->se);
+	return xr_complete_recv(e, qp, &wc, p->se);
 }
 
 /* The next resource slot for a READ/atomic, or NULL when every slot still

@@ -70,17 +70,16 @@ static void grh_of(const struct xr_pkt *p, uint8_t grh[GRH_LEN])
  * the SRQ's. Without one the datagram is dropped, counted (no RNR). */
 static bool take_for(struct xr_engine *e, struct xr_qp *qp, uint32_t len, struct xr_hw_rwqe *w, uint16_t *idx)
 {
-	struct xr_resp *rs = &qp->resp;
 	enum xr_srq_take got;
 
 	if (qp->ctx.srqn) {
 		got = xr_srq_take(e, qp, len, w, idx);
-	} else if (rs->rq_head == xr_qp_rq_pi(qp) || !qp->ctx.rq_base) {
+	} else if (qp->rq_head == xr_qp_rq_pi(qp) || !qp->ctx.rq_base) {
 		got = XR_SRQ_EMPTY;
-	} else if (xr_rq_slot(qp, rs->rq_head)->length < len) {
+	} else if (xr_rq_slot(qp, qp->rq_head)->length < len) {
 		got = XR_SRQ_TOO_SMALL;
 	} else {
-		memcpy(w, xr_rq_slot(qp, rs->rq_head), sizeof(*w));
+		memcpy(w, xr_rq_slot(qp, qp->rq_head), sizeof(*w));
 		if (w->num_sge > XR_RWQE_MAX_SGE)
 			w->num_sge = XR_RWQE_MAX_SGE;
 		*idx = xr_rq_take_index(qp);
@@ -111,15 +110,13 @@ void xr_ud_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 	err = xr_sgl_write(e, qp->ctx.pd, w.sge, w.num_sge, 0, grh, GRH_LEN);
 	if (!err && p->payload_len)
 		err = xr_sgl_write(e, qp->ctx.pd, w.sge, w.num_sge, GRH_LEN, p->payload, p->payload_len);
-	if (!qp->ctx.srqn)
-		xr_rq_slot_done(qp);
 	if (err) {
 		/* An unusable receive WQE (key, rights): it fails and the QP
 		 * with it, as on RC (A41; rxe uses no SQE, G4). */
 		wc.status = (uint8_t)err;
 		wc.byte_len = 0;
 		wc.flags = 0;
-		xr_complete(e, qp, qp->ctx.rq_cqn, &wc, false);
+		xr_complete_recv(e, qp, &wc, false);
 		xr_qp_to_error(e, qp, (uint8_t)err);
 		return;
 	}
@@ -129,5 +126,5 @@ void xr_ud_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 	}
 	xr_count(e, XR_CNT_RQ_WQES, 1);
 	xr_count(e, XR_CNT_RDMA_RECVS, 1);
-	xr_complete(e, qp, qp->ctx.rq_cqn, &wc, p->se);
+	xr_complete_recv(e, qp, &wc, p->se);
 }

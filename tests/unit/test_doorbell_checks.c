@@ -618,10 +618,11 @@ static void test_receive_doorbell(void **state)
 /* A receive doorbell's check raced the engine: the index it let pass is
  * behind a WQE taken meanwhile (here stored directly, as the doorbell
  * does after its check). The engine reads it as nothing posted past the
- * WQEs taken: the SEND waits on RNR, nothing of the ring is taken again;
- * it took the slots up to the index around the ring (the SEND landed in
- * a receive the host had posted, then ran on into slots never posted).
- * The next doorbell that fits delivers it. */
+ * WQEs taken: the SEND waits on RNR, nothing of the ring is taken again.
+ * Read as it stood, it would have the engine take the slots up to it
+ * around the ring (the SEND landing in a receive the host had posted,
+ * then running on into slots never posted). The next doorbell that fits
+ * delivers it. */
 static void test_a_receive_index_behind_a_taken_wqe(void **state)
 {
 	struct pair *p = open_pair();

@@ -4,12 +4,17 @@
  * without the QP's lock, checking it against the engine's indexes of
  * that moment: a receive the host posts into a slot its completions freed
  * must never be refused (the slot is freed before its CQE goes out), none
- * may go unseen (a SEND waiting on RNR for a receive that was posted),
- * and a receive posted while its QP fails must be flushed (the doorbell
- * and the flush each fence between their store and their load). Each
- * receive must complete once, in order, holding its own SEND's bytes.
- * Both progress modes, a second thread running passes beside the poster
- * (as test_doorbell_race does for the send doorbell).
+ * may go unseen (each SEND is posted after its receive: an RNR NAK means
+ * the engine missed one), and each must complete once, in order, holding
+ * its own SEND's bytes. Both progress modes, a second thread running
+ * passes beside the poster (as test_doorbell_race does for the send
+ * doorbell). And a receive posted as its QP fails must be flushed: the
+ * doorbell stores the index, then reads the state (ERR: it queues the QP
+ * to be flushed); the flush reads the index after the state went to ERR.
+ * A hook between the doorbell's two steps fails the QP and flushes it
+ * there, the one order that needs the doorbell's own steps in order (the
+ * fences on both sides, which hold that order on the machine, show only
+ * by chance: test_receives_through_a_flush is their smoke test).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +25,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "nic/commit_hook.h"
 #include "rc_checks.h"
 #include "xroce/engine.h"
 #include "xroce/regmap.h"
@@ -98,9 +104,9 @@ static void post_sends(struct traffic *x, uint64_t until)
 	}
 }
 
-/* Receive n into b's slot n % rwin. false: the post was refused (the QP
- * failed meanwhile is the only allowed reason, checked by the caller). */
-static bool post_recv_n(struct traffic *x, uint64_t n)
+/* Receive n into b's slot n % rwin; no post may be refused (a QP in ERR
+ * takes receives too, to flush them). */
+static void post_recv_n(struct traffic *x, uint64_t n)
 {
 	struct xr_sge s = { (uintptr_t)h_data(&x->p.b) + MSG * (n % x->rwin), MSG, x->p.b.mr->lkey };
 	struct xr_recv_wr w = { .wr_id = n, .sg_list = &s, .num_sge = 1 };
@@ -108,7 +114,6 @@ static bool post_recv_n(struct traffic *x, uint64_t n)
 
 	if (rc)
 		fail_msg("receive %llu refused: %d", (unsigned long long)n, rc);
-	return true;
 }
 
 static void post_recvs(struct traffic *x, uint64_t until)
@@ -203,19 +208,20 @@ static void stream(unsigned rwin)
 	assert_int_equal(x->flushed, 0);
 	stop_passes(x);
 	assert_int_equal(h_counter(&x->p.b, XR_CNT_REG_SLVERR), 0);   /* no receive doorbell refused */
+	assert_int_equal(h_counter(&x->p.b, XR_CNT_TX_RNR_NAK), 0);   /* none unseen */
 	assert_int_equal(h_counter(&x->p.b, XR_CNT_RQ_WQES), x->posted);
 }
 
-/* One receive posted at a time: each doorbell rings while the SEND that
- * needs it arrives (or its RNR NAK goes out), and into the slot the last
- * receive's completion freed just before. */
+/* One receive posted at a time, into the slot the last receive's
+ * completion freed just before: the doorbell's check meets the engine
+ * freeing it. */
 static void test_one_receive_ahead(void **state)
 {
 	(void)state;
 	stream(1);
 }
 
-/* Four ahead: doorbells ring while the engine takes the WQEs before. */
+/* Four ahead: doorbells ring while the engine takes the WQEs before them. */
 static void test_four_receives_ahead(void **state)
 {
 	(void)state;
@@ -241,9 +247,8 @@ static void *fail_qp(void *arg)
 }
 
 /* b's QP moved to ERR while receives are posted: each comes back once,
- * in order, those after the first flush all flushed. One whose doorbell
- * saw the QP before ERR while the flush missed its index would never
- * complete. Then receives posted to the failed QP: flushed too. */
+ * in order, those after the first flush all flushed. Then receives
+ * posted to the failed QP: flushed too (the doorbell queues it). */
 static void test_receives_through_a_flush(void **state)
 {
 	struct traffic *x = &X;
@@ -274,9 +279,66 @@ static void test_receives_through_a_flush(void **state)
 	x->failing = false;
 }
 
+struct midway {
+	struct pair *p;
+	bool flush;   /* run b's passes in the hook too */
+	unsigned calls;
+};
+
+/* In the receive doorbell, between its index and its look at the state:
+ * b's QP fails, and (flush) b's engine flushes it, right there. */
+static void fail_b_midway(void *arg)
+{
+	struct midway *m = arg;
+	struct xr_qp_attr err = { .qp_state = XR_QPS_ERR };
+
+	m->calls++;
+	assert_int_equal(xr_modify_qp(m->p->b.qp[0], &err, XR_QP_STATE), 0);
+	for (unsigned i = 0; m->flush && i < 4; i++)
+		xr_engine_progress(xr_context_engine(m->p->b.ctx));
+}
+
+/* The receive posted while its QP fails, the failure and (flush) the
+ * flush landing between the doorbell's store and its look at the state:
+ * flushed once. With the look before the store, the flush in between read
+ * the index without it and the look saw no ERR: never flushed. */
+static void posted_as_it_fails(bool flush)
+{
+	struct traffic *x = &X;
+	struct midway m = { .p = &x->p, .flush = flush };
+	struct xr_wc wc;
+
+	traffic_open(x, 4);
+	stop_passes(x);   /* the passes here are the hook's and the wait's */
+	x->posted = 7;
+	xr_rq_doorbell_hook_arg = &m;
+	xr_rq_doorbell_hook = fail_b_midway;
+	post_recv_n(x, 7);
+	xr_rq_doorbell_hook = NULL;
+	assert_int_equal(m.calls, 1);
+	if (!h_wait(&x->p, &x->p.b, &wc, 2000))
+		fail_msg("the receive posted as its QP failed was never flushed");
+	assert_int_equal(wc.wr_id, 7);
+	assert_int_equal(wc.status, XR_WC_WR_FLUSH_ERR);
+	assert_int_equal(h_wait(&x->p, &x->p.b, &wc, 50), 0);   /* once */
+}
+
+static void test_flushed_inside_the_doorbell(void **state)
+{
+	(void)state;
+	posted_as_it_fails(true);
+}
+
+static void test_failed_inside_the_doorbell(void **state)
+{
+	(void)state;
+	posted_as_it_fails(false);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
+	xr_rq_doorbell_hook = NULL;   /* a failed check may have left it set */
 	stop_passes(&X);
 	if (X.failing) {
 		atomic_store(&F.go, true);
@@ -295,6 +357,8 @@ int main(void)
 		BOTH_T(test_one_receive_ahead, teardown),
 		BOTH_T(test_four_receives_ahead, teardown),
 		BOTH_T(test_receives_through_a_flush, teardown),
+		BOTH_T(test_flushed_inside_the_doorbell, teardown),
+		BOTH_T(test_failed_inside_the_doorbell, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
