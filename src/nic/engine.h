@@ -657,13 +657,13 @@ struct xr_wc_info {
 };
 /* Writes a CQE; false when it was lost (the CQ overran: counted, CQ error
  * event logged, the QP moved to ERR). */
+bool xr_complete(struct xr_engine *e, struct xr_qp *qp, uint32_t cqn, const struct xr_wc_info *wc,
+		 bool solicited);
 /* A receive WQE's CQE on the QP's receive CQ, its slot in the QP's own
  * ring (not an SRQ's) freed first: the receive doorbell checks against
  * rq_ci without the lock, and a host that saw the CQE may post into the
  * slot at once. */
 bool xr_complete_recv(struct xr_engine *e, struct xr_qp *qp, const struct xr_wc_info *wc, bool solicited);
-bool xr_complete(struct xr_engine *e, struct xr_qp *qp, uint32_t cqn, const struct xr_wc_info *wc,
-		 bool solicited);
 /* Moves a QP to ERR from the data path, logging why. */
 void xr_qp_to_error(struct xr_engine *e, struct xr_qp *qp, uint8_t status);
 /* A send-side error: RC to ERR; UD and UC to SQE (the receive side works

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "engine.h"
-#include "commit_hook.h"
+#include "test_hooks.h"
 #include "resp.h"
 
 void (*volatile xr_qp_commit_hook)(void *arg);
@@ -724,10 +724,12 @@ enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val)
 			 * slots its completions freed is never refused; an index
 			 * behind a WQE taken meanwhile gets past, and the engine
 			 * reads it as nothing posted (xr_qp_rq_pi). The indexes
-			 * and the data path's moves to ERR are atomic stores; a
-			 * commit copies the whole context plainly, racing only a
-			 * host that posts during its own modify, which keeps the
-			 * ring and the SRQ (chosen in RESET only). */
+			 * and the data path's moves to ERR are atomic stores. A
+			 * commit, a destroy and a soft reset write the context
+			 * plainly (a host posting while another thread moves
+			 * its QP to ERR is the usual flush): byte and word
+			 * fields, read whole, and a commit to ERR queues the QP
+			 * itself, so those races are formal only. */
 			if (__atomic_load_n(&qp->ctx.srqn, __ATOMIC_RELAXED))
 				return XR_AXI_SLVERR;   /* its receive WQEs come from the SRQ */
 			if (!xr_ring_pi_fits((uint16_t)val, __atomic_load_n(&qp->rq_head, __ATOMIC_RELAXED),

@@ -25,7 +25,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 
-#include "nic/commit_hook.h"
+#include "nic/test_hooks.h"
 #include "rc_checks.h"
 #include "refusing_regio.h"
 #include "xroce/engine.h"
@@ -35,6 +35,7 @@
 #define SQ_DEPTH 8u
 
 int test_store_rq_pi(struct xr_engine *e, uint32_t qpn, uint16_t pi);   /* qp_poke.c */
+unsigned test_busy_qps(struct xr_engine *e);
 
 static struct pair P;
 static bool open_;
@@ -653,6 +654,30 @@ static void test_a_receive_index_behind_a_taken_wqe(void **state)
 	send_one(p, 3);   /* the ring goes on from there */
 }
 
+/* A QP in ERR whose receive ring has a size but no base (a host writing
+ * the registers itself; the driver gives both), an index rung: the flush
+ * has no ring to complete from, so there is no receive work. It counted
+ * as work: the QP stayed on the busy list for good, served by every pass
+ * (a progress thread spun). */
+static void test_err_without_a_receive_ring_goes_idle(void **state)
+{
+	struct pair *p = open_pair();
+	struct xr_engine *eb = xr_context_engine(p->b.ctx);
+	struct xr_regio *regs = xr_context_regs(p->b.ctx);
+	uint32_t qpn = xr_qp_num(p->b.qp[0]), st = 0;
+	struct xr_qp_ctx c = h_qp_read(&p->b);
+
+	(void)state;
+	c.state = XR_QPS_ERR;
+	c.rq_base = 0;
+	assert_int_equal(xr_regio_write(regs, XR_REG_QP_COMMIT_MASK, XR_QPM_STATE | XR_QPM_RINGS), 0);
+	assert_int_equal(xr_regio_qp_commit(regs, qpn, &c, &st), 0);
+	assert_int_equal(xr_engine_reg_write(eb, XR_REG_DB_RQ + 8 * qpn, 1), XR_AXI_OKAY);
+	for (unsigned i = 0; i < 8; i++)
+		xr_engine_progress(eb);
+	assert_int_equal(test_busy_qps(eb), 0);
+}
+
 /* A RESET whose commit failed left the engine's rings as they were but
  * zeroed the driver's indexes: b's next receive rang an index the engine
  * had taken already (refused, and the receive never seen), a's next post
@@ -719,6 +744,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_no_retransmission_after_a_refusal, set_inline, teardown),
 		BOTH_T(test_cq_doorbell, teardown),
 		cmocka_unit_test_setup_teardown(test_a_receive_index_behind_a_taken_wqe, set_inline, teardown),
+		cmocka_unit_test_setup_teardown(test_err_without_a_receive_ring_goes_idle, set_inline, teardown),
 		cmocka_unit_test_setup_teardown(test_completions_from_before_a_reset, set_inline, teardown),
 		cmocka_unit_test_setup_teardown(test_completions_of_a_destroyed_qp, set_inline, teardown),
 		cmocka_unit_test_setup_teardown(test_a_poller_during_the_reset, set_inline, teardown),

@@ -11,7 +11,7 @@
 #include <cmocka.h>
 #include <unistd.h>
 
-#include "nic/commit_hook.h"
+#include "nic/test_hooks.h"
 #include "rc_checks.h"
 #include "xroce/engine.h"
 #include "xroce/regmap.h"

@@ -9,8 +9,8 @@
  * index and reading the QP's state, so a test can fail the QP and flush
  * it right there (test_recv_doorbell_race).
  */
-#ifndef XR_NIC_COMMIT_HOOK_H
-#define XR_NIC_COMMIT_HOOK_H
+#ifndef XR_NIC_TEST_HOOKS_H
+#define XR_NIC_TEST_HOOKS_H
 
 extern void (*volatile xr_qp_commit_hook)(void *arg);
 extern void *volatile xr_qp_commit_hook_arg;
