@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "race_threads.h"
 #include "rc_checks.h"
 #include "xroce/engine.h"
 #include "xroce/regmap.h"
@@ -35,30 +36,13 @@
 #define BUDGET_MS 15000u
 #define MIN_WRS 2000u
 
-struct passer {
-	struct pair *p;
-	atomic_bool stop;
-};
-
-/* Passes of a thread other than the poster's. */
-static void *run_passes(void *arg)
-{
-	struct passer *s = arg;
-
-	while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) {
-		xr_engine_progress(xr_context_engine(s->p->a.ctx));
-		xr_engine_progress(xr_context_engine(s->p->b.ctx));
-	}
-	return NULL;
-}
-
 /* One at a time, static: a failed check leaves the test by longjmp, and
  * the teardown stops what still runs for it. */
 static struct traffic {
 	struct pair p;
 	struct passer s;
-	pthread_t t, failer;
-	bool open, passing, failing;
+	struct failer f;
+	bool open;
 	unsigned nqp, window;
 	uint64_t ops;   /* WRs to post */
 	uint64_t posted, done, flushed;
@@ -79,18 +63,7 @@ static void traffic_open(struct traffic *x, unsigned nqp, unsigned window, uint6
 	o.nqp = nqp;
 	x->open = true;
 	assert_int_equal(h_open(&x->p, &o), 0);
-	x->s.p = &x->p;
-	assert_int_equal(pthread_create(&x->t, NULL, run_passes, &x->s), 0);
-	x->passing = true;
-}
-
-static void stop_passes(struct traffic *x)
-{
-	if (x->passing) {
-		atomic_store(&x->s.stop, true);
-		pthread_join(x->t, NULL);
-		x->passing = false;
-	}
+	passer_start(&x->s, &x->p);
 }
 
 /* No WR more than posted: nothing comes after the last. */
@@ -186,7 +159,7 @@ static void stream(unsigned nqp, unsigned window, uint64_t ops)
 	traffic_open(x, nqp, window, ops);
 	run_traffic(x, NULL, 0);
 	assert_int_equal(x->flushed, 0);
-	stop_passes(x);
+	passer_stop(&x->s);
 	expect_no_more(x);
 	assert_int_equal(h_counter(&x->p.a, XR_CNT_SQ_WQES), x->posted);
 }
@@ -214,24 +187,6 @@ static void test_four_qps(void **state)
 	stream(4, 16, OPS);
 }
 
-struct failer {
-	struct xr_qp *qp;
-	atomic_bool go;
-	int rc;
-} F;   /* static, as X */
-
-static void *fail_qp(void *arg)
-{
-	struct failer *f = arg;
-	struct xr_qp_attr err = { .qp_state = XR_QPS_ERR };
-	uint64_t until = h_now_ms() + 60000;
-
-	while (!atomic_load(&f->go) && h_now_ms() < until)
-		usleep(20);
-	f->rc = xr_modify_qp(f->qp, &err, XR_QP_STATE);
-	return NULL;
-}
-
 /* The host moves the QP to ERR while it keeps posting: every WR comes
  * back once, in order, those after the first flush all flushed. A flush
  * that read sq_pi twice (the ring's end, then the end to start over at)
@@ -239,22 +194,14 @@ static void *fail_qp(void *arg)
 static void test_posting_through_a_flush(void **state)
 {
 	struct traffic *x = &X;
-	struct failer *f = &F;
 
 	(void)state;
-	memset(f, 0, sizeof(*f));
 	traffic_open(x, 1, 64, OPS);
-	f->qp = x->p.a.qp[0];
-	f->rc = -1;
-	assert_int_equal(pthread_create(&x->failer, NULL, fail_qp, f), 0);
-	x->failing = true;
-	run_traffic(x, &f->go, OPS / 8);   /* the flush meets a full window */
-	atomic_store(&f->go, true);
-	pthread_join(x->failer, NULL);
-	x->failing = false;
-	assert_int_equal(f->rc, 0);
+	failer_start(&x->f, x->p.a.qp[0]);
+	run_traffic(x, &x->f.go, OPS / 8);   /* the flush meets a full window */
+	assert_int_equal(failer_join(&x->f), 0);
 	assert_true(x->flushed > 0);   /* the flush came while WRs were posted */
-	stop_passes(x);
+	passer_stop(&x->s);
 	expect_no_more(x);
 }
 
@@ -298,12 +245,8 @@ static void test_a_doorbell_after_reset(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	stop_passes(&X);
-	if (X.failing) {
-		atomic_store(&F.go, true);
-		pthread_join(X.failer, NULL);
-		X.failing = false;
-	}
+	passer_stop(&X.s);
+	failer_join(&X.f);
 	if (X.open)
 		h_close(&X.p);
 	X.open = false;

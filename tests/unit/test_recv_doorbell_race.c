@@ -27,6 +27,7 @@
 #include <stdatomic.h>
 
 #include "nic/test_hooks.h"
+#include "race_threads.h"
 #include "rc_checks.h"
 #include "xroce/engine.h"
 #include "xroce/regmap.h"
@@ -38,29 +39,14 @@
 #define BUDGET_MS 15000u  /* posting stops after this long; what was posted must still complete */
 #define MIN_MSGS 1000u
 
-struct passer {
-	struct pair *p;
-	atomic_bool stop;
-};
-
-static void *run_passes(void *arg)
-{
-	struct passer *s = arg;
-
-	while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) {
-		xr_engine_progress(xr_context_engine(s->p->a.ctx));
-		xr_engine_progress(xr_context_engine(s->p->b.ctx));
-	}
-	return NULL;
-}
-
 /* One at a time, static: a failed check leaves by longjmp and the
  * teardown stops what still runs. */
 static struct traffic {
 	struct pair p;
 	struct passer s;
-	pthread_t t, failer;
-	bool open, passing, failing;
+	struct failer f;
+	bool open;
+	bool b_fails;                   /* b's QP is to fail: a's SENDs may too */
 	unsigned rwin;                  /* receives posted ahead */
 	uint64_t sent, sends_done;      /* a's SENDs */
 	uint64_t posted, recvs_done;    /* b's receives */
@@ -77,18 +63,7 @@ static void traffic_open(struct traffic *x, unsigned rwin)
 	o.rq_depth = rwin;
 	x->open = true;
 	assert_int_equal(h_open(&x->p, &o), 0);
-	x->s.p = &x->p;
-	assert_int_equal(pthread_create(&x->t, NULL, run_passes, &x->s), 0);
-	x->passing = true;
-}
-
-static void stop_passes(struct traffic *x)
-{
-	if (x->passing) {
-		atomic_store(&x->s.stop, true);
-		pthread_join(x->t, NULL);
-		x->passing = false;
-	}
+	passer_start(&x->s, &x->p);
 }
 
 /* SEND n from a's slot n % SWIN, its first 8 bytes n. */
@@ -158,7 +133,7 @@ static int reap(struct traffic *x)
 		if (wc[i].wr_id != x->sends_done)
 			fail_msg("SEND %llu completed, expected %llu", (unsigned long long)wc[i].wr_id,
 				 (unsigned long long)x->sends_done);
-		if (wc[i].status != XR_WC_SUCCESS && !x->err_seen && !x->failing)
+		if (wc[i].status != XR_WC_SUCCESS && !x->err_seen && !x->b_fails)
 			fail_msg("SEND %llu: status %d (%s)", (unsigned long long)wc[i].wr_id, wc[i].status,
 				 xr_wc_status_str(wc[i].status));
 		x->sends_done++;
@@ -207,7 +182,7 @@ static void stream(unsigned rwin)
 	traffic_open(x, rwin);
 	run_traffic(x, OPS, NULL, 0);
 	assert_int_equal(x->flushed, 0);
-	stop_passes(x);
+	passer_stop(&x->s);
 	assert_int_equal(h_counter(&x->p.b, XR_CNT_REG_SLVERR), 0);   /* no receive doorbell refused */
 	assert_int_equal(h_counter(&x->p.b, XR_CNT_TX_RNR_NAK), 0);   /* none unseen */
 	assert_int_equal(h_counter(&x->p.b, XR_CNT_RQ_WQES), x->posted);
@@ -230,44 +205,20 @@ static void test_four_receives_ahead(void **state)
 	stream(4);
 }
 
-struct failer {
-	struct xr_qp *qp;
-	atomic_bool go;
-	int rc;
-} F;   /* static, as X */
-
-static void *fail_qp(void *arg)
-{
-	struct failer *f = arg;
-	struct xr_qp_attr err = { .qp_state = XR_QPS_ERR };
-	uint64_t until = h_now_ms() + 60000;
-
-	while (!atomic_load(&f->go) && h_now_ms() < until)
-		usleep(20);
-	f->rc = xr_modify_qp(f->qp, &err, XR_QP_STATE);
-	return NULL;
-}
-
 /* b's QP moved to ERR while receives are posted: each comes back once,
  * in order, those after the first flush all flushed. Then receives
  * posted to the failed QP: flushed too (the doorbell queues it). */
 static void test_receives_through_a_flush(void **state)
 {
 	struct traffic *x = &X;
-	struct failer *f = &F;
 	uint64_t until;
 
 	(void)state;
-	memset(f, 0, sizeof(*f));
 	traffic_open(x, 8);
-	f->qp = x->p.b.qp[0];
-	f->rc = -1;
-	assert_int_equal(pthread_create(&x->failer, NULL, fail_qp, f), 0);
-	x->failing = true;
-	run_traffic(x, OPS, &f->go, OPS / 8);
-	atomic_store(&f->go, true);
-	pthread_join(x->failer, NULL);
-	assert_int_equal(f->rc, 0);
+	x->b_fails = true;
+	failer_start(&x->f, x->p.b.qp[0]);
+	run_traffic(x, OPS, &x->f.go, OPS / 8);
+	assert_int_equal(failer_join(&x->f), 0);
 	for (unsigned i = 0; i < 8; i++)
 		post_recv_n(x, x->posted++);
 	until = h_now_ms() + STALL_MS;
@@ -277,8 +228,7 @@ static void test_receives_through_a_flush(void **state)
 	}
 	assert_int_equal(x->recvs_done, x->posted);
 	assert_true(x->flushed >= 8);
-	stop_passes(x);
-	x->failing = false;
+	passer_stop(&x->s);
 }
 
 /* In the receive doorbell, between its index and its look at the state:
@@ -306,7 +256,7 @@ static void test_flushed_inside_the_doorbell(void **state)
 
 	(void)state;
 	traffic_open(x, 4);
-	stop_passes(x);
+	passer_stop(&x->s);
 	x->posted = 7;
 	xr_rq_doorbell_hook_arg = &x->p;
 	xr_rq_doorbell_hook = fail_b_midway;
@@ -323,12 +273,8 @@ static int teardown(void **state)
 {
 	(void)state;
 	xr_rq_doorbell_hook = NULL;   /* a failed check may have left it set */
-	stop_passes(&X);
-	if (X.failing) {
-		atomic_store(&F.go, true);
-		pthread_join(X.failer, NULL);
-		X.failing = false;
-	}
+	passer_stop(&X.s);
+	failer_join(&X.f);
 	if (X.open)
 		h_close(&X.p);
 	X.open = false;
