@@ -214,7 +214,6 @@ void xr_qp_flush(struct xr_engine *e, struct xr_qp *qp)
 			xr_complete_recv(e, qp, &wc, false);
 		}
 	}
-	qp->ctx.rq_ci = qp->rq_ci;
 	xr_resp_flush(qp);
 	rs->in_msg = XR_RESP_IDLE;
 }

@@ -307,9 +307,8 @@ static bool qp_has_work(const struct xr_qp *qp)
 
 	if (qp->ctx.state == XR_QPS_RESET || qp->ctx.state == XR_QPS_INIT)
 		return false;
-	if (qp->ctx.state == XR_QPS_ERR)   /* receives only where the flush finds their ring */
-		return r->tail != xr_qp_sq_pi(qp) || (qp->ctx.rq_base && qp->rq_head != xr_qp_rq_pi(qp)) ||
-		       xr_resp_has_work(qp);
+	if (qp->ctx.state == XR_QPS_ERR)
+		return r->tail != xr_qp_sq_pi(qp) || qp->rq_head != xr_qp_rq_pi(qp) || xr_resp_has_work(qp);
 	return xr_resp_has_work(qp) || r->cur_active || r->retx_pending ||
 	       (r->head != xr_qp_sq_pi(qp) && (qp->ctx.state == XR_QPS_RTS || qp->ctx.state == XR_QPS_SQE)) ||
 	       r->timer_due_ns || r->rnr_due_ns || xr_cc_has_work(qp);

@@ -143,7 +143,7 @@ bool xr_resp_take_rwqe(struct xr_engine *e, struct xr_qp *qp)
 		if (xr_srq_take(e, qp, 0, &qp->act->rwqe, &rs->rwqe_index) != XR_SRQ_TAKEN)
 			return false;
 	} else {
-		if (qp->rq_head == xr_qp_rq_pi(qp) || !qp->ctx.rq_base)
+		if (qp->rq_head == xr_qp_rq_pi(qp))
 			return false;
 		memcpy(&qp->act->rwqe, xr_rq_slot(qp, qp->rq_head), sizeof(qp->act->rwqe));
 		if (qp->act->rwqe.num_sge > XR_RWQE_MAX_SGE)

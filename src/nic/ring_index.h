@@ -57,12 +57,15 @@ static inline uint16_t xr_qp_sq_pi(const struct xr_qp *qp)
  * an index outside the ring as the engine's indexes were when it
  * checked; one behind a WQE the engine took since (a host ringing an
  * index back while receives land) reads as nothing posted past the WQEs
- * taken, until a doorbell that fits. */
+ * taken, until a doorbell that fits. So does any index of a ring with no
+ * base (registers written by hand): no WQE to take, none to flush. */
 static inline uint16_t xr_qp_rq_pi(const struct xr_qp *qp)
 {
 	uint16_t pi = __atomic_load_n(&qp->rq_pi, __ATOMIC_ACQUIRE);
 
-	return xr_ring_pi_fits(pi, qp->rq_head, qp->rq_ci, qp->ctx.rq_log_size) ? pi : qp->rq_head;
+	if (!qp->ctx.rq_base || !xr_ring_pi_fits(pi, qp->rq_head, qp->rq_ci, qp->ctx.rq_log_size))
+		return qp->rq_head;
+	return pi;
 }
 
 /* The next receive WQE of the QP's own ring taken (caller holds qp's

@@ -74,7 +74,7 @@ static bool take_for(struct xr_engine *e, struct xr_qp *qp, uint32_t len, struct
 
 	if (qp->ctx.srqn) {
 		got = xr_srq_take(e, qp, len, w, idx);
-	} else if (qp->rq_head == xr_qp_rq_pi(qp) || !qp->ctx.rq_base) {
+	} else if (qp->rq_head == xr_qp_rq_pi(qp)) {
 		got = XR_SRQ_EMPTY;
 	} else if (xr_rq_slot(qp, qp->rq_head)->length < len) {
 		got = XR_SRQ_TOO_SMALL;
