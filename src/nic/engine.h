@@ -481,6 +481,9 @@ void xr_dp_gather_check(struct xr_engine *e, const struct xr_frame *f, uint32_t 
 /* A gather frame's ICRC at the flush: its headers, the payload where it
  * lies, the pad (gather.c). */
 void xr_gather_seal(struct xr_frame *f, uint16_t l3_off);
+/* f's payload leaves by reference from src (a gather frame, link.h),
+ * numbered so that a reused frame tells itself apart (never 0). */
+void xr_tx_set_gather(struct xr_engine *e, struct xr_frame *f, uint16_t off, const uint8_t *src, uint32_t len);
 /* A gather frame's RC WRITE payload is checked by the copy that places it
  * (xr_crc32_copy), so the receiver reads it once: what its ICRC check
  * still needs. Every other use of the packet checks it first. */
@@ -566,6 +569,9 @@ void xr_dma_write(const struct xr_mr *mr, uint64_t va, const void *src, size_t l
 uint32_t xr_dma_write_crc(const struct xr_mr *mr, uint64_t va, const void *src, size_t len, uint32_t crc);
 void xr_dma_read(const struct xr_mr *mr, uint64_t va, void *dst, size_t len);
 uint64_t *xr_dma_u64(const struct xr_mr *mr, uint64_t va);
+/* Where [va, va+len) of a checked range lies in host memory when it is one
+ * run (NULL: it is not; copy it with xr_dma_read). */
+const uint8_t *xr_dma_map(const struct xr_mr *mr, uint64_t va, uint32_t len);
 /* Local scatter/gather lists (lkeys): 0 or an enum xr_wc_status. */
 /* Where bytes [offset, offset+len) of an SGE list lie in host memory, when
  * they are one run inside one entry (*out; NULL: copy them with
@@ -612,6 +618,9 @@ void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t
 void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, struct xr_tx *tx);
 void xr_resp_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx);
 void xr_comp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p);
+/* A gather frame's READ response whose payload changed before it was read
+ * (gather.c): its headers hold, so the READ is asked for again at once. */
+void xr_comp_response_changed(struct xr_engine *e, const struct xr_pkt *p);
 /* ud.c / uc.c: the responders of the unacknowledged transports, and the
  * UD address of a send (after xr_tx_begin). */
 void xr_ud_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p);

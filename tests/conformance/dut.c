@@ -713,12 +713,17 @@ bool dut_action(struct run *r, char **tok, int ntok)
 			r->hold_room = (long)room;
 	}
 	else if (!strcmp(c, "release")) {
-		/* Read (and forget) everything until N is quiet again. */
+		/* Read (and forget, unless kept for the lines after it)
+		 * everything until N is quiet again. */
+		bool keep = ntok > 1 && !strcmp(tok[1], "keep");
+		if (ntok > 1 && !keep)
+			fail(r, "release takes keep");
 		r->hold = false;
-		r->discard = true;
+		r->discard = !keep;
 		settle(r);
 		r->discard = false;
-		drain_held(r);
+		if (!keep)
+			drain_held(r);
 	}
 	else if (!strcmp(c, "async")) act_async(r, tok, ntok);
 	else if (c[0] == '+') act_time(r, c);
