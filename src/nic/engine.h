@@ -72,6 +72,7 @@ struct xr_rd_res {
 	uint8_t  kind;               /* 0 free, 1 READ, 2 atomic */
 	bool     queued;             /* its responses wait in the response queue */
 	bool     replay;             /* ...for a duplicate request (already answered once) */
+	bool     redo;               /* a duplicate's replay follows the stream (below) */
 	uint32_t first_psn, last_psn;
 	uint64_t va;
 	uint32_t rkey, len;
@@ -81,6 +82,10 @@ struct xr_rd_res {
 	 * one that asks for its tail. */
 	uint32_t stream_psn, stream_len, next_psn;
 	uint64_t stream_va;
+	/* redo: a duplicate for responses already sent, come while the
+	 * stream was still being sent (resp.c). */
+	uint32_t redo_psn, redo_len;
+	uint64_t redo_va;
 };
 
 /* What the responder owes the requester, in PSN order: ACKs and NAKs wait
@@ -481,9 +486,6 @@ void xr_dp_gather_check(struct xr_engine *e, const struct xr_frame *f, uint32_t 
 /* A gather frame's ICRC at the flush: its headers, the payload where it
  * lies, the pad (gather.c). */
 void xr_gather_seal(struct xr_frame *f, uint16_t l3_off);
-/* f's payload leaves by reference from src (a gather frame, link.h),
- * numbered so that a reused frame tells itself apart (never 0). */
-void xr_tx_set_gather(struct xr_engine *e, struct xr_frame *f, uint16_t off, const uint8_t *src, uint32_t len);
 /* A gather frame's RC WRITE payload is checked by the copy that places it
  * (xr_crc32_copy), so the receiver reads it once: what its ICRC check
  * still needs. Every other use of the packet checks it first. */
@@ -569,9 +571,6 @@ void xr_dma_write(const struct xr_mr *mr, uint64_t va, const void *src, size_t l
 uint32_t xr_dma_write_crc(const struct xr_mr *mr, uint64_t va, const void *src, size_t len, uint32_t crc);
 void xr_dma_read(const struct xr_mr *mr, uint64_t va, void *dst, size_t len);
 uint64_t *xr_dma_u64(const struct xr_mr *mr, uint64_t va);
-/* Where [va, va+len) of a checked range lies in host memory when it is one
- * run (NULL: it is not; copy it with xr_dma_read). */
-const uint8_t *xr_dma_map(const struct xr_mr *mr, uint64_t va, uint32_t len);
 /* Local scatter/gather lists (lkeys): 0 or an enum xr_wc_status. */
 /* Where bytes [offset, offset+len) of an SGE list lie in host memory, when
  * they are one run inside one entry (*out; NULL: copy them with
@@ -618,9 +617,6 @@ void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t
 void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, struct xr_tx *tx);
 void xr_resp_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx);
 void xr_comp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p);
-/* A gather frame's READ response whose payload changed before it was read
- * (gather.c): its headers hold, so the READ is asked for again at once. */
-void xr_comp_response_changed(struct xr_engine *e, const struct xr_pkt *p);
 /* ud.c / uc.c: the responders of the unacknowledged transports, and the
  * UD address of a send (after xr_tx_begin). */
 void xr_ud_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p);

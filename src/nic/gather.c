@@ -20,12 +20,6 @@ void xr_gather_seal(struct xr_frame *f, uint16_t l3_off)
 	put_le32(f->data + f->len - XR_ICRC_LEN, c);
 }
 
-void xr_tx_set_gather(struct xr_engine *e, struct xr_frame *f, uint16_t off, const uint8_t *src, uint32_t len)
-{
-	xr_frame_set_gather(f, off, src, len);
-	f->gather_seq = ++e->gather_seq ? e->gather_seq : ++e->gather_seq;
-}
-
 /* Folding the CRC into the copy pays from here (xr_crc32_copy). */
 #define DEFER_MIN 1024
 

@@ -73,6 +73,7 @@ static bool queue_res(struct xr_qp *qp, struct xr_rd_res *res, bool replay)
 	it->fatal = false;
 	res->queued = true;
 	res->replay = replay;
+	res->redo = false;
 	return true;
 }
 
@@ -89,6 +90,7 @@ static void cancel_replay(struct xr_qp *qp, struct xr_rd_res *res)
 			it->kind = XR_ITEM_CANCELLED;
 	}
 	res->queued = false;
+	res->redo = false;
 }
 
 /* The slot a new READ/atomic takes is busy with responses never sent:
@@ -216,9 +218,29 @@ static void duplicate_rd_atomic(struct xr_engine *e, struct xr_qp *qp, const str
 			    p->reth.va - res->va != (uint64_t)((p->psn - res->first_psn) & XR_PSN_MASK) * mtu)
 				continue;
 		}
-		/* Still answering the original: its responses are on their way. */
-		if (res->queued)
+		/* Still answering. A duplicate for responses that left (lost
+		 * on the way) is served once the stream's last is built, as
+		 * rxe serves requests in order: dropping it left the requester
+		 * to wait for its ACK timer. Only with nothing queued behind
+		 * the stream, which goes on with it (the order rxe keeps);
+		 * else dropped, as before. Two such make one replay, from the
+		 * earlier PSN to the further end (both lie in the original at
+		 * their offsets). One for responses still to be built is
+		 * answered by the stream. */
+		if (res->queued) {
+			if (res->kind == RES_READ && psn_cmp(p->psn, res->next_psn) < 0 && rs->q_len == 1) {
+				uint64_t end = p->reth.va + p->reth.len;
+				if (res->redo && res->redo_va + res->redo_len > end)
+					end = res->redo_va + res->redo_len;
+				if (!res->redo || psn_cmp(p->psn, res->redo_psn) < 0) {
+					res->redo_psn = p->psn;
+					res->redo_va = p->reth.va;
+				}
+				res->redo_len = (uint32_t)(end - res->redo_va);
+				res->redo = true;
+			}
 			return;
+		}
 		if (res->kind == RES_READ) {
 			res->stream_psn = p->psn;
 			res->stream_va = p->reth.va;

@@ -66,6 +66,7 @@ static void response_refused(struct xr_engine *e, struct xr_qp *qp, struct xr_re
 			     struct xr_rd_res *res)
 {
 	res->queued = false;
+	res->redo = false;
 	xr_count(e, XR_CNT_RKEY_VIOLATION, 1);
 	it->kind = XR_ITEM_ACK;
 	it->syndrome = XR_AETH_NAK_REM_ACCESS;
@@ -139,24 +140,20 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 	p.payload_len = len;
 	if (!built(e, qp, &p, f))
 		return false;
-	if (len) {
-		/* The first stream of a READ may leave by reference (a gather
-		 * frame, link.h), read where it lies when the requester gets to
-		 * it. If the host writes it before then, the requester finds the
-		 * ICRC bad and asks again at once (xr_comp_response_changed);
-		 * the replay is a copy, so the retry is the last. The memory is
-		 * settled before the region may go (mr.c). */
-		const uint8_t *src = e->link->gather && !res->replay && len >= XR_TX_SEAL_LATE_MIN && !p.udp_csum ?
-					     xr_dma_map(mr, res->stream_va + off, len) : NULL;
-		if (src)
-			xr_tx_set_gather(e, f, p.payload_off, src, len);
-		else
-			xr_dma_read(mr, res->stream_va + off, f->data + p.payload_off, len);
-	}
+	if (len)
+		xr_dma_read(mr, res->stream_va + off, f->data + p.payload_off, len);
 	xr_tx_commit(e, tx, f, &p);
 	xr_cc_sent(e, qp, now, f->len);
 	res->next_psn = psn_add(res->next_psn, 1);
-	if (idx + 1 >= n) {
+	if (idx + 1 >= n && res->redo) {
+		/* A duplicate came for responses that left: its replay goes on
+		 * from here, ahead of anything queued after the READ. */
+		res->redo = false;
+		res->replay = true;
+		res->stream_psn = res->next_psn = res->redo_psn;
+		res->stream_va = res->redo_va;
+		res->stream_len = res->redo_len;
+	} else if (idx + 1 >= n) {
 		res->queued = false;
 		xr_resp_q_pop(&qp->resp);
 	}
@@ -281,7 +278,7 @@ void xr_resp_flush(struct xr_qp *qp)
 			keep = i + 1;
 	for (unsigned i = keep; i < rs->q_len; i++)
 		if (xr_resp_q_at(qp, i)->kind == XR_ITEM_RES)
-			rs->res[xr_resp_q_at(qp, i)->res].queued = false;
+			rs->res[xr_resp_q_at(qp, i)->res].queued = rs->res[xr_resp_q_at(qp, i)->res].redo = false;
 	rs->q_len = (uint8_t)keep;
 	rs->held_len = 0;
 }
