@@ -205,7 +205,6 @@ int xr_sgl_map(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsig
 	       uint32_t len, const uint8_t **out)
 {
 	struct xr_mr *mr;
-	const uint8_t *start = NULL;
 	uint64_t va;
 	unsigned i = 0;
 
@@ -217,6 +216,14 @@ int xr_sgl_map(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsig
 	va = sge[i].addr + offset;
 	if (xr_dma_check(e, sge[i].lkey, pd, va, len, 0, &mr) != XR_DMA_OK)
 		return XR_WC_LOC_PROT_ERR;
+	*out = xr_dma_map(mr, va, len);
+	return 0;
+}
+
+const uint8_t *xr_dma_map(const struct xr_mr *mr, uint64_t va, uint32_t len)
+{
+	const uint8_t *start = NULL;
+
 	/* One run of host memory, page after page, or a copy. */
 	for (uint32_t done = 0; done < len;) {
 		size_t room;
@@ -224,11 +231,10 @@ int xr_sgl_map(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsig
 		if (!done)
 			start = h;
 		else if (h != start + done)
-			return 0;
+			return NULL;
 		done += room < len - done ? (uint32_t)room : len - done;
 	}
-	*out = start;
-	return 0;
+	return start;
 }
 
 int xr_sgl_write(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsigned n,

@@ -219,16 +219,19 @@ static void duplicate_rd_atomic(struct xr_engine *e, struct xr_qp *qp, const str
 				continue;
 		}
 		/* Still answering. A duplicate for responses that left (lost
-		 * on the way) is served once the stream's last is built, as
-		 * rxe serves requests in order: dropping it left the requester
-		 * to wait for its ACK timer. Only with nothing queued behind
-		 * the stream, which goes on with it (the order rxe keeps);
-		 * else dropped, as before. Two such make one replay, from the
+		 * on the way), or for more than the stream (a shorter replay)
+		 * holds, is served once the stream's last is built, as rxe
+		 * serves requests in order: dropping it left the requester to
+		 * wait for its ACK timer. Only with nothing queued behind the
+		 * stream, which goes on with it (the order rxe keeps); else
+		 * dropped, as before. Two such make one replay, from the
 		 * earlier PSN to the further end (both lie in the original at
-		 * their offsets). One for responses still to be built is
+		 * their offsets). One inside what is still to be built is
 		 * answered by the stream. */
 		if (res->queued) {
-			if (res->kind == RES_READ && psn_cmp(p->psn, res->next_psn) < 0 && rs->q_len == 1) {
+			bool sent = psn_cmp(p->psn, res->next_psn) < 0;
+			bool beyond = p->reth.va + p->reth.len > res->stream_va + res->stream_len;
+			if (res->kind == RES_READ && (sent || beyond) && rs->q_len == 1) {
 				uint64_t end = p->reth.va + p->reth.len;
 				if (res->redo && res->redo_va + res->redo_len > end)
 					end = res->redo_va + res->redo_len;
