@@ -321,6 +321,11 @@ struct xr_engine {
 	 * only): the bytes placed are the bytes checked (gather.c). */
 	_Alignas(64) uint8_t rx_read_copy[XR_MAX_MTU];
 	uint32_t gather_seq;         /* the last gather frame's sequence (req.c) */
+	/* The newest READ response sent by reference, and its sequence: the
+	 * next request that may change memory waits until it is read or
+	 * copied in (resp.c). Passes only. */
+	struct xr_frame *resp_gather_f;
+	uint32_t resp_gather_seq;
 	/* Moves with every write of a register or a table (regfile.c): the
 	 * connections' header templates built before are stale (tx_hdr.c). */
 	_Atomic uint32_t tx_gen;
@@ -480,11 +485,12 @@ void xr_dp_settle(struct xr_engine *e);
 /* xr_dp_quiesce, then xr_dp_settle under the same lock: a region that may
  * be freed after the caller returns. */
 void xr_dp_quiesce_settle(struct xr_engine *e);
-/* A send completes successfully: the gather frame f (sequence seq) and
- * every earlier one of its QP must have been read, as an ACK from a peer
- * that read them proves. A peer acknowledging what it has not read (its
- * PSN ahead of ours) leaves f unread: the engine settles before the host
- * gets the buffer back. */
+/* The gather frame f (sequence seq) and every earlier one must have been
+ * read: settles if f is still out. A send completing successfully (an ACK
+ * from a peer that read them proves it; one acknowledging what it has not
+ * read, its PSN ahead of ours, leaves f unread) before the host gets the
+ * buffer back; a request that may change what a READ answered by
+ * reference returns, before it runs (resp.c). */
 void xr_dp_gather_check(struct xr_engine *e, const struct xr_frame *f, uint32_t seq);
 /* A gather frame's ICRC at the flush: its headers, the payload where it
  * lies, the pad (gather.c). */

@@ -149,9 +149,11 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 		 * settled before the region may go (mr.c). */
 		const uint8_t *src = e->link->gather && !res->replay && len >= XR_TX_SEAL_LATE_MIN && !p.udp_csum ?
 					     xr_dma_map(mr, res->stream_va + off, len) : NULL;
-		if (src)
+		if (src) {
 			xr_tx_set_gather(e, f, p.payload_off, src, len);
-		else
+			e->resp_gather_f = f;
+			e->resp_gather_seq = f->gather_seq;
+		} else
 			xr_dma_read(mr, res->stream_va + off, f->data + p.payload_off, len);
 	}
 	xr_tx_commit(e, tx, f, &p);

@@ -228,6 +228,94 @@ static void test_a_read_response_is_placed_as_it_was_checked(void **state)
 	h_close(&p);
 }
 
+/* a posts a READ of b's region and then, unfenced, a WRITE over it: b
+ * runs the WRITE after the READ's responses left by reference, before a
+ * has read them. The READ returns the region as it was when it executed
+ * (A33), not the WRITE's bytes under a good ICRC. */
+static void test_a_write_after_a_read_by_reference_does_not_change_its_data(void **state)
+{
+	struct pair p;
+	struct h_opts o = gather_opts();
+	uint8_t old[4096], next[4096];
+	struct xr_sge rs, ws;
+	struct xr_send_wr w[2] = {
+		{ .wr_id = 1, .sg_list = &rs, .num_sge = 1, .opcode = XR_WR_RDMA_READ, .send_flags = XR_SEND_SIGNALED },
+		{ .wr_id = 2, .sg_list = &ws, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE, .send_flags = XR_SEND_SIGNALED },
+	};
+	struct xr_send_wr *bad;
+	struct xr_wc wc;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &o), 0);
+	fill(h_data(&p.b), 4096, 5);
+	memcpy(old, h_data(&p.b), 4096);
+	fill(h_data(&p.a) + 8192, 4096, 171);
+	memcpy(next, h_data(&p.a) + 8192, 4096);
+	rs = (struct xr_sge){ (uintptr_t)h_data(&p.a), 4096, p.a.mr->lkey };
+	ws = (struct xr_sge){ (uintptr_t)h_data(&p.a) + 8192, 4096, p.a.mr->lkey };
+	for (int i = 0; i < 2; i++) {
+		w[i].wr.rdma.remote_addr = (uintptr_t)h_data(&p.b);
+		w[i].wr.rdma.rkey = p.b.mr->rkey;
+	}
+	w[0].next = &w[1];
+	assert_int_equal(xr_post_send(p.a.qp[0], w, &bad), 0);
+	send_only(&p);   /* both requests leave */
+	for (int i = 0; i < 4; i++)   /* b answers the READ and runs the WRITE */
+		xr_engine_progress(xr_context_engine(p.b.ctx));
+	assert_memory_equal(h_data(&p.b), next, 4096);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(h_wait(&p, &p.a, &wc, 2000), 1);
+		assert_int_equal(wc.status, XR_WC_SUCCESS);
+	}
+	assert_memory_equal(h_data(&p.a), old, 4096);
+	assert_int_equal(h_counter(&p.a, XR_CNT_PARSE_BAD_ICRC), 0);
+	h_close(&p);
+}
+
+/* The same with a SEND after the READ: b's host, told of the SEND, writes
+ * the region; the READ, which ran before the SEND, still returns it as it
+ * was then. */
+static void test_a_send_after_a_read_by_reference_does_not_change_its_data(void **state)
+{
+	struct pair p;
+	struct h_opts o = gather_opts();
+	uint8_t old[4096];
+	struct xr_sge rs, ss, qs;
+	struct xr_recv_wr r = { .wr_id = 3, .sg_list = &qs, .num_sge = 1 }, *rbad;
+	struct xr_send_wr w[2] = {
+		{ .wr_id = 1, .sg_list = &rs, .num_sge = 1, .opcode = XR_WR_RDMA_READ, .send_flags = XR_SEND_SIGNALED },
+		{ .wr_id = 2, .sg_list = &ss, .num_sge = 1, .opcode = XR_WR_SEND, .send_flags = XR_SEND_SIGNALED },
+	};
+	struct xr_send_wr *bad;
+	struct xr_wc wc;
+	int got = 0;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &o), 0);
+	fill(h_data(&p.b), 4096, 9);
+	memcpy(old, h_data(&p.b), 4096);
+	qs = (struct xr_sge){ (uintptr_t)h_data(&p.b) + 16384, 64, p.b.mr->lkey };
+	assert_int_equal(xr_post_recv(p.b.qp[0], &r, &rbad), 0);
+	rs = (struct xr_sge){ (uintptr_t)h_data(&p.a), 4096, p.a.mr->lkey };
+	ss = (struct xr_sge){ (uintptr_t)h_data(&p.a) + 8192, 8, p.a.mr->lkey };
+	w[0].wr.rdma.remote_addr = (uintptr_t)h_data(&p.b);
+	w[0].wr.rdma.rkey = p.b.mr->rkey;
+	w[0].next = &w[1];
+	assert_int_equal(xr_post_send(p.a.qp[0], w, &bad), 0);
+	send_only(&p);
+	for (int i = 0; i < 1000 && !got; i++)   /* b's engine alone, until its host has the SEND */
+		got = xr_poll_cq(p.b.cq, 1, &wc);
+	assert_int_equal(got, 1);
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	memset(h_data(&p.b), 0xEE, 4096);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(h_wait(&p, &p.a, &wc, 2000), 1);
+		assert_int_equal(wc.status, XR_WC_SUCCESS);
+	}
+	assert_memory_equal(h_data(&p.a), old, 4096);
+	h_close(&p);
+}
+
 /* The peer's ePSN is ahead of a's PSN (connected so by mistake): it takes
  * a's first packet for a duplicate and acknowledges the whole message
  * while three packets wait unread behind it. The success hands the buffer
@@ -648,6 +736,8 @@ int main(void)
 		cmocka_unit_test(test_read_responses_by_reference_settle_when_their_region_goes),
 		cmocka_unit_test(test_a_read_of_memory_changed_after_its_responses_left_asks_again),
 		cmocka_unit_test(test_a_read_response_is_placed_as_it_was_checked),
+		cmocka_unit_test(test_a_write_after_a_read_by_reference_does_not_change_its_data),
+		cmocka_unit_test(test_a_send_after_a_read_by_reference_does_not_change_its_data),
 		cmocka_unit_test(test_a_soft_reset_settles_its_frames),
 		cmocka_unit_test(test_an_ack_ahead_of_the_reads_settles),
 		cmocka_unit_test(test_a_local_op_after_an_early_ack_settles),
