@@ -50,8 +50,7 @@ struct xr_frame {
 
 /*
  * Gather frames: a send that reads the payload where it lies, in the
- * sender's registered memory (a requester's WRITE or SEND, a responder's
- * READ response), instead of copying it into the frame (the
+ * sender's registered memory, instead of copying it into the frame (the
  * in-memory link between two engines of one process, made with
  * XR_MEM_GATHER). The receiver claims the payload (xr_frame_claim) and
  * reads it until it frees the frame. Before the sender's memory may go

@@ -447,38 +447,6 @@ void xr_comp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 		rx_atomic_ack(e, qp, p);
 }
 
-/* A READ's response left by reference and its bytes changed before this
- * end read them: the responder's host wrote the memory meanwhile (a READ
- * of a seqlock's data, say). The frame's headers are this process's own
- * (gather frames never leave it), so the READ is asked for again from
- * that PSN now, as a gap would be, not at the ACK timer: a READ's last
- * response has no later one to show the gap. The responder serves the
- * duplicate after the original's last response, by copy (resp_tx.c). */
-void xr_comp_response_changed(struct xr_engine *e, const struct xr_pkt *p)
-{
-	struct xr_qp *qp = xr_qp_lookup(e, p->dqpn);
-	struct xr_req *r;
-
-	if (!qp)
-		return;
-	pthread_mutex_lock(&qp->lock);
-	r = &qp->req;
-	if (qp->ctx.type == XR_QPT_RC && qp->act && qp->ctx.sq_log_size &&
-	    (qp->ctx.state == XR_QPS_RTS || qp->ctx.state == XR_QPS_SQD) && r->tail != r->head &&
-	    meta_at(qp, r->tail)->opcode == XR_WR_RDMA_READ && p->psn == tail_expected_psn(qp) &&
-	    !already_retrying(r, p->psn)) {
-		/* Not charged to retry_cnt (with 0, the READ would fail where
-		 * a copy succeeds): nothing was lost on a link, and the
-		 * replay is a copy, so a READ asks so once per gap. */
-		r->retried = true;
-		r->retried_psn = p->psn;
-		xr_req_retransmit(e, qp, p->psn);
-		rearm(e, qp);
-		xr_qp_mark_busy(e, qp);
-	}
-	pthread_mutex_unlock(&qp->lock);
-}
-
 void xr_comp_timers(struct xr_engine *e, struct xr_qp *qp, uint64_t now)
 {
 	struct xr_req *r = &qp->req;

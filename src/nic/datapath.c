@@ -256,13 +256,9 @@ static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx, st
 	err = xr_pkt_parse(f->data, f->len, 0, XR_PARSE_TRANSPORT_LENGTHS |
 			   (f->rx_flags & XR_FRAME_ICRC_VERIFIED || ext ? XR_PARSE_NO_ICRC : 0), &p);
 	if (err == XR_PARSE_OK && ext)
-		err = xr_gather_rx_check(f, &p, ext, e->rx_read_copy, &d);
+		err = xr_gather_rx_check(f, &p, ext, &d);
 	if (err != XR_PARSE_OK) {
 		xr_count(e, xr_counter_of_parse_err(err), 1);
-		/* Only the gather check finds a gather frame's ICRC bad: its
-		 * payload changed where it lies. A READ's response asks again. */
-		if (err == XR_PARSE_BAD_ICRC && ext && (p.op->flags & XR_OPF_READ_RESP))
-			xr_comp_response_changed(e, &p);
 		return;
 	}
 	if (f->rx_flags & XR_FRAME_ICRC_ID_RECOVERED)

@@ -205,6 +205,7 @@ int xr_sgl_map(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsig
 	       uint32_t len, const uint8_t **out)
 {
 	struct xr_mr *mr;
+	const uint8_t *start = NULL;
 	uint64_t va;
 	unsigned i = 0;
 
@@ -216,14 +217,6 @@ int xr_sgl_map(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsig
 	va = sge[i].addr + offset;
 	if (xr_dma_check(e, sge[i].lkey, pd, va, len, 0, &mr) != XR_DMA_OK)
 		return XR_WC_LOC_PROT_ERR;
-	*out = xr_dma_map(mr, va, len);
-	return 0;
-}
-
-const uint8_t *xr_dma_map(const struct xr_mr *mr, uint64_t va, uint32_t len)
-{
-	const uint8_t *start = NULL;
-
 	/* One run of host memory, page after page, or a copy. */
 	for (uint32_t done = 0; done < len;) {
 		size_t room;
@@ -231,10 +224,11 @@ const uint8_t *xr_dma_map(const struct xr_mr *mr, uint64_t va, uint32_t len)
 		if (!done)
 			start = h;
 		else if (h != start + done)
-			return NULL;
+			return 0;
 		done += room < len - done ? (uint32_t)room : len - done;
 	}
-	return start;
+	*out = start;
+	return 0;
 }
 
 int xr_sgl_write(struct xr_engine *e, uint32_t pd, const struct xr_sge *sge, unsigned n,

@@ -82,8 +82,8 @@ struct xr_rd_res {
 	 * one that asks for its tail. */
 	uint32_t stream_psn, stream_len, next_psn;
 	uint64_t stream_va;
-	/* redo: a duplicate for responses already sent, come while the
-	 * stream was still being sent (resp.c). */
+	/* redo: a duplicate for responses already sent, or beyond a shorter
+	 * stream, come while the stream was being sent (resp.c). */
 	uint32_t redo_psn, redo_len;
 	uint64_t redo_va;
 };
@@ -317,15 +317,7 @@ struct xr_engine {
 	struct xr_link *link;
 	struct xr_tx *txq;                     /* frames built, not yet taken by the link */
 	struct xr_icrc_defer *rx_defer;        /* the received packet whose ICRC waits (pass only) */
-	/* A READ response read by reference, copied as it is checked (pass
-	 * only): the bytes placed are the bytes checked (gather.c). */
-	_Alignas(64) uint8_t rx_read_copy[XR_MAX_MTU];
 	uint32_t gather_seq;         /* the last gather frame's sequence (req.c) */
-	/* The newest READ response sent by reference, and its sequence: the
-	 * next request that may change memory waits until it is read or
-	 * copied in (resp.c). Passes only. */
-	struct xr_frame *resp_gather_f;
-	uint32_t resp_gather_seq;
 	/* Moves with every write of a register or a table (regfile.c): the
 	 * connections' header templates built before are stale (tx_hdr.c). */
 	_Atomic uint32_t tx_gen;
@@ -485,19 +477,15 @@ void xr_dp_settle(struct xr_engine *e);
 /* xr_dp_quiesce, then xr_dp_settle under the same lock: a region that may
  * be freed after the caller returns. */
 void xr_dp_quiesce_settle(struct xr_engine *e);
-/* The gather frame f (sequence seq) and every earlier one must have been
- * read: settles if f is still out. A send completing successfully (an ACK
- * from a peer that read them proves it; one acknowledging what it has not
- * read, its PSN ahead of ours, leaves f unread) before the host gets the
- * buffer back; a request that may change what a READ answered by
- * reference returns, before it runs (resp.c). */
+/* A send completes successfully: the gather frame f (sequence seq) and
+ * every earlier one of its QP must have been read, as an ACK from a peer
+ * that read them proves. A peer acknowledging what it has not read (its
+ * PSN ahead of ours) leaves f unread: the engine settles before the host
+ * gets the buffer back. */
 void xr_dp_gather_check(struct xr_engine *e, const struct xr_frame *f, uint32_t seq);
 /* A gather frame's ICRC at the flush: its headers, the payload where it
  * lies, the pad (gather.c). */
 void xr_gather_seal(struct xr_frame *f, uint16_t l3_off);
-/* f's payload leaves by reference from src (a gather frame, link.h),
- * numbered so that a reused frame tells itself apart (never 0). */
-void xr_tx_set_gather(struct xr_engine *e, struct xr_frame *f, uint16_t off, const uint8_t *src, uint32_t len);
 /* A gather frame's RC WRITE payload is checked by the copy that places it
  * (xr_crc32_copy), so the receiver reads it once: what its ICRC check
  * still needs. Every other use of the packet checks it first. */
@@ -508,12 +496,10 @@ struct xr_icrc_defer {
 	bool bad;                   /* the check failed: the packet is dropped */
 };
 /* A received gather frame parsed without its ICRC: the payload is where the
- * frame says it belongs and the ICRC holds; p->payload then points at it,
- * or for a READ response at its copy in read_copy (XR_MAX_MTU bytes), the
- * bytes checked. With d, a WRITE payload worth it is left to its copy
- * (d->pkt = p). */
+ * frame says it belongs and the ICRC holds; p->payload then points at it.
+ * With d, a WRITE payload worth it is left to its copy (d->pkt = p). */
 enum xr_parse_err xr_gather_rx_check(const struct xr_frame *f, struct xr_pkt *p, const uint8_t *ext,
-				     uint8_t *read_copy, struct xr_icrc_defer *d);
+				     struct xr_icrc_defer *d);
 /* p's deferred check over bytes (its payload, or a copy of it): true when it
  * holds or none waits; false (the packet dropped, counted by the pass) when
  * it failed. Settles the check either way. */
@@ -585,9 +571,6 @@ void xr_dma_write(const struct xr_mr *mr, uint64_t va, const void *src, size_t l
 uint32_t xr_dma_write_crc(const struct xr_mr *mr, uint64_t va, const void *src, size_t len, uint32_t crc);
 void xr_dma_read(const struct xr_mr *mr, uint64_t va, void *dst, size_t len);
 uint64_t *xr_dma_u64(const struct xr_mr *mr, uint64_t va);
-/* Where [va, va+len) of a checked range lies in host memory when it is one
- * run (NULL: it is not; copy it with xr_dma_read). */
-const uint8_t *xr_dma_map(const struct xr_mr *mr, uint64_t va, uint32_t len);
 /* Local scatter/gather lists (lkeys): 0 or an enum xr_wc_status. */
 /* Where bytes [offset, offset+len) of an SGE list lie in host memory, when
  * they are one run inside one entry (*out; NULL: copy them with
@@ -634,9 +617,6 @@ void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t
 void xr_resp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p, struct xr_tx *tx);
 void xr_resp_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx);
 void xr_comp_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p);
-/* A gather frame's READ response whose payload changed before it was read
- * (gather.c): its headers hold, so the READ is asked for again at once. */
-void xr_comp_response_changed(struct xr_engine *e, const struct xr_pkt *p);
 /* ud.c / uc.c: the responders of the unacknowledged transports, and the
  * UD address of a send (after xr_tx_begin). */
 void xr_ud_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p);

@@ -20,12 +20,6 @@ void xr_gather_seal(struct xr_frame *f, uint16_t l3_off)
 	put_le32(f->data + f->len - XR_ICRC_LEN, c);
 }
 
-void xr_tx_set_gather(struct xr_engine *e, struct xr_frame *f, uint16_t off, const uint8_t *src, uint32_t len)
-{
-	xr_frame_set_gather(f, off, src, len);
-	f->gather_seq = ++e->gather_seq ? e->gather_seq : ++e->gather_seq;
-}
-
 /* Folding the CRC into the copy pays from here (xr_crc32_copy). */
 #define DEFER_MIN 1024
 
@@ -52,7 +46,7 @@ static bool deferrable(const struct xr_pkt *p)
 /* A gather frame parsed without its ICRC: the payload is where the frame
  * says it belongs, and the ICRC over headers, payload and pad holds. */
 enum xr_parse_err xr_gather_rx_check(const struct xr_frame *f, struct xr_pkt *p, const uint8_t *ext,
-				     uint8_t *read_copy, struct xr_icrc_defer *d)
+				     struct xr_icrc_defer *d)
 {
 	uint32_t pay_end = (uint32_t)p->payload_off + p->payload_len, c;
 
@@ -67,19 +61,7 @@ enum xr_parse_err xr_gather_rx_check(const struct xr_frame *f, struct xr_pkt *p,
 		d->bad = false;
 		return XR_PARSE_OK;
 	}
-	if (p->op->flags & XR_OPF_READ_RESP) {
-		if (p->payload_len > XR_MAX_MTU)   /* the parse bounds it too */
-			return XR_PARSE_BAD_PAYLOAD_LEN;
-		/* The responder's host may write its region while this end
-		 * reads it (a READ of a seqlock's data): the bytes placed must
-		 * be the bytes checked, so they are read once, into this
-		 * core's own buffer (into the frame, lines the other core
-		 * holds, cost the gain: 1.07x against 1.67x). */
-		c = xr_crc32_copy(c, read_copy, ext, p->payload_len);
-		p->payload = read_copy;
-	} else {
-		c = xr_crc32(c, ext, p->payload_len);
-	}
+	c = xr_crc32(c, ext, p->payload_len);
 	c = xr_crc32(c, f->data + pay_end, p->pad);
 	return c == p->icrc ? XR_PARSE_OK : XR_PARSE_BAD_ICRC;
 }

@@ -364,7 +364,8 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 			memcpy(f->data + p.payload_off, w->inline_data + r->cur_offset, len);
 		else if (may_gather(e, qp, &p, len) &&
 			 !(err = xr_sgl_map(e, qp->ctx.pd, w->sge, w->num_sge, r->cur_offset, len, &src)) && src) {
-			xr_tx_set_gather(e, f, p.payload_off, src, len);
+			xr_frame_set_gather(f, p.payload_off, src, len);
+			f->gather_seq = ++e->gather_seq ? e->gather_seq : ++e->gather_seq;   /* never 0 */
 			qp->act->gather_f = f;
 			qp->act->gather_seq = f->gather_seq;
 		} else if (!err)

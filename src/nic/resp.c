@@ -559,16 +559,6 @@ void xr_resp_run(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 		xr_count(e, XR_CNT_DROP_RESP_BUSY, 1);
 		return;
 	}
-	/* A READ answered by reference returns its region as the requester
-	 * reads it, later: before a request that may change what it returns
-	 * runs (a WRITE, an atomic, a SEND whose completion the host acts
-	 * on, an invalidation), the payloads not read yet are copied in, so
-	 * the READ returns the memory as it was when it executed (A33). On
-	 * any QP: the engine's newest such response stands for all. */
-	if (!(f & XR_OPF_READ) && e->resp_gather_f) {
-		xr_dp_gather_check(e, e->resp_gather_f, e->resp_gather_seq);
-		e->resp_gather_f = NULL;
-	}
 	nak_seq_sent = rs->nak_seq_sent;
 	rs->nak_seq_sent = false;
 	if (!request_ok(e, qp, p))

@@ -140,22 +140,8 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 	p.payload_len = len;
 	if (!built(e, qp, &p, f))
 		return false;
-	if (len) {
-		/* The first stream of a READ may leave by reference (a gather
-		 * frame, link.h), read where it lies when the requester gets to
-		 * it. If the host writes it before then, the requester finds the
-		 * ICRC bad and asks again at once (xr_comp_response_changed);
-		 * the replay is a copy, so the retry is the last. The memory is
-		 * settled before the region may go (mr.c). */
-		const uint8_t *src = e->link->gather && !res->replay && len >= XR_TX_SEAL_LATE_MIN && !p.udp_csum ?
-					     xr_dma_map(mr, res->stream_va + off, len) : NULL;
-		if (src) {
-			xr_tx_set_gather(e, f, p.payload_off, src, len);
-			e->resp_gather_f = f;
-			e->resp_gather_seq = f->gather_seq;
-		} else
-			xr_dma_read(mr, res->stream_va + off, f->data + p.payload_off, len);
-	}
+	if (len)
+		xr_dma_read(mr, res->stream_va + off, f->data + p.payload_off, len);
 	xr_tx_commit(e, tx, f, &p);
 	xr_cc_sent(e, qp, now, f->len);
 	res->next_psn = psn_add(res->next_psn, 1);

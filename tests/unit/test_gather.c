@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Gather frames (link.h): payloads sent by reference on an XR_MEM_GATHER
- * pair (a requester's WRITE and SEND, a responder's READ responses). What arrives is what was sent, the ICRC covers the payload where
+ * pair. What arrives is what was sent, the ICRC covers the payload where
  * it lies, retransmissions are copies, and once the host may reuse a
  * buffer (a failed or flushed send, a success acknowledged ahead of the
  * reads, a region deregistered, a QP destroyed, a soft reset, the engine
@@ -20,7 +20,6 @@
 #include <cmocka.h>
 
 #include "gather_harness.h"
-#include "nic/dma_hook.h"
 #include "xroce/engine.h"
 #include "xroce/fabric.h"
 #include "xroce/regmap.h"
@@ -101,219 +100,6 @@ static void test_a_deregistered_region_settles_its_frames(void **state)
 static void test_a_destroyed_qp_settles_its_frames(void **state)
 {
 	freed_after(true, state);
-}
-
-/* READ responses leave by reference too, from b's region: b deregisters
- * and frees it while its responses wait unread, and a still gets the
- * bytes as they were (their payload copied in first; ASan aborts on a read
- * of the freed buffer). The READ then completes without a retry. */
-static void test_read_responses_by_reference_settle_when_their_region_goes(void **state)
-{
-	struct pair p;
-	struct h_opts o = gather_opts();
-	uint8_t *buf = malloc(MSG), want[MSG];
-	struct xr_sge s;
-	struct xr_send_wr w = { .wr_id = 7, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_READ,
-				.send_flags = XR_SEND_SIGNALED };
-	struct xr_send_wr *bad;
-	struct xr_mr *mr;
-	struct xr_wc wc;
-
-	(void)state;
-	assert_non_null(buf);
-	assert_int_equal(h_open(&p, &o), 0);
-	mr = xr_reg_mr(p.b.pd, buf, MSG, XR_ACCESS_LOCAL_WRITE | XR_ACCESS_REMOTE_READ);
-	assert_non_null(mr);
-	fill(buf, MSG, 23);
-	memcpy(want, buf, MSG);
-	s = (struct xr_sge){ (uintptr_t)h_data(&p.a), MSG, p.a.mr->lkey };
-	w.wr.rdma.remote_addr = (uintptr_t)buf;
-	w.wr.rdma.rkey = mr->rkey;
-	assert_int_equal(xr_post_send(p.a.qp[0], &w, &bad), 0);
-	send_only(&p);   /* the request leaves */
-	for (int i = 0; i < 4; i++)   /* b answers; a reads nothing yet */
-		xr_engine_progress(xr_context_engine(p.b.ctx));
-	assert_int_equal(p.lb->stats.tx_gather, MSG / 4096);
-	assert_int_equal(p.lb->stats.gather_settled, 0);
-	assert_int_equal(xr_dereg_mr(mr), 0);
-	assert_int_equal(p.lb->stats.gather_settled, MSG / 4096);
-	memset(buf, 0xA5, MSG);
-	free(buf);
-	assert_int_equal(h_wait(&p, &p.a, &wc, 2000), 1);
-	assert_int_equal(wc.status, XR_WC_SUCCESS);
-	assert_memory_equal(h_data(&p.a), want, 4096);
-	assert_int_equal(h_counter(&p.a, XR_CNT_PARSE_BAD_ICRC), 0);
-	assert_int_equal(h_counter(&p.a, XR_CNT_RETRANSMITS), 0);
-	h_close(&p);
-}
-
-/* A READ of len bytes of b's region posted by a, b's responses built by
- * reference and not read yet (its engine alone); o picks the options. */
-static void read_answered_unread(struct pair *p, struct h_opts *o, uint8_t *want, uint32_t len)
-{
-	struct xr_sge s;
-	struct xr_send_wr w = { .wr_id = 9, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_READ,
-				.send_flags = XR_SEND_SIGNALED };
-	struct xr_send_wr *bad;
-
-	assert_int_equal(h_open(p, o), 0);
-	fill(h_data(&p->b), MSG, 41);
-	memcpy(want, h_data(&p->b), MSG);
-	s = (struct xr_sge){ (uintptr_t)h_data(&p->a), len, p->a.mr->lkey };
-	w.wr.rdma.remote_addr = (uintptr_t)h_data(&p->b);
-	w.wr.rdma.rkey = p->b.mr->rkey;
-	assert_int_equal(xr_post_send(p->a.qp[0], &w, &bad), 0);
-	send_only(p);
-	for (int i = 0; i < 4; i++)
-		xr_engine_progress(xr_context_engine(p->b.ctx));
-	assert_int_equal(p->lb->stats.tx_gather, len / 4096);
-}
-
-/* b's host writes the region after its responses left by reference: a
- * finds every ICRC bad and asks for the READ again at once, without
- * drawing on retry_cnt (0 here: a retry charged to it would fail the
- * READ), and gets the bytes as they are now, from a copy. */
-static void test_a_read_of_memory_changed_after_its_responses_left_asks_again(void **state)
-{
-	struct pair p;
-	struct h_opts o = gather_opts();
-	uint8_t want[MSG];
-	struct xr_wc wc;
-
-	(void)state;
-	o.retry_cnt = 0;
-	read_answered_unread(&p, &o, want, MSG);
-	fill(h_data(&p.b), MSG, 77);
-	memcpy(want, h_data(&p.b), MSG);
-	assert_int_equal(h_wait(&p, &p.a, &wc, 2000), 1);
-	assert_int_equal(wc.status, XR_WC_SUCCESS);
-	assert_memory_equal(h_data(&p.a), want, MSG);
-	assert_int_equal(h_counter(&p.a, XR_CNT_PARSE_BAD_ICRC), MSG / 4096);
-	assert_int_equal(h_counter(&p.a, XR_CNT_RETRANSMITS), 1);
-	assert_int_equal(h_counter(&p.a, XR_CNT_ACK_TIMEOUTS), 0);
-	assert_int_equal(p.lb->stats.tx_gather, MSG / 4096);   /* the replay was copied */
-	h_close(&p);
-}
-
-static struct pair *scribbled;
-
-static void scribble_b(void *arg)
-{
-	(void)arg;
-	memset(h_data(&scribbled->b), 0xEE, MSG);
-}
-
-/* b's host writes the region while a places what it checked (a READ of
- * one packet): a places the bytes its ICRC check read, never newer ones no
- * check covered. */
-static void test_a_read_response_is_placed_as_it_was_checked(void **state)
-{
-	struct pair p;
-	struct h_opts o = gather_opts();
-	uint8_t want[MSG];
-	struct xr_wc wc;
-
-	(void)state;
-	read_answered_unread(&p, &o, want, 4096);
-	scribbled = &p;
-	xr_dma_write_hook = scribble_b;
-	for (int i = 0; i < 8; i++)   /* a's engine alone: b replays nothing */
-		xr_engine_progress(xr_context_engine(p.a.ctx));
-	xr_dma_write_hook = NULL;
-	assert_int_equal(h_wait(&p, &p.a, &wc, 2000), 1);
-	assert_int_equal(wc.status, XR_WC_SUCCESS);
-	assert_memory_equal(h_data(&p.a), want, 4096);
-	assert_int_equal(h_counter(&p.a, XR_CNT_PARSE_BAD_ICRC), 0);
-	assert_int_equal(h_counter(&p.a, XR_CNT_RETRANSMITS), 0);
-	h_close(&p);
-}
-
-/* a posts a READ of b's region and then, unfenced, a WRITE over it: b
- * runs the WRITE after the READ's responses left by reference, before a
- * has read them. The READ returns the region as it was when it executed
- * (A33), not the WRITE's bytes under a good ICRC. */
-static void test_a_write_after_a_read_by_reference_does_not_change_its_data(void **state)
-{
-	struct pair p;
-	struct h_opts o = gather_opts();
-	uint8_t old[4096], next[4096];
-	struct xr_sge rs, ws;
-	struct xr_send_wr w[2] = {
-		{ .wr_id = 1, .sg_list = &rs, .num_sge = 1, .opcode = XR_WR_RDMA_READ, .send_flags = XR_SEND_SIGNALED },
-		{ .wr_id = 2, .sg_list = &ws, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE, .send_flags = XR_SEND_SIGNALED },
-	};
-	struct xr_send_wr *bad;
-	struct xr_wc wc;
-
-	(void)state;
-	assert_int_equal(h_open(&p, &o), 0);
-	fill(h_data(&p.b), 4096, 5);
-	memcpy(old, h_data(&p.b), 4096);
-	fill(h_data(&p.a) + 8192, 4096, 171);
-	memcpy(next, h_data(&p.a) + 8192, 4096);
-	rs = (struct xr_sge){ (uintptr_t)h_data(&p.a), 4096, p.a.mr->lkey };
-	ws = (struct xr_sge){ (uintptr_t)h_data(&p.a) + 8192, 4096, p.a.mr->lkey };
-	for (int i = 0; i < 2; i++) {
-		w[i].wr.rdma.remote_addr = (uintptr_t)h_data(&p.b);
-		w[i].wr.rdma.rkey = p.b.mr->rkey;
-	}
-	w[0].next = &w[1];
-	assert_int_equal(xr_post_send(p.a.qp[0], w, &bad), 0);
-	send_only(&p);   /* both requests leave */
-	for (int i = 0; i < 4; i++)   /* b answers the READ and runs the WRITE */
-		xr_engine_progress(xr_context_engine(p.b.ctx));
-	assert_memory_equal(h_data(&p.b), next, 4096);
-	for (int i = 0; i < 2; i++) {
-		assert_int_equal(h_wait(&p, &p.a, &wc, 2000), 1);
-		assert_int_equal(wc.status, XR_WC_SUCCESS);
-	}
-	assert_memory_equal(h_data(&p.a), old, 4096);
-	assert_int_equal(h_counter(&p.a, XR_CNT_PARSE_BAD_ICRC), 0);
-	h_close(&p);
-}
-
-/* The same with a SEND after the READ: b's host, told of the SEND, writes
- * the region; the READ, which ran before the SEND, still returns it as it
- * was then. */
-static void test_a_send_after_a_read_by_reference_does_not_change_its_data(void **state)
-{
-	struct pair p;
-	struct h_opts o = gather_opts();
-	uint8_t old[4096];
-	struct xr_sge rs, ss, qs;
-	struct xr_recv_wr r = { .wr_id = 3, .sg_list = &qs, .num_sge = 1 }, *rbad;
-	struct xr_send_wr w[2] = {
-		{ .wr_id = 1, .sg_list = &rs, .num_sge = 1, .opcode = XR_WR_RDMA_READ, .send_flags = XR_SEND_SIGNALED },
-		{ .wr_id = 2, .sg_list = &ss, .num_sge = 1, .opcode = XR_WR_SEND, .send_flags = XR_SEND_SIGNALED },
-	};
-	struct xr_send_wr *bad;
-	struct xr_wc wc;
-	int got = 0;
-
-	(void)state;
-	assert_int_equal(h_open(&p, &o), 0);
-	fill(h_data(&p.b), 4096, 9);
-	memcpy(old, h_data(&p.b), 4096);
-	qs = (struct xr_sge){ (uintptr_t)h_data(&p.b) + 16384, 64, p.b.mr->lkey };
-	assert_int_equal(xr_post_recv(p.b.qp[0], &r, &rbad), 0);
-	rs = (struct xr_sge){ (uintptr_t)h_data(&p.a), 4096, p.a.mr->lkey };
-	ss = (struct xr_sge){ (uintptr_t)h_data(&p.a) + 8192, 8, p.a.mr->lkey };
-	w[0].wr.rdma.remote_addr = (uintptr_t)h_data(&p.b);
-	w[0].wr.rdma.rkey = p.b.mr->rkey;
-	w[0].next = &w[1];
-	assert_int_equal(xr_post_send(p.a.qp[0], w, &bad), 0);
-	send_only(&p);
-	for (int i = 0; i < 1000 && !got; i++)   /* b's engine alone, until its host has the SEND */
-		got = xr_poll_cq(p.b.cq, 1, &wc);
-	assert_int_equal(got, 1);
-	assert_int_equal(wc.status, XR_WC_SUCCESS);
-	memset(h_data(&p.b), 0xEE, 4096);
-	for (int i = 0; i < 2; i++) {
-		assert_int_equal(h_wait(&p, &p.a, &wc, 2000), 1);
-		assert_int_equal(wc.status, XR_WC_SUCCESS);
-	}
-	assert_memory_equal(h_data(&p.a), old, 4096);
-	h_close(&p);
 }
 
 /* The peer's ePSN is ahead of a's PSN (connected so by mistake): it takes
@@ -733,11 +519,6 @@ int main(void)
 		cmocka_unit_test(test_a_failed_qp_settles_its_frames),
 		cmocka_unit_test(test_a_deregistered_region_settles_its_frames),
 		cmocka_unit_test(test_a_destroyed_qp_settles_its_frames),
-		cmocka_unit_test(test_read_responses_by_reference_settle_when_their_region_goes),
-		cmocka_unit_test(test_a_read_of_memory_changed_after_its_responses_left_asks_again),
-		cmocka_unit_test(test_a_read_response_is_placed_as_it_was_checked),
-		cmocka_unit_test(test_a_write_after_a_read_by_reference_does_not_change_its_data),
-		cmocka_unit_test(test_a_send_after_a_read_by_reference_does_not_change_its_data),
 		cmocka_unit_test(test_a_soft_reset_settles_its_frames),
 		cmocka_unit_test(test_an_ack_ahead_of_the_reads_settles),
 		cmocka_unit_test(test_a_local_op_after_an_early_ack_settles),
