@@ -72,7 +72,8 @@ struct xr_rd_res {
 	uint8_t  kind;               /* 0 free, 1 READ, 2 atomic */
 	bool     queued;             /* its responses wait in the response queue */
 	bool     replay;             /* ...for a duplicate request (already answered once) */
-	bool     redo;               /* a duplicate's replay follows the stream (below) */
+	bool     redo;               /* a duplicate's replay follows the stream (below; read
+	                              * only while queued, cleared by queue_res) */
 	uint32_t first_psn, last_psn;
 	uint64_t va;
 	uint32_t rkey, len;

@@ -90,7 +90,6 @@ static void cancel_replay(struct xr_qp *qp, struct xr_rd_res *res)
 			it->kind = XR_ITEM_CANCELLED;
 	}
 	res->queued = false;
-	res->redo = false;
 }
 
 /* The slot a new READ/atomic takes is busy with responses never sent:
@@ -244,12 +243,8 @@ static void duplicate_rd_atomic(struct xr_engine *e, struct xr_qp *qp, const str
 			}
 			return;
 		}
-		if (res->kind == RES_READ) {
-			res->stream_psn = p->psn;
-			res->stream_va = p->reth.va;
-			res->stream_len = p->reth.len;
-			res->next_psn = p->psn;
-		}
+		if (res->kind == RES_READ)
+			xr_rd_stream_from(res, p->psn, p->reth.va, p->reth.len);
 		if (!xr_resp_q_has_room(rs) || !queue_res(qp, res, true))
 			xr_count(e, XR_CNT_DROP_RESP_BUSY, 1);
 		return;
@@ -428,10 +423,7 @@ static void rx_read(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *
 	res->rkey = p->reth.rkey;
 	res->len = p->reth.len;
 	res->msn = qp->ctx.msn;
-	res->stream_psn = p->psn;
-	res->stream_va = res->va;
-	res->stream_len = res->len;
-	res->next_psn = p->psn;
+	xr_rd_stream_from(res, p->psn, res->va, res->len);
 	queue_res(qp, res, false);
 	*npsn = (uint32_t)n;
 }

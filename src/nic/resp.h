@@ -39,6 +39,14 @@ static inline bool xr_resp_q_has_room(const struct xr_resp *rs)
 	return rs->q_len + 3 <= XR_RESP_QUEUE;
 }
 
+/* A READ resource's response stream from psn: len bytes at va. */
+static inline void xr_rd_stream_from(struct xr_rd_res *res, uint32_t psn, uint64_t va, uint32_t len)
+{
+	res->stream_psn = res->next_psn = psn;
+	res->stream_va = va;
+	res->stream_len = len;
+}
+
 /* resp.c */
 /* A request, now that every request before it has run and the READ
  * responses owed before it have been built (A33). */

@@ -66,7 +66,6 @@ static void response_refused(struct xr_engine *e, struct xr_qp *qp, struct xr_re
 			     struct xr_rd_res *res)
 {
 	res->queued = false;
-	res->redo = false;
 	xr_count(e, XR_CNT_RKEY_VIOLATION, 1);
 	it->kind = XR_ITEM_ACK;
 	it->syndrome = XR_AETH_NAK_REM_ACCESS;
@@ -150,9 +149,7 @@ static bool send_response(struct xr_engine *e, struct xr_qp *qp, struct xr_resp_
 		 * from here, ahead of anything queued after the READ. */
 		res->redo = false;
 		res->replay = true;
-		res->stream_psn = res->next_psn = res->redo_psn;
-		res->stream_va = res->redo_va;
-		res->stream_len = res->redo_len;
+		xr_rd_stream_from(res, res->redo_psn, res->redo_va, res->redo_len);
 	} else if (idx + 1 >= n) {
 		res->queued = false;
 		xr_resp_q_pop(&qp->resp);
@@ -278,7 +275,7 @@ void xr_resp_flush(struct xr_qp *qp)
 			keep = i + 1;
 	for (unsigned i = keep; i < rs->q_len; i++)
 		if (xr_resp_q_at(qp, i)->kind == XR_ITEM_RES)
-			rs->res[xr_resp_q_at(qp, i)->res].queued = rs->res[xr_resp_q_at(qp, i)->res].redo = false;
+			rs->res[xr_resp_q_at(qp, i)->res].queued = false;
 	rs->q_len = (uint8_t)keep;
 	rs->held_len = 0;
 }
