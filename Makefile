@@ -3,7 +3,7 @@ JOBS  ?= $(shell nproc)
 CMAKE ?= cmake
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build demo test test-fast test-asan test-fuzz test-interop bench docs interop install clean
+.PHONY: all deps build demo test test-fast test-asan test-tsan test-fuzz test-interop bench docs interop install clean
 
 all: build
 
@@ -18,9 +18,10 @@ build: deps
 demo: build
 	@scripts/demo.sh
 
-# Every test: the normal build, the same suite under ASan+UBSan, the
-# parser fuzzer for a bounded time, and interop with Linux rxe in a VM.
-test: test-fast test-asan test-fuzz test-interop
+# Every test: the normal build, the same suite under ASan+UBSan, the unit
+# tests under ThreadSanitizer, the parser fuzzer for a bounded time, and
+# interop with Linux rxe in a VM.
+test: test-fast test-asan test-tsan test-fuzz test-interop
 
 # Each stage says when it starts: a slow CI run shows where its time went.
 test-fast: build
@@ -34,6 +35,15 @@ test-asan: deps
 	@echo "[$$(date +%T)] test-asan: run"
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build-asan --output-on-failure -j$(JOBS)
+
+# The unit tests' threads (posters, engines, progress threads, links) under
+# ThreadSanitizer; tests/tsan.supp names what races by design.
+test-tsan: deps
+	@echo "[$$(date +%T)] test-tsan: build"
+	@CC=clang $(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DXROCE_TSAN=ON >/dev/null
+	@$(CMAKE) --build build-tsan -j$(JOBS)
+	@echo "[$$(date +%T)] test-tsan: run"
+	ctest --test-dir build-tsan --output-on-failure -j$(JOBS)
 
 test-fuzz: deps
 	@echo "[$$(date +%T)] test-fuzz"
@@ -79,4 +89,4 @@ install: build
 	$(CMAKE) --install build --prefix $(PREFIX)
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz

@@ -51,6 +51,7 @@ int xr_engine_progress(struct xr_engine *e);
  * slice of a blocking wait) uses xr_engine_progress, which always looks. */
 int xr_engine_poll(struct xr_engine *e);
 int xr_engine_start_thread(struct xr_engine *e);
+#define XR_PROGRESS_THREAD_NAME "xroce-progress"   /* its name, as top -H and perf show it */
 /* A pass run by a caller that polls for completions while the engine has
  * its own thread: while callers keep doing so, the thread stays out of
  * their way (on a small machine it would take the cores they spin on and

@@ -299,6 +299,21 @@ static int check_modify(const struct xr_qp *qp, const struct xr_qp_attr *a, int 
 	return 0;
 }
 
+/* The context as committed. Posts read its state under their queue's
+ * lock (post.c), so it changes under both; a RESET's commit holds them. */
+static void hw_set(struct xr_qp *qp, const struct xr_qp_ctx *c, bool queues_held)
+{
+	if (!queues_held) {
+		pthread_mutex_lock(&qp->sq_lock);
+		pthread_mutex_lock(&qp->rq_lock);
+	}
+	qp->hw = *c;
+	if (!queues_held) {
+		pthread_mutex_unlock(&qp->rq_lock);
+		pthread_mutex_unlock(&qp->sq_lock);
+	}
+}
+
 /* Under both CQs' locks (xr_cq_lock_pair). */
 static void mark_stale(struct xr_qp *qp)
 {
@@ -324,8 +339,11 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 		/* The engine moves a QP to ERR or SQE by itself: judge the
 		 * modify from the state it is in, not the one last set here. */
 		struct xr_qp_ctx now;
-		if (!xr_regio_qp_read(ctx->regs, qp->qpn, &now))
-			qp->hw.state = now.state;
+		if (!xr_regio_qp_read(ctx->regs, qp->qpn, &now) && now.state != qp->hw.state) {
+			next = qp->hw;
+			next.state = now.state;
+			hw_set(qp, &next, false);
+		}
 	}
 	rc = check_modify(qp, a, mask);
 	if (rc)
@@ -428,7 +446,7 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 	else if (reset)
 		qp->sq_pi = was[0], qp->sq_ci = was[1], qp->rq_pi = was[2], qp->rq_ci = was[3];
 	if (!rc) {
-		qp->hw = next;   /* a RESET's under the queues' locks: posts read the state there */
+		hw_set(qp, &next, reset);
 		if (mask & XR_QP_AV)
 			qp->static_rate = a->ah_attr.static_rate;
 		if (mask & XR_QP_RATE_LIMIT)

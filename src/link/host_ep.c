@@ -489,6 +489,7 @@ int host_ep_open(struct host_ep **out, const xr_gid *addr)
 	err = -pthread_create(&h->thread, NULL, control_thread, h);
 	if (err)
 		goto fail;
+	pthread_setname_np(h->thread, "xroce-host");
 	h->thread_started = true;
 	*out = h;
 	return 0;

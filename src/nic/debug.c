@@ -117,6 +117,7 @@ int xr_engine_serve_debug(struct xr_engine *e, const char *path)
 		e->debug.listen_fd = -1;
 		return -err;
 	}
+	pthread_setname_np(e->debug.thread, "xroce-debug");
 	e->debug.running = true;
 	return 0;
 }

@@ -448,6 +448,7 @@ int xr_engine_start_thread(struct xr_engine *e)
 	err = pthread_create(&e->progress.thread, NULL, progress_thread, e);
 	if (err)
 		return -err;
+	pthread_setname_np(e->progress.thread, XR_PROGRESS_THREAD_NAME);   /* top -H, perf, tests */
 	e->progress.started = true;
 	return 0;
 }

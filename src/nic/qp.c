@@ -438,6 +438,22 @@ static void merge(struct xr_qp_ctx *live, const struct xr_qp_ctx *s, uint32_t ma
 #undef TAKE
 }
 
+/* The receive doorbell reads srqn, rq_log_size and state without the QP's
+ * lock (xr_doorbell). A commit or a retire writes the context a word at a
+ * time, each an atomic store, so such a read is never a data race. */
+typedef uint64_t __attribute__((may_alias)) ctx_word;
+
+static void ctx_store(struct xr_qp_ctx *dst, const struct xr_qp_ctx *src)
+{
+	_Static_assert(sizeof(struct xr_qp_ctx) % sizeof(ctx_word) == 0 &&
+		       _Alignof(struct xr_qp_ctx) >= _Alignof(ctx_word), "the context is whole words");
+	ctx_word *d = (ctx_word *)dst;
+	const ctx_word *s = (const ctx_word *)src;
+
+	for (size_t i = 0; i < sizeof(*dst) / sizeof(*d); i++)
+		__atomic_store_n(&d[i], s[i], __ATOMIC_RELAXED);
+}
+
 /* In SQD with WQEs started and not all completed: still draining (B28;
  * the SQ_DRAINED event comes when the last one completes, req.c). */
 static bool sq_draining(const struct xr_qp *qp)
@@ -508,7 +524,7 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 			__atomic_store_n(&qp->sq_pi, 0, __ATOMIC_RELAXED);
 			__atomic_store_n(&qp->rq_pi, 0, __ATOMIC_RELAXED);
 		}
-		qp->ctx = next;
+		ctx_store(&qp->ctx, &next);
 		/* Under the lock, with the context: a pass that takes the QP
 		 * after the commit never builds from a template of before it. */
 		xr_tx_headers_stale(e);
@@ -551,7 +567,7 @@ static void qp_retire(struct xr_engine *e, struct xr_qp *qp)
 	if (qp->in_use)
 		atomic_fetch_sub(&e->qp_mem.qps, 1);
 	__atomic_store_n(&qp->in_use, false, __ATOMIC_RELEASE);
-	memset(&qp->ctx, 0, sizeof(qp->ctx));
+	ctx_store(&qp->ctx, &(struct xr_qp_ctx){ 0 });
 	__atomic_store_n(&qp->sq_pi, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&qp->rq_pi, 0, __ATOMIC_RELAXED);
 	runtime_reset(e, qp, false);
@@ -724,12 +740,10 @@ enum xr_axi_resp xr_doorbell(struct xr_engine *e, uint32_t addr, uint32_t val)
 			 * slots its completions freed is never refused; an index
 			 * behind a WQE taken meanwhile gets past, and the engine
 			 * reads it as nothing posted (xr_qp_rq_pi). The indexes
-			 * and the data path's moves to ERR are atomic stores. A
-			 * commit, a destroy and a soft reset write the context
-			 * plainly (a host posting while another thread moves
-			 * its QP to ERR is the usual flush): byte and word
-			 * fields, read whole, and a commit to ERR queues the QP
-			 * itself, so those races are formal only. */
+			 * and the data path's moves to ERR are atomic stores; a
+			 * commit, a destroy and a soft reset store the context
+			 * a word at a time (ctx_store), and a commit to ERR
+			 * queues the QP itself. */
 			if (__atomic_load_n(&qp->ctx.srqn, __ATOMIC_RELAXED))
 				return XR_AXI_SLVERR;   /* its receive WQEs come from the SRQ */
 			if (!xr_ring_pi_fits((uint16_t)val, __atomic_load_n(&qp->rq_head, __ATOMIC_RELAXED),

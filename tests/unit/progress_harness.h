@@ -62,8 +62,9 @@ static inline void stop_b_and_close(struct pair *p)
 	h_close(p);
 }
 
-/* The engine threads are this process's threads other than the caller
- * (the mem link has none of its own). Fills tids, returns how many. */
+/* The engine threads: this process's threads by their name (the mem
+ * link has none of its own; ThreadSanitizer's runtime has one). Fills
+ * tids, returns how many. */
 static inline int other_threads(pid_t *tids, int cap)
 {
 	DIR *d = opendir("/proc/self/task");
@@ -73,7 +74,18 @@ static inline int other_threads(pid_t *tids, int cap)
 	assert_non_null(d);
 	while ((de = readdir(d)) && n < cap) {
 		pid_t t = (pid_t)atoi(de->d_name);
-		if (t > 0 && t != gettid())
+		char path[64], name[32] = "";
+		FILE *f;
+
+		if (t <= 0 || t == gettid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)t);
+		if ((f = fopen(path, "r"))) {
+			if (!fgets(name, sizeof(name), f))
+				name[0] = '\0';
+			fclose(f);
+		}
+		if (!strncmp(name, XR_PROGRESS_THREAD_NAME "\n", sizeof(XR_PROGRESS_THREAD_NAME)))
 			tids[n++] = t;
 	}
 	closedir(d);

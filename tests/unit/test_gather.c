@@ -368,10 +368,11 @@ static void test_settle_copies_unclaimed_and_waits_for_a_reader(void **state)
 	atomic_init(&s.done, false);
 	assert_int_equal(pthread_create(&t, NULL, settle_thread, &s), 0);
 	/* The settle's first step, however late its thread runs (a fixed
-	 * 50 ms failed now and then on a loaded machine). */
-	for (int i = 0; i < 5000 && !__atomic_load_n(&a->stats.gather_settled, __ATOMIC_RELAXED); i++)
+	 * 50 ms failed now and then on a loaded machine). Its frame state,
+	 * not the link's counter: that is the settling thread's own. */
+	for (int i = 0; i < 5000 && __atomic_load_n(&got[1]->gather_state, __ATOMIC_ACQUIRE) != XR_GATHER_COPIED; i++)
 		usleep(1000);
-	assert_int_equal(a->stats.gather_settled, 1);       /* the other copied in */
+	assert_int_equal(__atomic_load_n(&got[1]->gather_state, __ATOMIC_ACQUIRE), XR_GATHER_COPIED);   /* the other copied in */
 	usleep(50 * 1000);
 	assert_false(atomic_load(&s.done));                 /* waits for the reader */
 	xr_link_frame_free(b, got[0]);
@@ -379,6 +380,7 @@ static void test_settle_copies_unclaimed_and_waits_for_a_reader(void **state)
 		usleep(1000);
 	assert_true(atomic_load(&s.done));
 	pthread_join(t, NULL);
+	assert_int_equal(a->stats.gather_settled, 1);
 
 	memset(src[1], 0, sizeof(src[1]));                  /* the host's buffer is gone */
 	assert_null(xr_frame_claim(got[1]));                /* its bytes are in the frame */
