@@ -461,6 +461,17 @@ static bool sq_draining(const struct xr_qp *qp)
 	return qp->ctx.state == XR_QPS_SQD && qp->req.tail != qp->req.started_end;
 }
 
+/* What a QP's work hangs on (its rings, CQs, PD and SRQ) is chosen in
+ * RESET only: on a live QP, WQEs posted and in flight would be read from
+ * another ring, complete on another CQ, or be checked against another
+ * PD's keys. A commit that writes the same values (a full mask) passes. */
+static bool anchors_change(const struct xr_qp_ctx *a, const struct xr_qp_ctx *b)
+{
+	return a->sq_base != b->sq_base || a->rq_base != b->rq_base || a->sq_log_size != b->sq_log_size ||
+	       a->rq_log_size != b->rq_log_size || a->sq_cqn != b->sq_cqn || a->rq_cqn != b->rq_cqn ||
+	       a->pd != b->pd || a->srqn != b->srqn;
+}
+
 static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 {
 	struct xr_qp_ctx shadow, next;
@@ -490,8 +501,8 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 		st = XR_CMD_ST_BAD_TYPE;
 	else if (!is_new && !(transitions[old_state] & (1u << next.state)))
 		st = XR_CMD_ST_BAD_TRANSITION;
-	else if (next.srqn != old_srqn && !is_new && old_state != XR_QPS_RESET)
-		st = XR_CMD_ST_BAD_STATE;   /* the SRQ is chosen in RESET only */
+	else if (!is_new && old_state != XR_QPS_RESET && anchors_change(&qp->ctx, &next))
+		st = XR_CMD_ST_BAD_STATE;
 	else if (!is_new && sq_draining(qp) && next.state != XR_QPS_ERR && next.state != XR_QPS_RESET)
 		st = XR_CMD_ST_BAD_STATE;   /* B28: SQD is left or changed once drained */
 	else

@@ -668,9 +668,16 @@ static void test_err_without_a_receive_ring_goes_idle(void **state)
 	struct xr_qp_ctx c = h_qp_read(&p->b);
 
 	(void)state;
-	c.state = XR_QPS_ERR;
+	/* The rings change in RESET only: through RESET and INIT to ERR. */
+	c.state = XR_QPS_RESET;
+	assert_int_equal(xr_regio_write(regs, XR_REG_QP_COMMIT_MASK, XR_QPM_STATE), 0);
+	assert_int_equal(xr_regio_qp_commit(regs, qpn, &c, &st), 0);
+	c.state = XR_QPS_INIT;
 	c.rq_base = 0;
 	assert_int_equal(xr_regio_write(regs, XR_REG_QP_COMMIT_MASK, XR_QPM_STATE | XR_QPM_RINGS), 0);
+	assert_int_equal(xr_regio_qp_commit(regs, qpn, &c, &st), 0);
+	c.state = XR_QPS_ERR;
+	assert_int_equal(xr_regio_write(regs, XR_REG_QP_COMMIT_MASK, XR_QPM_STATE), 0);
 	assert_int_equal(xr_regio_qp_commit(regs, qpn, &c, &st), 0);
 	assert_int_equal(xr_engine_reg_write(eb, XR_REG_DB_RQ + 8 * qpn, 1), XR_AXI_OKAY);
 	for (unsigned i = 0; i < 8; i++)

@@ -62,9 +62,19 @@ static void test_qp_commit_read_and_transitions(void **state)
 	assert_int_equal(xr_regio_qp_commit(R, 20, &c, &st), XR_AXI_SLVERR);
 	assert_int_equal(st, XR_CMD_ST_BAD_MTU);
 	c.path_mtu = 5;
-	c.rq_cqn = 9;
+	c.rq_cqn = 9;   /* a live QP's CQs are its own (RESET only) */
 	assert_int_equal(xr_regio_qp_commit(R, 20, &c, &st), XR_AXI_SLVERR);
-	assert_int_equal(st, XR_CMD_ST_BAD_CQ);
+	assert_int_equal(st, XR_CMD_ST_BAD_STATE);
+	{
+		/* Out of RESET onto a CQ that does not exist. */
+		struct xr_qp_ctx n = c;
+		n.state = XR_QPS_RESET;
+		assert_int_equal(xr_regio_qp_commit(R, 21, &n, &st), 0);
+		n.state = XR_QPS_INIT;
+		assert_int_equal(xr_regio_qp_commit(R, 21, &n, &st), XR_AXI_SLVERR);
+		assert_int_equal(st, XR_CMD_ST_BAD_CQ);
+		assert_int_equal(xr_regio_qp_destroy(R, 21), 0);
+	}
 	c.rq_cqn = 1;
 	assert_int_equal(xr_regio_qp_commit(R, 20, &c, &st), 0);
 	assert_int_equal(xr_regio_qp_commit(R, 20, &c, &st), XR_AXI_SLVERR);   /* RTR->RTR */
@@ -114,6 +124,57 @@ static void test_qp_commit_mask(void **state)
 	assert_int_equal(live.timeout, 20);
 	assert_int_equal(live.sq_psn, 555);
 	assert_int_equal(live.state, XR_QPS_RTS);
+}
+
+/* A live QP's rings, CQs, PD and SRQ stay as they were: a commit that
+ * moves one is refused (BAD_STATE) and changes nothing. The engine took
+ * a new ring in any state, and WQEs in flight were read from it. The
+ * same values pass (a full mask); in RESET they may change. */
+static void test_anchors_change_in_reset_only(void **state)
+{
+	static uint8_t sq[64 * 64], sq2[64 * 64], rq[64 * 64];
+	struct xr_qp_ctx c = rc_ctx(XR_QPS_RESET), before, after, t;
+	uint32_t st;
+
+	(void)state;
+	make_cq(1);
+	make_cq(2);
+	c.sq_base = (uintptr_t)sq;
+	c.rq_base = (uintptr_t)rq;
+	c.sq_log_size = c.rq_log_size = 4;
+	c.pd = 1;
+	make_rts_qp(31, &c);
+	assert_int_equal(xr_qp_snapshot(E, 31, &before), 0);
+	for (int f = 0; f < 7; f++) {
+		t = c;
+		switch (f) {
+		case 0: t.sq_base = (uintptr_t)sq2; break;
+		case 1: t.rq_base = (uintptr_t)sq2; break;
+		case 2: t.sq_log_size = 3; break;
+		case 3: t.rq_log_size = 5; break;
+		case 4: t.sq_cqn = 2; break;
+		case 5: t.rq_cqn = 2; break;
+		case 6: t.pd = 2; break;
+		}
+		st = 0;
+		assert_int_equal(xr_regio_qp_commit(R, 31, &t, &st), XR_AXI_SLVERR);
+		assert_int_equal(st, XR_CMD_ST_BAD_STATE);
+		assert_int_equal(xr_qp_snapshot(E, 31, &after), 0);
+		assert_memory_equal(&after, &before, sizeof(after));
+	}
+	/* A full mask with the same values: the usual read-modify-commit. */
+	c.timeout = 17;
+	assert_int_equal(xr_regio_qp_commit(R, 31, &c, &st), 0);
+	/* In RESET a new ring is taken, and kept through INIT. */
+	c.state = XR_QPS_RESET;
+	assert_int_equal(xr_regio_qp_commit(R, 31, &c, &st), 0);
+	c.sq_base = (uintptr_t)sq2;
+	c.sq_cqn = 2;
+	c.state = XR_QPS_INIT;
+	assert_int_equal(xr_regio_qp_commit(R, 31, &c, &st), 0);
+	assert_int_equal(xr_qp_snapshot(E, 31, &after), 0);
+	assert_int_equal(after.sq_base, (uintptr_t)sq2);
+	assert_int_equal(after.sq_cqn, 2);
 }
 
 /* ---- shadow + commit atomicity against a concurrent data path ---- */
@@ -449,6 +510,7 @@ int main(void)
 		cmocka_unit_test(test_an_engine_is_made_without_writing_its_cq_table),
 		cmocka_unit_test_setup_teardown(test_qp_commit_read_and_transitions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_qp_commit_mask, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_anchors_change_in_reset_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_commit_is_atomic_under_traffic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recv_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mr_keys_and_validation, setup, teardown),
