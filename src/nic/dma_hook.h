@@ -9,7 +9,9 @@
 #ifndef XR_NIC_DMA_HOOK_H
 #define XR_NIC_DMA_HOOK_H
 
-extern void (*volatile xr_dma_write_hook)(void *arg);
-extern void *volatile xr_dma_write_hook_arg;
+#include "test_hooks.h"   /* XR_TEST_HOOK */
+
+extern XR_TEST_HOOK void (*volatile xr_dma_write_hook)(void *arg);
+extern XR_TEST_HOOK void *volatile xr_dma_write_hook_arg;
 
 #endif

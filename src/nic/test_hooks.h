@@ -12,9 +12,13 @@
 #ifndef XR_NIC_TEST_HOOKS_H
 #define XR_NIC_TEST_HOOKS_H
 
-extern void (*volatile xr_qp_commit_hook)(void *arg);
-extern void *volatile xr_qp_commit_hook_arg;
-extern void (*volatile xr_rq_doorbell_hook)(void *arg);
-extern void *volatile xr_rq_doorbell_hook_arg;
+/* Linked into the tests from the static library; never exported by the
+ * shared one (a program could set them and run code inside a pass). */
+#define XR_TEST_HOOK __attribute__((visibility("hidden")))
+
+extern XR_TEST_HOOK void (*volatile xr_qp_commit_hook)(void *arg);
+extern XR_TEST_HOOK void *volatile xr_qp_commit_hook_arg;
+extern XR_TEST_HOOK void (*volatile xr_rq_doorbell_hook)(void *arg);
+extern XR_TEST_HOOK void *volatile xr_rq_doorbell_hook_arg;
 
 #endif
