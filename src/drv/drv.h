@@ -87,7 +87,8 @@ struct xr_qp {
 	struct xr_pd *pd;
 	uint32_t qpn;
 	struct xr_qp_init_attr init;
-	struct xr_qp_ctx hw;           /* the context as last committed; written under ctx->lock and both queue locks (hw_set) */
+	struct xr_qp_ctx hw;           /* the context as last committed (ctx->lock) */
+	uint8_t post_state;            /* hw.state for posts, atomic (hw_set) */
 	uint8_t static_rate;           /* the AV's IBV_RATE_* as given */
 	uint32_t rate_limit;           /* IBV_QP_RATE_LIMIT as given, kb/s */
 	struct xr_hw_wqe *sq;

@@ -169,6 +169,7 @@ static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr 
 	struct xr_send_wr *first = wr;
 	int rc = 0, posted = 0;
 	bool binds = false;
+	uint8_t st;
 
 	if (bad)
 		*bad = NULL;
@@ -176,7 +177,8 @@ static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr 
 	/* Under the queue's lock, as a RESET changes the state and zeroes
 	 * the ring (xr_modify_qp): a post that raced it is refused, not left
 	 * in the new ring for the QP's next life. */
-	if (qp->hw.state != XR_QPS_RTS && qp->hw.state != XR_QPS_SQD && qp->hw.state != XR_QPS_ERR) {
+	st = __atomic_load_n(&qp->post_state, __ATOMIC_ACQUIRE);
+	if (st != XR_QPS_RTS && st != XR_QPS_SQD && st != XR_QPS_ERR) {
 		pthread_mutex_unlock(&qp->sq_lock);
 		if (bad)
 			*bad = wr;
@@ -227,7 +229,7 @@ int xr_post_recv(struct xr_qp *qp, struct xr_recv_wr *wr, struct xr_recv_wr **ba
 	pthread_mutex_lock(&qp->rq_lock);
 	/* F3: a QP on an SRQ has no receive queue of its own. The state
 	 * under the lock, as in post_send. */
-	if (qp->hw.state == XR_QPS_RESET || qp->init.srq) {
+	if (__atomic_load_n(&qp->post_state, __ATOMIC_ACQUIRE) == XR_QPS_RESET || qp->init.srq) {
 		pthread_mutex_unlock(&qp->rq_lock);
 		if (bad)
 			*bad = wr;

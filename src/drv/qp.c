@@ -92,7 +92,7 @@ struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr)
 	attr->cap = qp->init.cap;
 
 	memset(&qp->hw, 0, sizeof(qp->hw));
-	qp->hw.state = XR_QPS_RESET;
+	qp->hw.state = qp->post_state = XR_QPS_RESET;
 	qp->hw.type = (uint8_t)attr->qp_type;
 	qp->hw.srqn = attr->srq ? attr->srq->srqn : 0;
 	if (attr->qp_type == XR_QPT_UD)
@@ -299,19 +299,15 @@ static int check_modify(const struct xr_qp *qp, const struct xr_qp_attr *a, int 
 	return 0;
 }
 
-/* The context as committed. Posts read its state under their queue's
- * lock (post.c), so it changes under both; a RESET's commit holds them. */
-static void hw_set(struct xr_qp *qp, const struct xr_qp_ctx *c, bool queues_held)
+/* The context as committed, under ctx->lock. Posts check only the state,
+ * through post_state: a RESET stores it holding both queue locks (it
+ * zeroes the rings), any other state without them, so an interrupt
+ * handler that modifies the QP from inside a post (its doorbell's event)
+ * does not wait for a lock its own thread holds. */
+static void hw_set(struct xr_qp *qp, const struct xr_qp_ctx *c)
 {
-	if (!queues_held) {
-		pthread_mutex_lock(&qp->sq_lock);
-		pthread_mutex_lock(&qp->rq_lock);
-	}
 	qp->hw = *c;
-	if (!queues_held) {
-		pthread_mutex_unlock(&qp->rq_lock);
-		pthread_mutex_unlock(&qp->sq_lock);
-	}
+	__atomic_store_n(&qp->post_state, c->state, __ATOMIC_RELEASE);
 }
 
 /* Under both CQs' locks (xr_cq_lock_pair). */
@@ -342,7 +338,7 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 		if (!xr_regio_qp_read(ctx->regs, qp->qpn, &now) && now.state != qp->hw.state) {
 			next = qp->hw;
 			next.state = now.state;
-			hw_set(qp, &next, false);
+			hw_set(qp, &next);
 		}
 	}
 	rc = check_modify(qp, a, mask);
@@ -446,7 +442,7 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 	else if (reset)
 		qp->sq_pi = was[0], qp->sq_ci = was[1], qp->rq_pi = was[2], qp->rq_ci = was[3];
 	if (!rc) {
-		hw_set(qp, &next, reset);
+		hw_set(qp, &next);
 		if (mask & XR_QP_AV)
 			qp->static_rate = a->ah_attr.static_rate;
 		if (mask & XR_QP_RATE_LIMIT)
@@ -465,6 +461,8 @@ out:
 int xr_query_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask, struct xr_qp_init_attr *init)
 {
 	struct xr_qp_ctx c;
+	uint32_t rate_limit;
+	uint8_t static_rate;
 	int rc;
 
 	(void)mask;
@@ -472,6 +470,8 @@ int xr_query_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask, struct xr_qp_i
 		return EINVAL;
 	pthread_mutex_lock(&qp->ctx->lock);
 	rc = xr_regio_qp_read(qp->ctx->regs, qp->qpn, &c) ? EIO : 0;
+	rate_limit = qp->rate_limit;   /* a modify's, under the lock */
+	static_rate = qp->static_rate;
 	pthread_mutex_unlock(&qp->ctx->lock);
 	if (rc)
 		return rc;
@@ -488,7 +488,7 @@ int xr_query_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask, struct xr_qp_i
 	a->ah_attr.port_num = 1;
 	a->ah_attr.grh.dgid = c.peer_gid;
 	a->ah_attr.grh.flow_label = c.flow_label;
-	a->ah_attr.static_rate = qp->static_rate;
+	a->ah_attr.static_rate = static_rate;
 	a->ah_attr.grh.hop_limit = c.hop_limit;
 	a->ah_attr.grh.traffic_class = c.traffic_class;
 	a->max_rd_atomic = c.max_rd_atomic;
@@ -498,7 +498,7 @@ int xr_query_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask, struct xr_qp_i
 	a->timeout = c.timeout;
 	a->retry_cnt = c.retry_cnt;
 	a->rnr_retry = c.rnr_retry;
-	a->rate_limit = qp->rate_limit;
+	a->rate_limit = rate_limit;
 	if (init)
 		*init = qp->init;
 	return 0;

@@ -627,8 +627,12 @@ bool xr_qp_any_on_cq(struct xr_engine *e, uint32_t cqn)
 		struct xr_qp *page = __atomic_load_n(&e->qp_pages[p], __ATOMIC_ACQUIRE);
 		for (uint32_t i = 0; page && i < XR_QP_PAGE; i++) {
 			struct xr_qp *qp = &page[i];
+			/* Without the QP's lock: the data path stores the state
+			 * (to ERR or SQE) beside this, atomically. */
 			if (__atomic_load_n(&qp->in_use, __ATOMIC_ACQUIRE) &&
-			    (qp->ctx.sq_cqn == cqn || qp->ctx.rq_cqn == cqn) && qp->ctx.state != XR_QPS_RESET)
+			    (__atomic_load_n(&qp->ctx.sq_cqn, __ATOMIC_RELAXED) == cqn ||
+			     __atomic_load_n(&qp->ctx.rq_cqn, __ATOMIC_RELAXED) == cqn) &&
+			    __atomic_load_n(&qp->ctx.state, __ATOMIC_RELAXED) != XR_QPS_RESET)
 				return true;
 		}
 	}

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "rc_harness.h"
+#include "test_util.h"
 #include "xroce/engine.h"
 
 #define MSG 64u

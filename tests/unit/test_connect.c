@@ -3,12 +3,14 @@
  * xr_qp_connect (src/drv/connect.c): RC and UC QPs connected by it alone
  * carry data over the in-memory link, the attributes it commits are the
  * ones asked for, and a bad argument is a -errno that leaves the QP as it
- * was, never a crash or a half-connected QP.
+ * was, never a crash or a half-connected QP. And a query beside a modify.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include "rc_harness.h"
 
@@ -354,6 +356,50 @@ static void test_sqd_again_drains_again(void **state)
 	h_close(&p);
 }
 
+/* xr_query_qp beside xr_modify_qp on another thread: the query reads
+ * the rate a modify stores, so it reads it under the same lock (it read
+ * rate_limit and static_rate after letting go: a data race, seen by
+ * ThreadSanitizer in make test-tsan). Each answer is one of the two. */
+struct rate_flipper {
+	struct xr_qp *q;
+	atomic_uint done;
+	unsigned failed;
+};
+
+static void *flip_rates(void *arg)
+{
+	struct rate_flipper *f = arg;
+
+	for (unsigned i = 0; i < 400; i++) {
+		struct xr_qp_attr a = { .rate_limit = i & 1 ? 2000000 : 1000000 };
+		f->failed += xr_modify_qp(f->q, &a, XR_QP_RATE_LIMIT) != 0;
+		atomic_fetch_add(&f->done, 1);
+	}
+	return NULL;
+}
+
+static void test_query_beside_a_modify(void **state)
+{
+	struct pair p;
+	struct rate_flipper f = { 0 };
+	pthread_t t;
+
+	(void)state;
+	open_pair(&p);
+	f.q = p.a.qp[0];
+	atomic_init(&f.done, 0);
+	assert_int_equal(pthread_create(&t, NULL, flip_rates, &f), 0);
+	for (unsigned i = 0; i < 100000 && atomic_load(&f.done) < 400; i++) {
+		struct xr_qp_attr a;
+		assert_int_equal(xr_query_qp(f.q, &a, XR_QP_RATE_LIMIT, NULL), 0);
+		assert_true(a.rate_limit == 0 || a.rate_limit == 1000000 || a.rate_limit == 2000000);
+		assert_int_equal(a.qp_state, XR_QPS_RTS);
+	}
+	pthread_join(t, NULL);
+	assert_int_equal(f.failed, 0);
+	h_close(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +409,7 @@ int main(void)
 		cmocka_unit_test(test_bad_arguments),
 		cmocka_unit_test(test_mtu_above_link_leaves_reset),
 		cmocka_unit_test(test_sqd_again_drains_again),
+		cmocka_unit_test(test_query_beside_a_modify),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

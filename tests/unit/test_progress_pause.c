@@ -95,7 +95,7 @@ static long ping_pong(struct pair *p, const pid_t *t, int n, unsigned rounds)
  * cores): a few attempts, and one of them must stay under a quarter of a
  * wakeup per round. A tenth failed once under ASan beside other tests
  * (225-384 in 2,000 rounds), still twenty times below the defect. */
-static void test_a_ping_pong_wakes_no_engine_thread(void **state)
+XR_TIMING_TEST static void test_a_ping_pong_wakes_no_engine_thread(void **state)
 {
 	const unsigned rounds = 2000;
 	long best = -1;
@@ -371,7 +371,7 @@ static uint64_t completion_call_ns(struct pair *p, struct xr_send_wr *wr)
  * skipped), not 64.
  * A READ's completion comes with the response, which shows no answer is
  * coming: it never lingers. */
-static void test_a_linger_waits_only_for_answers_that_come(void **state)
+XR_TIMING_TEST static void test_a_linger_waits_only_for_answers_that_come(void **state)
 {
 	struct pair p;
 	struct xr_sge s;
@@ -422,12 +422,16 @@ static void test_stop_right_after_a_pause(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+#ifndef XR_TEST_TSAN   /* timing or page faults (test_util.h) */
 		cmocka_unit_test(test_a_ping_pong_wakes_no_engine_thread),
+#endif
 		cmocka_unit_test(test_a_frame_after_a_pause_wakes_the_thread),
 		cmocka_unit_test(test_a_return_leaves_the_sleeping_thread_armed),
 		cmocka_unit_test(test_a_return_after_a_grown_lease_starts_short),
 		cmocka_unit_test(test_a_post_beside_the_threads_pass_leaves_at_once),
+#ifndef XR_TEST_TSAN   /* timing or page faults (test_util.h) */
 		cmocka_unit_test(test_a_linger_waits_only_for_answers_that_come),
+#endif
 		cmocka_unit_test(test_stop_right_after_a_pause),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -232,19 +232,13 @@ static void test_receives_through_a_flush(void **state)
 }
 
 /* In the receive doorbell, between its index and its look at the state:
- * b's QP fails and b's engine flushes it, right there. A commit straight
- * to the engine, as the engine's own move to ERR: the driver's would wait
- * for the queue's lock this poster holds. */
+ * b's QP fails and b's engine flushes it, right there. */
 static void fail_b_midway(void *arg)
 {
 	struct pair *p = arg;
-	struct xr_regio *regs = xr_context_regs(p->b.ctx);
-	struct xr_qp_ctx c = h_qp_read(&p->b);
-	uint32_t st = 0;
+	struct xr_qp_attr err = { .qp_state = XR_QPS_ERR };
 
-	c.state = XR_QPS_ERR;
-	assert_int_equal(xr_regio_write(regs, XR_REG_QP_COMMIT_MASK, XR_QPM_STATE), 0);
-	assert_int_equal(xr_regio_qp_commit(regs, xr_qp_num(p->b.qp[0]), &c, &st), 0);
+	assert_int_equal(xr_modify_qp(p->b.qp[0], &err, XR_QP_STATE), 0);
 	for (unsigned i = 0; i < 4; i++)
 		xr_engine_progress(xr_context_engine(p->b.ctx));
 }
