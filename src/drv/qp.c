@@ -302,8 +302,11 @@ static int check_modify(const struct xr_qp *qp, const struct xr_qp_attr *a, int 
 /* The context as committed, under ctx->lock. Posts check only the state,
  * through post_state: a RESET stores it holding both queue locks (it
  * zeroes the rings), any other state without them, so an interrupt
- * handler that modifies the QP from inside a post (its doorbell's event)
- * does not wait for a lock its own thread holds. */
+ * handler that moves the QP to ERR from inside a post (its doorbell's
+ * event) does not wait for a lock its own thread holds. A RESET still
+ * takes the queue locks under ctx->lock: one from such a handler, or
+ * beside a handler that modifies or queries from inside a post, can
+ * deadlock (the driver's own handlers take no lock). */
 static void hw_set(struct xr_qp *qp, const struct xr_qp_ctx *c)
 {
 	qp->hw = *c;

@@ -13,7 +13,8 @@
 /* Registered memory is shared with the program as a NIC's DMA target is:
  * by the verbs' contract its threads may spin on a buffer a WRITE lands
  * in, or change a source being read. Under ThreadSanitizer only that host
- * side of a copy is left unchecked; the engine's side, a frame, is
+ * side of a copy is left unchecked; the engine's side, a frame (on a
+ * gather link a WRITE's payload may be the sender's memory instead), is
  * checked as any access (make test-tsan). */
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)

@@ -440,7 +440,8 @@ static void merge(struct xr_qp_ctx *live, const struct xr_qp_ctx *s, uint32_t ma
 
 /* The receive doorbell reads srqn, rq_log_size and state without the QP's
  * lock (xr_doorbell). A commit or a retire writes the context a word at a
- * time, each an atomic store, so such a read is never a data race. */
+ * time, each an atomic store, so such a read is no data race (8-byte
+ * stores against 1- and 4-byte loads: GCC's and clang's plain moves). */
 typedef uint64_t __attribute__((may_alias)) ctx_word;
 
 static void ctx_store(struct xr_qp_ctx *dst, const struct xr_qp_ctx *src)

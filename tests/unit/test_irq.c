@@ -537,6 +537,7 @@ static void *post_one(void *arg)
 
 static void test_a_handler_fails_the_qp_of_the_post_that_raised_it(void **state)
 {
+	(void)state;
 	for (int send = 1; send >= 0; send--) {
 		struct pair p;
 		struct failer f = { .p = &p, .end = send ? &p.a : &p.b, .send = send, .rc = -1 };
@@ -544,7 +545,6 @@ static void test_a_handler_fails_the_qp_of_the_post_that_raised_it(void **state)
 		struct xr_qp_init_attr ia;
 		struct xr_engine *e;
 
-		(void)state;
 		assert_int_equal(h_open(&p, &opts), 0);
 		e = eng_of(f.end);
 		assert_int_equal(xr_engine_reg_write(e, XR_REG_EVLOG_MASK, 0), XR_AXI_OKAY);   /* WQE_POSTED too */
