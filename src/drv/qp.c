@@ -337,11 +337,11 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 	{
 		/* The engine moves a QP to ERR or SQE by itself: judge the
 		 * modify from the state it is in, not the one last set here. */
-		struct xr_qp_ctx now;
+		struct xr_qp_ctx now, moved;
 		if (!xr_regio_qp_read(ctx->regs, qp->qpn, &now) && now.state != qp->hw.state) {
-			next = qp->hw;
-			next.state = now.state;
-			hw_set(qp, &next);
+			moved = qp->hw;
+			moved.state = now.state;
+			hw_set(qp, &moved);
 		}
 	}
 	rc = check_modify(qp, a, mask);

@@ -15,13 +15,8 @@
  * in, or change a source being read. Under ThreadSanitizer only that host
  * side of a copy is left unchecked; the engine's side, a frame (on a
  * gather link a WRITE's payload may be the sender's memory instead), is
- * checked as any access (make test-tsan). */
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define XR_UNDER_TSAN 1
-#endif
-#endif
-#ifdef XR_UNDER_TSAN
+ * checked as any access (make test-tsan: XR_TSAN). */
+#ifdef XR_TSAN
 void __tsan_ignore_thread_begin(void);
 void __tsan_ignore_thread_end(void);
 void __tsan_read_range(void *addr, unsigned long size);

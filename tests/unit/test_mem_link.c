@@ -288,7 +288,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_order_and_backpressure),
 		cmocka_unit_test(test_pool_returns),
-#ifndef XR_TEST_TSAN   /* timing or page faults (test_util.h) */
+#ifndef XR_TSAN   /* timing or page faults (test_util.h) */
 		cmocka_unit_test(test_the_pool_is_in_memory_before_traffic),
 #endif
 		cmocka_unit_test(test_armed_wakeup),

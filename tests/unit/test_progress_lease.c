@@ -141,7 +141,7 @@ static void stood_by_enough(int stood_by, int rounds)
  * and with a look every 500 us a stream through the thread lost a
  * twentieth of its receiver's time. Once the caller stops, the thread
  * takes over after the grown lease, and no later. */
-XR_TIMING_TEST static void test_a_renewed_lease_is_looked_at_less_often(void **state)
+static void test_a_renewed_lease_is_looked_at_less_often(void **state)
 {
 	struct pair p;
 	pid_t t[8];
@@ -366,9 +366,7 @@ static void test_stop_right_after_the_hand_back(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-#ifndef XR_TEST_TSAN   /* timing or page faults (test_util.h) */
 		cmocka_unit_test(test_a_renewed_lease_is_looked_at_less_often),
-#endif
 		cmocka_unit_test(test_a_lease_taken_again_starts_short),
 		cmocka_unit_test(test_a_polling_caller_holds_the_thread_back),
 		cmocka_unit_test(test_an_assisting_poll_serves_a_due_timer),

@@ -422,14 +422,14 @@ static void test_stop_right_after_a_pause(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-#ifndef XR_TEST_TSAN   /* timing or page faults (test_util.h) */
+#ifndef XR_TSAN   /* timing or page faults (test_util.h) */
 		cmocka_unit_test(test_a_ping_pong_wakes_no_engine_thread),
 #endif
 		cmocka_unit_test(test_a_frame_after_a_pause_wakes_the_thread),
 		cmocka_unit_test(test_a_return_leaves_the_sleeping_thread_armed),
 		cmocka_unit_test(test_a_return_after_a_grown_lease_starts_short),
 		cmocka_unit_test(test_a_post_beside_the_threads_pass_leaves_at_once),
-#ifndef XR_TEST_TSAN   /* timing or page faults (test_util.h) */
+#ifndef XR_TSAN   /* timing or page faults (test_util.h) */
 		cmocka_unit_test(test_a_linger_waits_only_for_answers_that_come),
 #endif
 		cmocka_unit_test(test_stop_right_after_a_pause),

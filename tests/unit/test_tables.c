@@ -507,7 +507,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		/* First: before other tests' freed tables make the heap reuse its pages. */
-#ifndef XR_TEST_TSAN   /* timing or page faults (test_util.h) */
+#ifndef XR_TSAN   /* timing or page faults (test_util.h) */
 		cmocka_unit_test(test_an_engine_is_made_without_writing_its_cq_table),
 #endif
 		cmocka_unit_test_setup_teardown(test_qp_commit_read_and_transitions, setup, teardown),

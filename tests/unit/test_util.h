@@ -11,16 +11,11 @@
 #include <string.h>
 #include <sys/resource.h>
 
-/* Under ThreadSanitizer (make test-tsan) threads run many times slower
- * and memory is laid out by its runtime: the few tests that count
+/* Under ThreadSanitizer (make test-tsan: XR_TSAN) threads run many times
+ * slower and memory is laid out by its runtime: the few tests that count
  * wakeups, time a lease or a linger, or count page faults are left out of
  * that build (each marked where it is listed). */
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define XR_TEST_TSAN 1
-#endif
-#endif
-#define XR_TIMING_TEST __attribute__((unused))   /* not listed under XR_TEST_TSAN */
+#define XR_TIMING_TEST __attribute__((unused))   /* not listed under XR_TSAN */
 
 /* Hex string with optional spaces, '|' and newlines -> bytes; returns length. */
 static inline size_t hex_to_bytes(const char *hex, uint8_t *out, size_t cap)
