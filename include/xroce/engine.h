@@ -114,7 +114,9 @@ void xr_engine_set_irq(struct xr_engine *e, void (*fn)(void *ctx, uint32_t cqn),
 void xr_engine_set_event_irq(struct xr_engine *e, void (*fn)(void *ctx, uint32_t type, uint32_t qpn), void *ctx);
 /* Interrupts raised on this thread (by any engine) wait for the matching
  * release, as a CPU's are masked: a driver whose handlers issue commands
- * brackets its own command sequences with these. They nest. */
+ * brackets its own command sequences with these. They nest. xroce's
+ * driver (verbs.h) holds them while it holds a lock of its own, so a
+ * handler may call any verb. */
 void xr_engine_irq_hold(void);
 void xr_engine_irq_release(void);
 

@@ -62,9 +62,9 @@ int xr_get_async_event(struct xr_context *ctx, struct xr_async_event *ev, int ti
 	for (;;) {
 		struct pollfd p = { ctx->async_efd, POLLIN, 0 };
 		int left, slice;
-		pthread_mutex_lock(&ctx->lock);
+		drv_lock(&ctx->lock);
 		rc = next_async_event(ctx, ev);
-		pthread_mutex_unlock(&ctx->lock);
+		drv_unlock(&ctx->lock);
 		if (rc < 0)
 			return EIO;
 		/* One count per event told of (the fd is a semaphore); a count

@@ -45,10 +45,10 @@ int xr_qp_connect(struct xr_qp *qp, const struct xr_connect_attr *c)
 
 	if (!qp || !c)
 		return -EINVAL;
-	pthread_mutex_lock(&qp->ctx->lock);
+	drv_lock(&qp->ctx->lock);
 	state = qp->hw.state;
 	type = qp->hw.type;
-	pthread_mutex_unlock(&qp->ctx->lock);
+	drv_unlock(&qp->ctx->lock);
 	rc = type == XR_QPT_RC;
 	/* Not RESET: an INIT QP would pass INIT -> INIT and be connected
 	 * over whatever it was, which is never what a caller meant. */

@@ -46,12 +46,12 @@ struct xr_cq *xr_create_cq(struct xr_context *ctx, int cqe)
 	memset(&c, 0, sizeof(c));
 	c.base = (uintptr_t)cq->ring;
 	c.log_size = (uint8_t)log;
-	pthread_mutex_lock(&ctx->lock);
+	drv_lock(&ctx->lock);
 	cq->cqn = ctx->next_cqn++;
 	rc = cq->cqn < XR_MAX_CQ ? xr_regio_cq_commit(ctx->regs, cq->cqn, &c, NULL) : -ENOSPC;
 	if (!rc)
 		__atomic_store_n(&ctx->cq_by_num[cq->cqn], cq, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&ctx->lock);
+	drv_unlock(&ctx->lock);
 	if (rc) {
 		close(cq->efd);
 		free(cq->ring);
@@ -71,7 +71,7 @@ int xr_destroy_cq(struct xr_cq *cq)
 	if (!cq)
 		return EINVAL;
 	ctx = cq->ctx;
-	pthread_mutex_lock(&ctx->lock);
+	drv_lock(&ctx->lock);
 	rc = xr_regio_cq_destroy(ctx->regs, cq->cqn);
 	/* The device has no such CQ (a soft reset emptied its tables): the
 	 * host's part goes all the same. */
@@ -79,7 +79,7 @@ int xr_destroy_cq(struct xr_cq *cq)
 		rc = 0;
 	if (!rc)
 		__atomic_store_n(&ctx->cq_by_num[cq->cqn], NULL, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&ctx->lock);
+	drv_unlock(&ctx->lock);
 	if (rc)
 		return EBUSY;   /* a QP still uses it */
 	close(cq->efd);
@@ -116,7 +116,7 @@ void xr_cq_mark_stale_locked(struct xr_cq *cq, uint32_t qpn)
 void xr_cq_lock_pair(struct xr_cq *a, struct xr_cq *b)
 {
 	if (a == b) {
-		pthread_mutex_lock(&a->lock);
+		drv_lock(&a->lock);
 		return;
 	}
 	if (a->cqn > b->cqn) {   /* one order for every pair */
@@ -124,15 +124,15 @@ void xr_cq_lock_pair(struct xr_cq *a, struct xr_cq *b)
 		a = b;
 		b = t;
 	}
-	pthread_mutex_lock(&a->lock);
-	pthread_mutex_lock(&b->lock);
+	drv_lock(&a->lock);
+	drv_lock(&b->lock);
 }
 
 void xr_cq_unlock_pair(struct xr_cq *a, struct xr_cq *b)
 {
-	pthread_mutex_unlock(&a->lock);
+	drv_unlock(&a->lock);
 	if (b != a)
-		pthread_mutex_unlock(&b->lock);
+		drv_unlock(&b->lock);
 }
 
 /* With the engine's thread running, a caller polling an empty CQ lends
@@ -174,7 +174,7 @@ static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained
 	 * next CQE's phase says it is not there yet. */
 	if (__atomic_load_n(&cq->ring[ci & mask].phase, __ATOMIC_ACQUIRE) != (((ci >> cq->log_size) & 1) ^ 1))
 		return 0;
-	pthread_mutex_lock(&cq->lock);
+	drv_lock(&cq->lock);
 	while (got < n) {
 		struct xr_hw_cqe *c = &cq->ring[cq->ci & mask];
 		uint8_t want = ((cq->ci >> cq->log_size) & 1) ^ 1;
@@ -209,7 +209,7 @@ static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained
 	}
 	if (got)
 		xr_regio_write(ctx->regs, XR_REG_DB_CQ_CI + 8 * cq->cqn, cq->ci);
-	pthread_mutex_unlock(&cq->lock);
+	drv_unlock(&cq->lock);
 	return got;
 }
 

@@ -169,10 +169,10 @@ struct xr_pd *xr_alloc_pd(struct xr_context *ctx)
 		errno = ENOMEM;
 		return NULL;
 	}
-	pthread_mutex_lock(&ctx->lock);
+	drv_lock(&ctx->lock);
 	pd->ctx = ctx;
 	pd->pdn = ctx->next_pd++ & 0xFFFFFF;
-	pthread_mutex_unlock(&ctx->lock);
+	drv_unlock(&ctx->lock);
 	return pd;
 }
 

@@ -21,6 +21,7 @@
 
 #include "../nic/regmap_internal.h"
 #include "xroce/regio.h"
+#include "xroce/engine.h"
 #include "xroce/verbs.h"
 
 #define PAGE_SHIFT 12
@@ -97,6 +98,25 @@ struct xr_qp {
 	uint16_t sq_pi, sq_ci, rq_pi, rq_ci;
 	pthread_mutex_t sq_lock, rq_lock;
 };
+
+/* The driver's locks hold the thread's interrupts, as a kernel driver's
+ * spin_lock_irqsave: an event an access raises under one (a doorbell's
+ * WQE_POSTED, a commit's QP_STATE, a refused command's) interrupts once
+ * the thread has let go of all of them. A handler may then call the
+ * driver, on the QP being posted to or modified too: it neither waits for
+ * a lock its own thread holds, nor closes a cycle with a RESET on another
+ * thread, which takes the queue locks under ctx->lock. */
+static inline void drv_lock(pthread_mutex_t *m)
+{
+	xr_engine_irq_hold();
+	pthread_mutex_lock(m);
+}
+
+static inline void drv_unlock(pthread_mutex_t *m)
+{
+	pthread_mutex_unlock(m);
+	xr_engine_irq_release();
+}
 
 /* linger.c: a post_send of thread mode notes what had come in by then;
  * a completion that emptied a send queue hands the engine back. */

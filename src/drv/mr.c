@@ -107,10 +107,10 @@ struct xr_mr *xr_reg_mr(struct xr_pd *pd, void *addr, size_t length, int access)
 		return NULL;
 	}
 
-	pthread_mutex_lock(&ctx->lock);
+	drv_lock(&ctx->lock);
 	mr->handle = mr_index_take(ctx);
 	if (!mr->handle) {
-		pthread_mutex_unlock(&ctx->lock);
+		drv_unlock(&ctx->lock);
 		free(mr->mtt);
 		free(mr);
 		errno = ENOSPC;
@@ -119,7 +119,7 @@ struct xr_mr *xr_reg_mr(struct xr_pd *pd, void *addr, size_t length, int access)
 	rc = xr_regio_mr_commit(ctx->regs, mr->handle, &c, &st);
 	if (rc)
 		push_free(&ctx->free_mr, &ctx->nfree_mr, mr->handle);
-	pthread_mutex_unlock(&ctx->lock);
+	drv_unlock(&ctx->lock);
 	if (rc) {
 		free(mr->mtt);
 		free(mr);
@@ -155,11 +155,11 @@ int xr_rereg_mr(struct xr_mr *mr, int flags, struct xr_pd *pd, void *addr, size_
 	rc = mr_ctx_build(pd, addr, length, access, &c, &mtt);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&ctx->lock);
+	drv_lock(&ctx->lock);
 	/* The same slot, committed again: the engine waits for packets still
 	 * using the old context and gives the region a new key variant. */
 	rc = xr_regio_mr_commit(ctx->regs, mr->handle, &c, &st);
-	pthread_mutex_unlock(&ctx->lock);
+	drv_unlock(&ctx->lock);
 	if (rc) {
 		free(mtt);
 		return st == XR_CMD_ST_BUSY ? EBUSY : EINVAL;   /* windows bound: it stays as it was */
@@ -179,15 +179,15 @@ int xr_dereg_mr(struct xr_mr *mr)
 	if (!mr)
 		return EINVAL;
 	ctx = mr->context;
-	pthread_mutex_lock(&ctx->lock);
+	drv_lock(&ctx->lock);
 	rc = xr_regio_mr_invalidate(ctx->regs, mr->handle);
 	if (rc > 0 && !xr_regio_read(ctx->regs, XR_REG_QP_CMD_STATUS, &st) && st == XR_CMD_ST_BUSY) {
 		/* Windows are bound to it: it stays registered (rxe_dereg_mr). */
-		pthread_mutex_unlock(&ctx->lock);
+		drv_unlock(&ctx->lock);
 		return EBUSY;
 	}
 	push_free(&ctx->free_mr, &ctx->nfree_mr, mr->handle);
-	pthread_mutex_unlock(&ctx->lock);
+	drv_unlock(&ctx->lock);
 	free(mr->mtt);
 	free(mr);
 	return 0;
@@ -216,10 +216,10 @@ struct xr_mw *xr_alloc_mw(struct xr_pd *pd, enum xr_mw_type type)
 	c.mw_type = (uint8_t)type;
 	c.pd = pd->pdn;
 	c.page_shift = PAGE_SHIFT;
-	pthread_mutex_lock(&ctx->lock);
+	drv_lock(&ctx->lock);
 	mw->handle = mr_index_take(ctx);
 	if (!mw->handle) {
-		pthread_mutex_unlock(&ctx->lock);
+		drv_unlock(&ctx->lock);
 		free(mw);
 		errno = ENOSPC;
 		return NULL;
@@ -227,7 +227,7 @@ struct xr_mw *xr_alloc_mw(struct xr_pd *pd, enum xr_mw_type type)
 	rc = xr_regio_mr_commit(ctx->regs, mw->handle, &c, NULL);
 	if (rc)
 		push_free(&ctx->free_mr, &ctx->nfree_mr, mw->handle);
-	pthread_mutex_unlock(&ctx->lock);
+	drv_unlock(&ctx->lock);
 	if (rc) {
 		free(mw);
 		errno = EINVAL;
@@ -247,11 +247,11 @@ int xr_dealloc_mw(struct xr_mw *mw)
 	if (!mw)
 		return EINVAL;
 	ctx = mw->context;
-	pthread_mutex_lock(&ctx->lock);
+	drv_lock(&ctx->lock);
 	/* The engine unbinds it (and the region's count of windows drops). */
 	xr_regio_mr_invalidate(ctx->regs, mw->handle);
 	push_free(&ctx->free_mr, &ctx->nfree_mr, mw->handle);
-	pthread_mutex_unlock(&ctx->lock);
+	drv_unlock(&ctx->lock);
 	free(mw);
 	return 0;
 }

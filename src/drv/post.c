@@ -173,13 +173,13 @@ static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr 
 
 	if (bad)
 		*bad = NULL;
-	pthread_mutex_lock(&qp->sq_lock);
+	drv_lock(&qp->sq_lock);
 	/* Under the queue's lock, as a RESET changes the state and zeroes
 	 * the ring (xr_modify_qp): a post that raced it is refused, not left
 	 * in the new ring for the QP's next life. */
 	st = __atomic_load_n(&qp->post_state, __ATOMIC_ACQUIRE);
 	if (st != XR_QPS_RTS && st != XR_QPS_SQD && st != XR_QPS_ERR) {
-		pthread_mutex_unlock(&qp->sq_lock);
+		drv_unlock(&qp->sq_lock);
 		if (bad)
 			*bad = wr;
 		return EINVAL;
@@ -214,7 +214,7 @@ static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr 
 	}
 	if (rc && bad)
 		*bad = wr;
-	pthread_mutex_unlock(&qp->sq_lock);
+	drv_unlock(&qp->sq_lock);
 	return rc;
 }
 
@@ -226,11 +226,11 @@ int xr_post_recv(struct xr_qp *qp, struct xr_recv_wr *wr, struct xr_recv_wr **ba
 
 	if (bad)
 		*bad = NULL;
-	pthread_mutex_lock(&qp->rq_lock);
+	drv_lock(&qp->rq_lock);
 	/* F3: a QP on an SRQ has no receive queue of its own. The state
 	 * under the lock, as in post_send. */
 	if (__atomic_load_n(&qp->post_state, __ATOMIC_ACQUIRE) == XR_QPS_RESET || qp->init.srq) {
-		pthread_mutex_unlock(&qp->rq_lock);
+		drv_unlock(&qp->rq_lock);
 		if (bad)
 			*bad = wr;
 		return EINVAL;
@@ -254,7 +254,7 @@ int xr_post_recv(struct xr_qp *qp, struct xr_recv_wr *wr, struct xr_recv_wr **ba
 	}
 	if (rc && bad)
 		*bad = wr;
-	pthread_mutex_unlock(&qp->rq_lock);
+	drv_unlock(&qp->rq_lock);
 	return rc;
 }
 

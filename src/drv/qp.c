@@ -107,7 +107,7 @@ struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr)
 	qp->hw.pkey = XR_DEFAULT_PKEY;
 	qp->hw.dst_port = XR_ROCE_UDP_PORT;
 
-	pthread_mutex_lock(&ctx->lock);
+	drv_lock(&ctx->lock);
 	if (ctx->nfree_qpn)
 		qp->qpn = ctx->free_qpn[--ctx->nfree_qpn];
 	else if (ctx->next_qpn < XR_MAX_QP)
@@ -120,7 +120,7 @@ struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr)
 		push_free(&ctx->free_qpn, &ctx->nfree_qpn, qp->qpn);   /* not used: the next QP takes it */
 	if (!rc && attr->srq)
 		attr->srq->nqps++;
-	pthread_mutex_unlock(&ctx->lock);
+	drv_unlock(&ctx->lock);
 	if (rc) {
 		pthread_mutex_destroy(&qp->sq_lock);
 		pthread_mutex_destroy(&qp->rq_lock);
@@ -301,12 +301,9 @@ static int check_modify(const struct xr_qp *qp, const struct xr_qp_attr *a, int 
 
 /* The context as committed, under ctx->lock. Posts check only the state,
  * through post_state: a RESET stores it holding both queue locks (it
- * zeroes the rings), any other state without them, so an interrupt
- * handler that moves the QP to ERR from inside a post (its doorbell's
- * event) does not wait for a lock its own thread holds. A RESET still
- * takes the queue locks under ctx->lock: one from such a handler, or
- * beside a handler that modifies or queries from inside a post, can
- * deadlock (the driver's own handlers take no lock). */
+ * zeroes the rings), any other state without them. Handlers a post's
+ * doorbell raises run after the post let go of its queue's lock
+ * (drv_lock), so they may move or reset the QP. */
 static void hw_set(struct xr_qp *qp, const struct xr_qp_ctx *c)
 {
 	qp->hw = *c;
@@ -333,7 +330,7 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 	if (!qp || !a)
 		return EINVAL;
 	ctx = qp->ctx;
-	pthread_mutex_lock(&ctx->lock);
+	drv_lock(&ctx->lock);
 	{
 		/* The engine moves a QP to ERR or SQE by itself: judge the
 		 * modify from the state it is in, not the one last set here. */
@@ -433,8 +430,8 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 		 * fails leaves the engine's indexes as they were, and the
 		 * driver's go back to them, no post having moved them. */
 		xr_cq_lock_pair(qp->init.send_cq, qp->init.recv_cq);
-		pthread_mutex_lock(&qp->sq_lock);
-		pthread_mutex_lock(&qp->rq_lock);
+		drv_lock(&qp->sq_lock);
+		drv_lock(&qp->rq_lock);
 		was[0] = qp->sq_pi, was[1] = qp->sq_ci, was[2] = qp->rq_pi, was[3] = qp->rq_ci;
 		qp->sq_pi = qp->sq_ci = qp->rq_pi = qp->rq_ci = 0;
 	}
@@ -452,12 +449,12 @@ int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask)
 			qp->rate_limit = a->rate_limit;
 	}
 	if (reset) {
-		pthread_mutex_unlock(&qp->rq_lock);
-		pthread_mutex_unlock(&qp->sq_lock);
+		drv_unlock(&qp->rq_lock);
+		drv_unlock(&qp->sq_lock);
 		xr_cq_unlock_pair(qp->init.send_cq, qp->init.recv_cq);
 	}
 out:
-	pthread_mutex_unlock(&ctx->lock);
+	drv_unlock(&ctx->lock);
 	return rc;
 }
 
@@ -471,11 +468,11 @@ int xr_query_qp(struct xr_qp *qp, struct xr_qp_attr *a, int mask, struct xr_qp_i
 	(void)mask;
 	if (!qp || !a)
 		return EINVAL;
-	pthread_mutex_lock(&qp->ctx->lock);
+	drv_lock(&qp->ctx->lock);
 	rc = xr_regio_qp_read(qp->ctx->regs, qp->qpn, &c) ? EIO : 0;
 	rate_limit = qp->rate_limit;   /* a modify's, under the lock */
 	static_rate = qp->static_rate;
-	pthread_mutex_unlock(&qp->ctx->lock);
+	drv_unlock(&qp->ctx->lock);
 	if (rc)
 		return rc;
 	memset(a, 0, sizeof(*a));
@@ -528,13 +525,15 @@ static void settle(struct xr_context *ctx)
 int xr_destroy_qp(struct xr_qp *qp)
 {
 	struct xr_context *ctx;
+	uint8_t st;
 
 	if (!qp)
 		return EINVAL;
 	ctx = qp->ctx;
-	if (qp->hw.state == XR_QPS_RTR || qp->hw.state == XR_QPS_RTS || qp->hw.state == XR_QPS_SQD)
+	st = __atomic_load_n(&qp->post_state, __ATOMIC_ACQUIRE);   /* hw is ctx->lock's */
+	if (st == XR_QPS_RTR || st == XR_QPS_RTS || st == XR_QPS_SQD)
 		settle(ctx);
-	pthread_mutex_lock(&ctx->lock);
+	drv_lock(&ctx->lock);
 	xr_regio_qp_destroy(ctx->regs, qp->qpn);
 	xr_cq_lock_pair(qp->init.send_cq, qp->init.recv_cq);
 	mark_stale(qp);   /* the number may be a new QP's next */
@@ -543,7 +542,7 @@ int xr_destroy_qp(struct xr_qp *qp)
 	push_free(&ctx->free_qpn, &ctx->nfree_qpn, qp->qpn);
 	if (qp->init.srq)
 		qp->init.srq->nqps--;
-	pthread_mutex_unlock(&ctx->lock);
+	drv_unlock(&ctx->lock);
 	pthread_mutex_destroy(&qp->sq_lock);
 	pthread_mutex_destroy(&qp->rq_lock);
 	free(qp->sq);

@@ -5,6 +5,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -156,25 +158,42 @@ struct xr_regio *xr_regio_mmio(const char *path, uint64_t offset, size_t size)
 
 /* ---- debug socket client ---- */
 
-static int sock_xfer(void *ctx, uint8_t op, uint32_t addr, uint32_t *val)
+/* One request then its answer at a time: threads sharing the client
+ * would otherwise read each other's answers. A transfer cut short leaves
+ * the stream out of step, so the client is done (broken) after it. */
+struct sock_io {
+	int fd;
+	bool broken;
+	pthread_mutex_t lock;
+};
+
+static int sock_xfer(struct sock_io *io, uint8_t op, uint32_t addr, uint32_t *val)
 {
-	int fd = (int)(intptr_t)ctx;
 	uint8_t req[XR_DBG_REQ_LEN] = { op }, resp[XR_DBG_RESP_LEN];
 	size_t got = 0;
+	int rc = 0;
 
 	put_le32(req + 4, addr);
 	put_le32(req + 8, *val);
-	if (write(fd, req, sizeof(req)) != (ssize_t)sizeof(req))
-		return -EPIPE;
-	while (got < sizeof(resp)) {
-		ssize_t n = read(fd, resp + got, sizeof(resp) - got);
+	pthread_mutex_lock(&io->lock);
+	/* MSG_NOSIGNAL: a server gone is an error here, not a SIGPIPE. */
+	if (io->broken || send(io->fd, req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req))
+		rc = -EPIPE;
+	while (!rc && got < sizeof(resp)) {
+		ssize_t n = read(io->fd, resp + got, sizeof(resp) - got);
 		if (n <= 0) {
 			if (n < 0 && errno == EINTR)
 				continue;
-			return -ECONNRESET;
+			rc = -ECONNRESET;
+		} else {
+			got += (size_t)n;
 		}
-		got += (size_t)n;
 	}
+	if (rc)
+		io->broken = true;
+	pthread_mutex_unlock(&io->lock);
+	if (rc)
+		return rc;
 	*val = get_le32(resp + 4);
 	return resp[0];
 }
@@ -192,7 +211,11 @@ static int sock_write(void *ctx, uint32_t addr, uint32_t val)
 
 static void sock_close(void *ctx)
 {
-	close((int)(intptr_t)ctx);
+	struct sock_io *io = ctx;
+
+	close(io->fd);
+	pthread_mutex_destroy(&io->lock);
+	free(io);
 }
 
 static const struct xr_regio_ops sock_ops = { sock_read, sock_write, sock_close };
@@ -201,25 +224,30 @@ struct xr_regio *xr_regio_socket(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct xr_regio *r;
-	int fd;
+	struct sock_io *io;
 
 	if (!path || strlen(path) >= sizeof(sa.sun_path)) {
 		errno = ENAMETOOLONG;
 		return NULL;
 	}
 	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	io = malloc(sizeof(*io));
+	if (!io)
 		return NULL;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	io->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (io->fd < 0 || connect(io->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		int err = errno;
-		close(fd);
+		if (io->fd >= 0)
+			close(io->fd);
+		free(io);
 		errno = err;
 		return NULL;
 	}
-	r = regio_new(&sock_ops, (void *)(intptr_t)fd);
+	io->broken = false;
+	pthread_mutex_init(&io->lock, NULL);
+	r = regio_new(&sock_ops, io);
 	if (!r)
-		close(fd);
+		sock_close(io);
 	return r;
 }
 

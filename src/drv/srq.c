@@ -53,13 +53,13 @@ struct xr_srq *xr_create_srq(struct xr_pd *pd, struct xr_srq_init_attr *attr)
 	hw.log_size = (uint8_t)srq->log;
 	hw.pd = pd->pdn;
 	/* srq_limit is not armed at create (ibv_create_srq(3)). */
-	pthread_mutex_lock(&ctx->lock);
+	drv_lock(&ctx->lock);
 	if (ctx->nfree_srqn)
 		srq->srqn = ctx->free_srqn[--ctx->nfree_srqn];
 	else if (ctx->next_srqn < XR_MAX_SRQ)
 		srq->srqn = ctx->next_srqn++;
 	rc = srq->srqn ? xr_regio_srq_commit(ctx->regs, srq->srqn, &hw, NULL) : -ENOSPC;
-	pthread_mutex_unlock(&ctx->lock);
+	drv_unlock(&ctx->lock);
 	if (rc) {
 		pthread_mutex_destroy(&srq->lock);
 		free(srq->ring);
@@ -89,9 +89,9 @@ int xr_modify_srq(struct xr_srq *srq, struct xr_srq_attr *attr, int mask)
 	hw.log_size = (uint8_t)srq->log;
 	hw.pd = srq->pd->pdn;
 	hw.limit = (uint16_t)attr->srq_limit;
-	pthread_mutex_lock(&srq->ctx->lock);
+	drv_lock(&srq->ctx->lock);
 	rc = xr_regio_srq_commit(srq->ctx->regs, srq->srqn, &hw, NULL) ? EINVAL : 0;
-	pthread_mutex_unlock(&srq->ctx->lock);
+	drv_unlock(&srq->ctx->lock);
 	return rc;
 }
 
@@ -102,9 +102,9 @@ int xr_query_srq(struct xr_srq *srq, struct xr_srq_attr *attr)
 
 	if (!srq || !attr)
 		return EINVAL;
-	pthread_mutex_lock(&srq->ctx->lock);
+	drv_lock(&srq->ctx->lock);
 	rc = xr_regio_srq_read(srq->ctx->regs, srq->srqn, &hw) ? EIO : 0;
-	pthread_mutex_unlock(&srq->ctx->lock);
+	drv_unlock(&srq->ctx->lock);
 	if (rc)
 		return rc;
 	attr->max_wr = 1u << srq->log;
@@ -121,15 +121,15 @@ int xr_destroy_srq(struct xr_srq *srq)
 	if (!srq)
 		return EINVAL;
 	ctx = srq->ctx;
-	pthread_mutex_lock(&ctx->lock);
+	drv_lock(&ctx->lock);
 	if (srq->nqps) {
-		pthread_mutex_unlock(&ctx->lock);
+		drv_unlock(&ctx->lock);
 		return EBUSY;
 	}
 	rc = xr_regio_srq_destroy(ctx->regs, srq->srqn) ? EBUSY : 0;
 	if (!rc)
 		push_free(&ctx->free_srqn, &ctx->nfree_srqn, srq->srqn);
-	pthread_mutex_unlock(&ctx->lock);
+	drv_unlock(&ctx->lock);
 	if (rc)
 		return rc;
 	pthread_mutex_destroy(&srq->lock);
@@ -143,10 +143,10 @@ static void refresh_ci(struct xr_srq *srq)
 {
 	struct xr_srq_ctx hw;
 
-	pthread_mutex_lock(&srq->ctx->lock);
+	drv_lock(&srq->ctx->lock);
 	if (!xr_regio_srq_read(srq->ctx->regs, srq->srqn, &hw))
 		srq->ci = hw.ci;
-	pthread_mutex_unlock(&srq->ctx->lock);
+	drv_unlock(&srq->ctx->lock);
 }
 
 int xr_post_srq_recv(struct xr_srq *srq, struct xr_recv_wr *wr, struct xr_recv_wr **bad)
@@ -160,7 +160,7 @@ int xr_post_srq_recv(struct xr_srq *srq, struct xr_recv_wr *wr, struct xr_recv_w
 	if (!srq)
 		return EINVAL;
 	size = 1u << srq->log;
-	pthread_mutex_lock(&srq->lock);
+	drv_lock(&srq->lock);
 	for (; wr; wr = wr->next) {
 		if ((uint16_t)(srq->pi - srq->ci) >= size)
 			refresh_ci(srq);
@@ -181,6 +181,6 @@ int xr_post_srq_recv(struct xr_srq *srq, struct xr_recv_wr *wr, struct xr_recv_w
 	}
 	if (rc && bad)
 		*bad = wr;
-	pthread_mutex_unlock(&srq->lock);
+	drv_unlock(&srq->lock);
 	return rc;
 }

@@ -175,6 +175,7 @@ static void hook_usr1(void)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &prev);
 	if (pthread_create(&t, NULL, report_on_signal, NULL) == 0) {
+		pthread_setname_np(t, "xroce-report");
 		pthread_detach(t);
 		sigemptyset(&sa.sa_mask);
 		sa.sa_flags = SA_RESTART;

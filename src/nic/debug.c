@@ -54,7 +54,9 @@ static void serve_client(struct xr_engine *e, int fd)
 		memset(resp, 0, sizeof(resp));
 		resp[0] = (uint8_t)r;
 		put_le32(resp + 4, val);
-		if (write(fd, resp, sizeof(resp)) != (ssize_t)sizeof(resp))
+		/* MSG_NOSIGNAL: a client gone before its answer is dropped,
+		 * not a SIGPIPE that ends the engine's program. */
+		if (send(fd, resp, sizeof(resp), MSG_NOSIGNAL) != (ssize_t)sizeof(resp))
 			break;
 	}
 }

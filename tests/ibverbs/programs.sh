@@ -117,6 +117,12 @@ if [ "$(id -u)" -eq 0 ]; then
   check $(( n != 0 )) "XROCE_ENGINE_RT=0: no SCHED_FIFO thread ($n)"
 fi
 kill $ipid 2>/dev/null; wait $ipid 2>/dev/null
+# The library's threads go by their names in top -H, perf and gdb.
+idle_server XROCE_EXIT_REPORT=1
+names=$(cat /proc/$ipid/task/*/comm 2>/dev/null | sort -u | tr '\n' ' ')
+echo "$names" | grep -q xroce-progress && echo "$names" | grep -q xroce-report
+check $? "the library's threads are named: $names"
+kill $ipid 2>/dev/null; wait $ipid 2>/dev/null
 
 # A hung program leaves its evidence: with XROCE_EXIT_REPORT, SIGUSR1 (what
 # the interop harness's timeout sends) prints the report and ends it as the

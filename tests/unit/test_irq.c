@@ -26,23 +26,6 @@ static uint32_t reg(struct xr_engine *e, uint32_t off)
 	return v;
 }
 
-/* Runs fn(arg) on a thread; false if it has not returned within 5 s
- * (a deadlock: the thread is left behind, stuck). */
-static bool finishes(void *(*fn)(void *), void *arg)
-{
-	pthread_t t;
-	struct timespec until;
-
-	assert_int_equal(pthread_create(&t, NULL, fn, arg), 0);
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 5;
-	if (pthread_timedjoin_np(t, NULL, &until)) {
-		pthread_detach(t);
-		return false;
-	}
-	return true;
-}
-
 struct seen {
 	struct xr_engine *e;
 	unsigned calls, clears_failed;
@@ -86,7 +69,7 @@ static void test_an_event_handler_reads_the_log_in_a_register_access(void **stat
 	(void)state;
 	assert_non_null(s.e);
 	xr_engine_set_event_irq(s.e, on_event, &s);
-	assert_true(finishes(enable, s.e));
+	assert_true(h_finishes(enable, s.e));
 	assert_int_equal(s.calls, 1);
 	assert_int_equal(s.type[0], XR_EV_REG_ERROR);
 	assert_int_equal(s.read_type, (1u << 31) | XR_EV_REG_ERROR);
@@ -152,7 +135,7 @@ static void test_an_event_handler_raised_in_a_pass_may_clear_the_counters(void *
 	from = reg(t->ev.e, XR_REG_EVLOG_COUNT);
 	xr_engine_set_event_irq(t->ev.e, on_event, &t->ev);
 	t->bad_key = true;
-	assert_true(finishes(write_one, t));
+	assert_true(h_finishes(write_one, t));
 	assert_true(t->got);
 	assert_int_equal(t->status, XR_WC_REM_ACCESS_ERR);
 	assert_true(t->ev.calls > 0);
@@ -178,7 +161,7 @@ static void test_a_completion_handler_raised_in_a_pass_may_clear_the_counters(vo
 	assert_int_equal(h_open(&t->p, &opts), 0);
 	xr_engine_set_irq(xr_context_engine(t->p.a.ctx), on_cq, t);
 	t->arm = true;
-	assert_true(finishes(write_one, t));
+	assert_true(h_finishes(write_one, t));
 	assert_true(t->got);
 	assert_int_equal(t->status, XR_WC_SUCCESS);
 	assert_int_equal(t->cq_calls, 1);
@@ -494,71 +477,6 @@ static void test_a_handlers_passes_see_the_clock_move(void **state)
 	h_close(&p);
 }
 
-/* A handler that fails the QP whose post raised its event: WQE_POSTED
- * comes from the doorbell, inside the post, which still holds its queue's
- * lock. The modify must not wait for it (a modify that took the queue
- * locks for any state hung here). */
-struct failer {
-	struct pair *p;
-	struct end *end;
-	bool send;               /* the post: a WRITE on a, else a receive on b */
-	int rc;
-	unsigned calls;
-};
-
-static void fail_from_handler(void *ctx, uint32_t type, uint32_t qpn)
-{
-	struct failer *f = ctx;
-	struct xr_qp_attr err = { .qp_state = XR_QPS_ERR };
-
-	(void)qpn;
-	if (type != XR_EV_WQE_POSTED || f->calls++)
-		return;
-	f->rc = xr_modify_qp(f->end->qp[0], &err, XR_QP_STATE);
-}
-
-static void *post_one(void *arg)
-{
-	struct failer *f = arg;
-	struct xr_sge sg = { (uintptr_t)h_data(f->end), 8, f->end->mr->lkey };
-
-	if (f->send) {
-		struct xr_send_wr w = { .wr_id = 7, .sg_list = &sg, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
-					.send_flags = XR_SEND_SIGNALED };
-		w.wr.rdma.remote_addr = (uintptr_t)h_data(&f->p->b);
-		w.wr.rdma.rkey = f->p->b.mr->rkey;
-		xr_post_send(f->end->qp[0], &w, NULL);
-	} else {
-		struct xr_recv_wr r = { .wr_id = 8, .sg_list = &sg, .num_sge = 1 };
-		xr_post_recv(f->end->qp[0], &r, NULL);
-	}
-	return NULL;
-}
-
-static void test_a_handler_fails_the_qp_of_the_post_that_raised_it(void **state)
-{
-	(void)state;
-	for (int send = 1; send >= 0; send--) {
-		struct pair p;
-		struct failer f = { .p = &p, .end = send ? &p.a : &p.b, .send = send, .rc = -1 };
-		struct xr_qp_attr a;
-		struct xr_qp_init_attr ia;
-		struct xr_engine *e;
-
-		assert_int_equal(h_open(&p, &opts), 0);
-		e = eng_of(f.end);
-		assert_int_equal(xr_engine_reg_write(e, XR_REG_EVLOG_MASK, 0), XR_AXI_OKAY);   /* WQE_POSTED too */
-		xr_engine_set_event_irq(e, fail_from_handler, &f);
-		assert_true(finishes(post_one, &f));
-		xr_engine_set_event_irq(e, NULL, NULL);
-		assert_int_equal(f.calls, 1);
-		assert_int_equal(f.rc, 0);
-		assert_int_equal(xr_query_qp(f.end->qp[0], &a, XR_QP_STATE, &ia), 0);
-		assert_int_equal(a.qp_state, XR_QPS_ERR);
-		h_close(&p);
-	}
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -571,7 +489,6 @@ int main(void)
 		cmocka_unit_test(test_a_handler_cleared_while_interrupts_wait),
 		cmocka_unit_test(test_a_handlers_own_event_waits_its_turn),
 		cmocka_unit_test(test_a_handlers_passes_see_the_clock_move),
-		cmocka_unit_test(test_a_handler_fails_the_qp_of_the_post_that_raised_it),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* The register file: reset values, access errors, bring-up, soft reset,
  * counters, the event log and the MMIO/debug-socket backends. */
+#include <pthread.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include "nic/debug_wire.h"
 #include "regs_harness.h"
+#include "wire/bytes.h"
 
 /* ---- every register: reset value and access type ---- */
 
@@ -435,6 +440,101 @@ static void test_debug_socket_attach(void **state)
 }
 
 
+/* Two threads share one client: each gets its own answers (the client
+ * holds a request and its answer together), 2,000 reads each. */
+struct sock_reader {
+	struct xr_regio *s;
+	uint32_t addr, want;
+	unsigned wrong;
+};
+
+static void *read_many(void *arg)
+{
+	struct sock_reader *r = arg;
+
+	for (int i = 0; i < 2000; i++) {
+		uint32_t v = 0;
+		if (xr_regio_read(r->s, r->addr, &v) != XR_AXI_OKAY || v != r->want)
+			r->wrong++;
+	}
+	return NULL;
+}
+
+static void test_debug_socket_shared_by_threads(void **state)
+{
+	char path[64];
+	struct sock_reader a = { .addr = XR_REG_ID, .want = XR_REG_ID_MAGIC },
+			   b = { .addr = XR_REG_VERSION, .want = XR_REGMAP_VERSION };
+	pthread_t ta, tb;
+
+	(void)state;
+	snprintf(path, sizeof(path), "/tmp/xroce-test-%d.sock", (int)getpid());
+	unlink(path);
+	assert_int_equal(xr_engine_serve_debug(E, path), 0);
+	a.s = b.s = xr_regio_socket(path);
+	assert_non_null(a.s);
+	assert_int_equal(pthread_create(&ta, NULL, read_many, &a), 0);
+	assert_int_equal(pthread_create(&tb, NULL, read_many, &b), 0);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	assert_int_equal(a.wrong, 0);
+	assert_int_equal(b.wrong, 0);
+	xr_regio_close(a.s);
+	xr_engine_stop_debug(E);
+}
+
+/* The server goes while a client is attached: its accesses fail, and keep
+ * failing, with an error, not a SIGPIPE that ends the program. */
+static void test_debug_socket_server_gone(void **state)
+{
+	char path[64];
+	struct xr_regio *s;
+	uint32_t v;
+
+	(void)state;
+	snprintf(path, sizeof(path), "/tmp/xroce-test-%d.sock", (int)getpid());
+	unlink(path);
+	assert_int_equal(xr_engine_serve_debug(E, path), 0);
+	s = xr_regio_socket(path);
+	assert_non_null(s);
+	assert_int_equal(xr_regio_read(s, XR_REG_ID, &v), XR_AXI_OKAY);
+	xr_engine_stop_debug(E);
+	for (int i = 0; i < 3; i++) {
+		assert_true(xr_regio_read(s, XR_REG_ID, &v) < 0);
+		assert_true(xr_regio_write(s, XR_REG_IP_ADDR, 1) < 0);
+	}
+	xr_regio_close(s);
+}
+
+/* A client that sends a request and leaves before its answer: the server
+ * drops it (no SIGPIPE ends this program) and serves the next. */
+static void test_debug_socket_client_gone_before_its_answer(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	uint8_t req[XR_DBG_REQ_LEN] = { XR_DBG_OP_READ };
+	struct xr_regio *s;
+	uint32_t v;
+
+	(void)state;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/xroce-test-%d.sock", (int)getpid());
+	unlink(sa.sun_path);
+	assert_int_equal(xr_engine_serve_debug(E, sa.sun_path), 0);
+	for (int i = 0; i < 20; i++) {
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		assert_true(fd >= 0);
+		assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		put_le32(req + 4, XR_REG_ID);
+		assert_int_equal(write(fd, req, sizeof(req)), (ssize_t)sizeof(req));
+		close(fd);
+	}
+	s = xr_regio_socket(sa.sun_path);
+	assert_non_null(s);
+	assert_int_equal(xr_regio_read(s, XR_REG_ID, &v), XR_AXI_OKAY);
+	assert_int_equal(v, XR_REG_ID_MAGIC);
+	xr_regio_close(s);
+	xr_engine_stop_debug(E);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -448,6 +548,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_event_log_wraps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mmio_backend_access_pattern, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_debug_socket_attach, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_debug_socket_shared_by_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_debug_socket_server_gone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_debug_socket_client_gone_before_its_answer, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
