@@ -37,7 +37,8 @@ static int io_full(const struct oob *o, void *buf, size_t n, bool out)
 	while (n) {
 		if (!out && o->idle && wait_readable(o))
 			return -1;
-		ssize_t k = out ? write(o->fd, p, n) : read(o->fd, p, n);
+		/* MSG_NOSIGNAL: a peer gone is the error below, not a SIGPIPE. */
+		ssize_t k = out ? send(o->fd, p, n, MSG_NOSIGNAL) : read(o->fd, p, n);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)

@@ -97,6 +97,23 @@ for t in write_bw send_lat atomic_bw send_bw; do
   fi
 done
 
+# A client that leaves in the middle of the exchange: the server says the
+# exchange failed and exits 1, instead of dying of SIGPIPE without a word.
+timeout 30 "$perf" write_bw --link udp --bind 127.0.0.1 -p 19202 -n 10 >srv.out 2>&1 &
+spid=$!
+sleep 0.3
+python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", 19202), timeout=5)
+s.sendall(b"6.10".ljust(16, b"\0") + bytes([0, 0, 16, 0, 0, 0, 0, 64]) + b"5\0")   # version, cycle, cache, MTU
+s.close()'
+rc=0; wait $spid || rc=$?
+if [ $rc = 1 ] && grep -q "Failed to exchange" srv.out; then
+  echo "ok   a client gone mid-exchange: the server reports it and exits 1"
+else
+  fail "a client gone mid-exchange: server rc $rc: $(tail -2 srv.out)"
+fi
+
 # The latency tests under 2 % loss each way, two processes over the kernel's
 # UDP: a lost ACK lets the peer's next message complete before our send
 # does; that receive completion was once dropped and the run stalled.
