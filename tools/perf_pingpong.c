@@ -94,8 +94,7 @@ static int pp_connect(struct side *s)
 		fprintf(stderr, "%s: pingpong exchange failed\n", prog);
 		return -1;
 	}
-	if (s->server ? read(s->oob.fd, done, sizeof(done)) != (ssize_t)sizeof(done)
-		      : write(s->oob.fd, done, sizeof(done)) != (ssize_t)sizeof(done)) {
+	if (s->server ? oob_recv_raw(&s->oob, done, sizeof(done)) : oob_send_raw(&s->oob, done, sizeof(done))) {
 		fprintf(stderr, "%s: pingpong 'done' exchange failed\n", prog);
 		return -1;
 	}

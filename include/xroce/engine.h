@@ -116,7 +116,9 @@ void xr_engine_set_event_irq(struct xr_engine *e, void (*fn)(void *ctx, uint32_t
  * release, as a CPU's are masked: a driver whose handlers issue commands
  * brackets its own command sequences with these. They nest. xroce's
  * driver (verbs.h) holds them while it holds a lock of its own, so a
- * handler may call any verb. */
+ * handler may call any verb, but for destroying an object the call it
+ * interrupted still uses (the CQ being polled, the region being
+ * registered again). */
 void xr_engine_irq_hold(void);
 void xr_engine_irq_release(void);
 

@@ -132,16 +132,18 @@ int xr_post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **ba
 	struct xr_engine *e = qp->ctx->progress == XR_PROGRESS_THREAD ? qp->ctx->engine : NULL;
 	int rc;
 
-	if (e) {
-		xr_linger_posted(qp);
-		xr_engine_post_begin(e);
-	}
+	if (!e)
+		return post_send(qp, wr, bad, false);
+	/* The QP is read after post_send let go of its lock: a handler its
+	 * doorbell raised, which may destroy the QP, waits for the end. */
+	xr_engine_irq_hold();
+	xr_linger_posted(qp);
+	xr_engine_post_begin(e);
 	rc = post_send(qp, wr, bad, false);
-	if (e) {
-		if ((uint16_t)(qp->sq_pi - __atomic_load_n(&qp->sq_ci, __ATOMIC_ACQUIRE)) > 1)
-			xr_engine_post_stream(e);
-		xr_engine_post_end(e);
-	}
+	if ((uint16_t)(qp->sq_pi - __atomic_load_n(&qp->sq_ci, __ATOMIC_ACQUIRE)) > 1)
+		xr_engine_post_stream(e);
+	xr_engine_post_end(e);
+	xr_engine_irq_release();
 	return rc;
 }
 

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -159,11 +158,9 @@ struct xr_regio *xr_regio_mmio(const char *path, uint64_t offset, size_t size)
 /* ---- debug socket client ---- */
 
 /* One request then its answer at a time: threads sharing the client
- * would otherwise read each other's answers. A transfer cut short leaves
- * the stream out of step, so the client is done (broken) after it. */
+ * would otherwise read each other's answers. */
 struct sock_io {
 	int fd;
-	bool broken;
 	pthread_mutex_t lock;
 };
 
@@ -171,16 +168,20 @@ static int sock_xfer(struct sock_io *io, uint8_t op, uint32_t addr, uint32_t *va
 {
 	uint8_t req[XR_DBG_REQ_LEN] = { op }, resp[XR_DBG_RESP_LEN];
 	size_t got = 0;
+	ssize_t n;
 	int rc = 0;
 
 	put_le32(req + 4, addr);
 	put_le32(req + 8, *val);
 	pthread_mutex_lock(&io->lock);
-	/* MSG_NOSIGNAL: a server gone is an error here, not a SIGPIPE. */
-	if (io->broken || send(io->fd, req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req))
+	/* MSG_NOSIGNAL: a server gone is an error here, not a SIGPIPE. A
+	 * request of 12 bytes on a UNIX socket goes whole or not at all. */
+	while ((n = send(io->fd, req, sizeof(req), MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)sizeof(req))
 		rc = -EPIPE;
 	while (!rc && got < sizeof(resp)) {
-		ssize_t n = read(io->fd, resp + got, sizeof(resp) - got);
+		n = read(io->fd, resp + got, sizeof(resp) - got);
 		if (n <= 0) {
 			if (n < 0 && errno == EINTR)
 				continue;
@@ -189,8 +190,6 @@ static int sock_xfer(struct sock_io *io, uint8_t op, uint32_t addr, uint32_t *va
 			got += (size_t)n;
 		}
 	}
-	if (rc)
-		io->broken = true;
 	pthread_mutex_unlock(&io->lock);
 	if (rc)
 		return rc;
@@ -243,7 +242,6 @@ struct xr_regio *xr_regio_socket(const char *path)
 		errno = err;
 		return NULL;
 	}
-	io->broken = false;
 	pthread_mutex_init(&io->lock, NULL);
 	r = regio_new(&sock_ops, io);
 	if (!r)

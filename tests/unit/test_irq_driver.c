@@ -3,9 +3,10 @@
  * is inside it: a post (its doorbell logs WQE_POSTED) or a modify (its
  * commit logs QP_STATE). The driver holds the thread's interrupts while
  * it holds a lock of its own, as a kernel driver masks them under a spin
- * lock, so a handler runs once the call has let go: it may modify, reset
- * or query any QP, its own post's too, beside another thread's RESET. A
- * handler that deadlocks fails the test after 5 s instead of hanging it. */
+ * lock, so a handler runs once the call has let go: it may modify, reset,
+ * query or destroy any QP, its own post's too, beside another thread's
+ * RESET. A handler that deadlocks fails the test after 5 s instead of
+ * hanging it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -113,6 +114,51 @@ static void test_a_handler_moves_the_qp_of_the_post_that_raised_it(void **state)
 			}
 			h_close(&p);
 		}
+	}
+}
+
+/* A handler that destroys the QP whose post raised its event, with the
+ * engine's thread running: the post reads the QP after its lock (to
+ * stream, to end its lease), so the handler waits for the whole post. */
+struct destroyer {
+	struct poster post;
+	unsigned calls;
+	int rc;
+};
+
+static void destroy_from_handler(void *ctx, uint32_t type, uint32_t qpn)
+{
+	struct destroyer *d = ctx;
+
+	(void)qpn;
+	if (type != XR_EV_WQE_POSTED || d->calls++)
+		return;
+	d->rc = xr_destroy_qp(d->post.end->qp[0]);
+	d->post.end->qp[0] = NULL;
+}
+
+static void test_a_handler_destroys_the_qp_of_the_post_that_raised_it(void **state)
+{
+	struct h_opts o = opts;
+
+	(void)state;
+	o.mode = XR_PROGRESS_THREAD;
+	for (int send = 1; send >= 0; send--) {
+		struct pair p;
+		struct destroyer d = { .post = { .p = &p, .end = send ? &p.a : &p.b, .send = send, .post_rc = -1 },
+				       .rc = -1 };
+		struct xr_engine *e;
+
+		assert_int_equal(h_open(&p, &o), 0);
+		e = eng_of(d.post.end);
+		log_all(d.post.end);
+		xr_engine_set_event_irq(e, destroy_from_handler, &d);
+		assert_true(h_finishes(post_one, &d.post));
+		xr_engine_set_event_irq(e, NULL, NULL);
+		assert_int_equal(d.calls, 1);
+		assert_int_equal(d.post.post_rc, 0);
+		assert_int_equal(d.rc, 0);
+		h_close(&p);
 	}
 }
 
@@ -240,6 +286,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_handler_moves_the_qp_of_the_post_that_raised_it),
+		cmocka_unit_test(test_a_handler_destroys_the_qp_of_the_post_that_raised_it),
 		cmocka_unit_test(test_a_handler_queries_the_qp_its_modify_changes),
 		cmocka_unit_test(test_a_handler_in_a_post_beside_a_reset),
 	};
