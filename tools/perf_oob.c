@@ -151,9 +151,10 @@ int oob_perftest_preamble(struct oob *o, int *mtu)
 		return -1;
 	}
 	theirs[15] = '\0';
-	o->remote_version = atof(theirs);
-	if (o->remote_version < 5.70) {
-		fprintf(stderr, " The peer's version '%s' is older than 5.70: not compatible\n", theirs);
+	o->remote_version = strtod(theirs, NULL);
+	/* Written so that NaN fails too: "nan" is a number to strtod. */
+	if (!(o->remote_version >= 5.70 && o->remote_version < 1e6)) {
+		fprintf(stderr, " The peer's version '%s' is not 5.70 or later: not compatible\n", theirs);
 		return -1;
 	}
 	/* System data: cycle buffer and cache line size, network order. */
@@ -163,7 +164,7 @@ int oob_perftest_preamble(struct oob *o, int *mtu)
 	}
 	/* MTU: the enum as a decimal string, 2 bytes (peers >= 5.31). */
 	{
-		char m[4] = { 0 }, r[4] = { 0 };
+		char m[4] = { 0 }, r[5] = { 0 };   /* r: 4 bytes and a terminator */
 		size_t n = o->remote_version >= 5.31 ? 2 : 4;
 		int rm;
 		snprintf(m, sizeof(m), "%d", *mtu);
@@ -198,7 +199,8 @@ static int parse_key(const char *buf, struct perf_dest *d)
 		return -1;
 	buf += n;
 	for (int i = 0; i < 16; i++) {
-		if (sscanf(buf, "%x:%n", &g[i], &n) != 1 || g[i] > 0xFF)
+		n = 0;   /* %n is not stored when the ':' is missing */
+		if (sscanf(buf, "%x:%n", &g[i], &n) != 1 || !n || g[i] > 0xFF)
 			return -1;
 		d->gid.raw[i] = (uint8_t)g[i];
 		buf += n;

@@ -114,6 +114,36 @@ else
   fail "a client gone mid-exchange: server rc $rc: $(tail -2 srv.out)"
 fi
 
+# A peer whose exchange is malformed: a version that is no number ("nan"
+# passed the version check and led to a read past the MTU's buffer) and a
+# key whose last GID byte lacks its ':' (accepted before); the server says
+# so and exits 1.
+for bad in nan key; do
+  timeout 30 "$perf" write_bw --link udp --bind 127.0.0.1 -p 19203 -n 10 >srv.out 2>&1 &
+  spid=$!
+  sleep 0.3
+  python3 - "$bad" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", 19203), timeout=5)
+version = b"nan" if sys.argv[1] == "nan" else b"6.10"
+s.sendall(version.ljust(16, b"\0") + bytes([0, 0, 16, 0, 0, 0, 0, 64]) + b"5\0")
+key = b"0000:0000:000001:000000:00000000:0000000000000000:" + b"00:" * 15 + b"0G" + b"00000000:"
+s.sendall(key.ljust(108, b"\0"))
+try:
+    while s.recv(4096):
+        pass
+except OSError:
+    pass
+PY
+  rc=0; wait $spid || rc=$?
+  want=$([ $bad = nan ] && echo "version 'nan' is not 5.70 or later" || echo "key message is malformed")
+  if [ $rc = 1 ] && grep -q "$want" srv.out; then
+    echo "ok   a malformed exchange ($bad): the server says so and exits 1"
+  else
+    fail "a malformed exchange ($bad): server rc $rc: $(tail -2 srv.out)"
+  fi
+done
+
 # The latency tests under 2 % loss each way, two processes over the kernel's
 # UDP: a lost ACK lets the peer's next message complete before our send
 # does; that receive completion was once dropped and the run stalled.
