@@ -6,11 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -129,6 +131,7 @@ struct xr_regio *xr_regio_mmio_mem(volatile void *base, size_t size)
 struct xr_regio *xr_regio_mmio(const char *path, uint64_t offset, size_t size)
 {
 	struct xr_regio *r;
+	struct stat st;
 	void *p;
 	int fd, err;
 
@@ -139,6 +142,13 @@ struct xr_regio *xr_regio_mmio(const char *path, uint64_t offset, size_t size)
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
+	/* A file shorter than the window (an image, not a device's BAR):
+	 * an access past its end would be a SIGBUS. */
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size < offset + size) {
+		close(fd);
+		errno = EINVAL;
+		return NULL;
+	}
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)offset);
 	err = errno;
 	close(fd);
@@ -158,9 +168,14 @@ struct xr_regio *xr_regio_mmio(const char *path, uint64_t offset, size_t size)
 /* ---- debug socket client ---- */
 
 /* One request then its answer at a time: threads sharing the client
- * would otherwise read each other's answers. */
+ * would otherwise read each other's answers. A server that does not
+ * answer within SOCK_WAIT_S fails the access; an answer that may still
+ * come would be read as the next one's, so the client is done (broken). */
+#define SOCK_WAIT_S 2
+
 struct sock_io {
 	int fd;
+	bool broken;
 	pthread_mutex_t lock;
 };
 
@@ -168,7 +183,7 @@ static int sock_xfer(struct sock_io *io, uint8_t op, uint32_t addr, uint32_t *va
 {
 	uint8_t req[XR_DBG_REQ_LEN] = { op }, resp[XR_DBG_RESP_LEN];
 	size_t got = 0;
-	ssize_t n;
+	ssize_t n = -1;
 	int rc = 0;
 
 	put_le32(req + 4, addr);
@@ -176,20 +191,23 @@ static int sock_xfer(struct sock_io *io, uint8_t op, uint32_t addr, uint32_t *va
 	pthread_mutex_lock(&io->lock);
 	/* MSG_NOSIGNAL: a server gone is an error here, not a SIGPIPE. A
 	 * request of 12 bytes on a UNIX socket goes whole or not at all. */
-	while ((n = send(io->fd, req, sizeof(req), MSG_NOSIGNAL)) < 0 && errno == EINTR)
+	while (!io->broken && (n = send(io->fd, req, sizeof(req), MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
-	if (n != (ssize_t)sizeof(req))
+	if (io->broken || n != (ssize_t)sizeof(req))
 		rc = -EPIPE;
 	while (!rc && got < sizeof(resp)) {
 		n = read(io->fd, resp + got, sizeof(resp) - got);
-		if (n <= 0) {
-			if (n < 0 && errno == EINTR)
-				continue;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			rc = -ETIMEDOUT;
+		else if (n <= 0)
 			rc = -ECONNRESET;
-		} else {
+		else
 			got += (size_t)n;
-		}
 	}
+	if (rc)
+		io->broken = true;
 	pthread_mutex_unlock(&io->lock);
 	if (rc)
 		return rc;
@@ -242,6 +260,12 @@ struct xr_regio *xr_regio_socket(const char *path)
 		errno = err;
 		return NULL;
 	}
+	{
+		struct timeval wait = { SOCK_WAIT_S, 0 };
+		setsockopt(io->fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+		setsockopt(io->fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof(wait));
+	}
+	io->broken = false;
 	pthread_mutex_init(&io->lock, NULL);
 	r = regio_new(&sock_ops, io);
 	if (!r)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The register file: reset values, access errors, bring-up, soft reset,
  * counters, the event log and the MMIO/debug-socket backends. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -408,6 +409,24 @@ static void test_mmio_backend_access_pattern(void **state)
 	assert_null(xr_regio_mmio("/nonexistent/bar", 0, 4096));
 }
 
+/* A file shorter than the register window is refused: an access past its
+ * end would be a SIGBUS. */
+static void test_mmio_file_shorter_than_the_window(void **state)
+{
+	int fd = memfd_create("xroce-short", 0);
+	char path[64];
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 4096), 0);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	errno = 0;
+	assert_null(xr_regio_mmio(path, 0, XR_REG_SPACE));
+	assert_int_equal(errno, EINVAL);
+	assert_null(xr_regio_mmio(path, 4096, 4096));   /* the window past the end */
+	close(fd);
+}
+
 static void test_debug_socket_attach(void **state)
 {
 	char path[64];
@@ -535,6 +554,111 @@ static void test_debug_socket_client_gone_before_its_answer(void **state)
 	xr_engine_stop_debug(E);
 }
 
+static int raw_client(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* Stops the server on a thread: false if that takes more than 5 s. */
+static void *stop_server(void *arg)
+{
+	xr_engine_stop_debug(arg);
+	return NULL;
+}
+
+static bool stops_in_time(struct xr_engine *e)
+{
+	struct timespec until;
+	pthread_t t;
+
+	assert_int_equal(pthread_create(&t, NULL, stop_server, e), 0);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	if (pthread_timedjoin_np(t, NULL, &until)) {
+		pthread_detach(t);
+		return false;
+	}
+	return true;
+}
+
+/* Clients that misbehave hold nobody up: one that sent part of a request
+ * and stopped, one that floods requests and reads no answer. Another is
+ * served beside them, and the server stops when asked. */
+static void test_debug_socket_misbehaving_clients(void **state)
+{
+	uint8_t req[XR_DBG_REQ_LEN] = { XR_DBG_OP_READ };
+	char path[64];
+	struct xr_regio *s;
+	int idle, flood;
+	uint32_t v;
+
+	(void)state;
+	snprintf(path, sizeof(path), "/tmp/xroce-test-%d.sock", (int)getpid());
+	unlink(path);
+	assert_int_equal(xr_engine_serve_debug(E, path), 0);
+	idle = raw_client(path);
+	assert_int_equal(write(idle, req, 3), 3);
+	flood = raw_client(path);
+	put_le32(req + 4, XR_REG_ID);
+	fcntl(flood, F_SETFL, O_NONBLOCK);
+	for (int i = 0; i < 100000 && write(flood, req, sizeof(req)) == (ssize_t)sizeof(req); i++)
+		;
+	s = xr_regio_socket(path);
+	assert_non_null(s);
+	assert_int_equal(xr_regio_read(s, XR_REG_ID, &v), XR_AXI_OKAY);
+	assert_int_equal(v, XR_REG_ID_MAGIC);
+	xr_regio_close(s);
+	assert_true(stops_in_time(E));
+	close(idle);
+	close(flood);
+}
+
+/* A server that never answers: the access fails after the client's wait,
+ * and so does every later one, since the late answer would be read as
+ * theirs. */
+static void *accept_and_keep(void *arg)
+{
+	int *fds = arg;
+
+	fds[1] = accept(fds[0], NULL, NULL);
+	return NULL;
+}
+
+static void test_debug_socket_server_that_never_answers(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	uint8_t resp[XR_DBG_RESP_LEN] = { 0 }, req[XR_DBG_REQ_LEN];
+	int fds[2] = { socket(AF_UNIX, SOCK_STREAM, 0), -1 };
+	struct xr_regio *s;
+	pthread_t t;
+	uint32_t v;
+
+	(void)state;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/xroce-test-%d.mute", (int)getpid());
+	unlink(sa.sun_path);
+	assert_int_equal(bind(fds[0], (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fds[0], 1), 0);
+	assert_int_equal(pthread_create(&t, NULL, accept_and_keep, fds), 0);
+	s = xr_regio_socket(sa.sun_path);
+	assert_non_null(s);
+	pthread_join(t, NULL);
+	assert_int_equal(xr_regio_read(s, XR_REG_ID, &v), -ETIMEDOUT);
+	/* The answer comes late: the next access must not take it. */
+	assert_int_equal(read(fds[1], req, sizeof(req)), (ssize_t)sizeof(req));
+	assert_int_equal(write(fds[1], resp, sizeof(resp)), (ssize_t)sizeof(resp));
+	assert_true(xr_regio_read(s, XR_REG_ID, &v) < 0);
+	xr_regio_close(s);
+	close(fds[1]);
+	close(fds[0]);
+	unlink(sa.sun_path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -547,10 +671,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_counter_latch_and_wrap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_event_log_wraps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mmio_backend_access_pattern, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mmio_file_shorter_than_the_window, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_debug_socket_attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_debug_socket_shared_by_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_debug_socket_server_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_debug_socket_client_gone_before_its_answer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_debug_socket_misbehaving_clients, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_debug_socket_server_that_never_answers, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
