@@ -137,7 +137,10 @@ void xr_engine_qp_mem(struct xr_engine *e, struct xr_engine_qp_mem *out);
 
 /*
  * Serves the register file on a UNIX stream socket at path (created, and
- * removed by xr_engine_stop_debug or destroy) from a thread of its own.
+ * removed by xr_engine_stop_debug or destroy) from a thread of its own,
+ * to up to 8 clients at once (src/nic/debug_wire.h: one request, then its
+ * answer). A client that holds half a request for 2 s, or reads no
+ * answers, is dropped; a ninth takes the place of the quietest.
  * Returns 0 or -errno (-EADDRINUSE, -ENAMETOOLONG, -EBUSY if already serving).
  */
 int xr_engine_serve_debug(struct xr_engine *e, const char *path);
