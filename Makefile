@@ -19,8 +19,8 @@ demo: build
 	@scripts/demo.sh
 
 # Every test: the normal build, the same suite under ASan+UBSan, the unit
-# tests under ThreadSanitizer, the parser fuzzer for a bounded time, and
-# interop with Linux rxe in a VM.
+# tests under ThreadSanitizer, the parser and engine fuzzers for a bounded
+# time, and interop with Linux rxe in a VM.
 test: test-fast test-asan test-tsan test-fuzz test-interop
 
 # Each stage says when it starts: a slow CI run shows where its time went.
