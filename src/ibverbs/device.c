@@ -56,6 +56,7 @@ struct xrv_config {
 	bool retry7_forever;
 	bool no_host_path;           /* XROCE_HOST_PATH=0: local peers over UDP too */
 	bool engine_rt;              /* XROCE_ENGINE_RT=0: the engine's thread at normal priority */
+	char bad[160];               /* a variable refused, and why */
 };
 
 /* The interface of the IPv4 default route, from /proc/net/route. */
@@ -105,21 +106,46 @@ static void pick_address(struct xrv_config *cfg)
 	freeifaddrs(ifs);
 }
 
+/* Notes the first variable refused; the device then does not open. */
+static void refuse(struct xrv_config *cfg, const char *name, const char *v, const char *why)
+{
+	if (!cfg->bad[0])
+		snprintf(cfg->bad, sizeof(cfg->bad), "%s='%.48s': %s", name, v, why);
+}
+
+/* A switch: unset or empty keeps dflt; 0 or 1; anything else refused. */
+static bool env_switch(struct xrv_config *cfg, const char *name, bool dflt)
+{
+	const char *v = getenv(name);
+
+	if (!v || !*v)
+		return dflt;
+	if (strcmp(v, "0") && strcmp(v, "1"))
+		refuse(cfg, name, v, "expected 0 or 1");
+	return !strcmp(v, "1");
+}
+
 static void read_config(struct xrv_config *cfg)
 {
 	const char *link = getenv("XROCE_LINK"), *addr = getenv("XROCE_ADDR"), *ifname = getenv("XROCE_IFNAME");
-	const char *r7 = getenv("XROCE_RETRY7_FOREVER");
 
 	memset(cfg, 0, sizeof(*cfg));
+	if (link && strlen(link) >= sizeof(cfg->link))
+		refuse(cfg, "XROCE_LINK", link, "expected udp, raw, xdp or host");
 	snprintf(cfg->link, sizeof(cfg->link), "%s", link && *link ? link : "udp");
+	if (ifname && strlen(ifname) >= sizeof(cfg->ifname))
+		refuse(cfg, "XROCE_IFNAME", ifname, "longer than an interface name");
 	snprintf(cfg->ifname, sizeof(cfg->ifname), "%s", ifname ? ifname : "");
+	if (addr && strlen(addr) >= sizeof(cfg->addr))
+		refuse(cfg, "XROCE_ADDR", addr, "longer than an address");
 	if (addr && *addr)
 		snprintf(cfg->addr, sizeof(cfg->addr), "%s", addr);
 	else
 		pick_address(cfg);
-	cfg->retry7_forever = r7 && *r7 && strcmp(r7, "0");
-	cfg->no_host_path = getenv("XROCE_HOST_PATH") && !strcmp(getenv("XROCE_HOST_PATH"), "0");
-	cfg->engine_rt = !(getenv("XROCE_ENGINE_RT") && !strcmp(getenv("XROCE_ENGINE_RT"), "0"));
+	cfg->retry7_forever = env_switch(cfg, "XROCE_RETRY7_FOREVER", false);
+	cfg->no_host_path = !env_switch(cfg, "XROCE_HOST_PATH", true);
+	cfg->engine_rt = env_switch(cfg, "XROCE_ENGINE_RT", true);
+	env_switch(cfg, "XROCE_EXIT_REPORT", false);   /* read by report.c; checked here */
 }
 
 /* ---- the device ---- */
@@ -214,6 +240,11 @@ static int backend_get(struct xrv_context *x)
 		goto done;
 	}
 	read_config(&cfg);
+	if (cfg.bad[0]) {
+		xrv_log("%s", cfg.bad);
+		pthread_mutex_unlock(&backend.lock);
+		return EINVAL;
+	}
 	if (!strcmp(cfg.link, "mem")) {
 		xrv_log("XROCE_LINK=mem joins two devices inside one program; choose udp, raw or host");
 		pthread_mutex_unlock(&backend.lock);

@@ -437,18 +437,27 @@ static void *control_thread(void *arg)
 	}
 }
 
-/* XROCE_HOST_UIDS="1000,1001": users besides our own who may connect. */
+/* XROCE_HOST_UIDS="1000,1001": up to 8 users besides our own who may
+ * connect. Anything else admits nobody more, and says so: a list read
+ * halfway would admit users nobody named. */
 static void read_extra_uids(struct host_ep *h)
 {
-	const char *s = getenv("XROCE_HOST_UIDS");
+	const char *env = getenv("XROCE_HOST_UIDS"), *s = env;
 	char *end;
 
-	while (s && *s && h->nextra < 8) {
-		unsigned long v = strtoul(s, &end, 10);
-		if (end == s)
-			break;
+	while (s && *s) {
+		unsigned long v;
+		errno = 0;
+		v = *s >= '0' && *s <= '9' ? strtoul(s, &end, 10) : 0;
+		if (*s < '0' || *s > '9' || errno || v >= (uid_t)-1 || (*end && *end != ',') ||
+		    h->nextra == 8) {
+			fprintf(stderr, "xroce: XROCE_HOST_UIDS='%.48s': expected up to 8 user IDs, "
+					"comma-separated; no other user may connect\n", env);
+			h->nextra = 0;
+			return;
+		}
 		h->extra_uid[h->nextra++] = (uid_t)v;
-		s = *end == ',' ? end + 1 : end;
+		s = *end ? end + 1 : end;
 	}
 }
 

@@ -72,6 +72,11 @@ struct xr_link *xr_link_open(const struct xr_link_spec *s, char *msg, size_t len
 			errno = EINVAL;
 			return NULL;
 		}
+		if (m && *m && strcmp(m, "native") && strcmp(m, "generic") && strcmp(m, "auto")) {
+			snprintf(msg, len, "XROCE_XDP_MODE='%.32s': expected native, generic or auto", m);
+			errno = EINVAL;
+			return NULL;
+		}
 		if (m)
 			o.mode = !strcmp(m, "native") ? XR_XDP_NATIVE : !strcmp(m, "generic") ? XR_XDP_GENERIC : XR_XDP_AUTO;
 		o.no_zerocopy = getenv("XROCE_XDP_COPY") != NULL;

@@ -37,6 +37,13 @@ check $((rc + $?)) "ibv_devinfo -v: port active, Ethernet, GID 0 = the address, 
 out=$("$run" --addr 192.0.2.254 ibv_devinfo 2>&1); rc=$?
 echo "$out" | grep -q "xroce: cannot open the udp link on 192.0.2.254"
 check $(( (rc == 0) + $? )) "ibv_devinfo on an address not this host's: one clear line, failure"
+# Garbage in a variable is refused with its name, not read as something.
+for v in XROCE_ENGINE_RT=yes XROCE_RETRY7_FOREVER=2 XROCE_HOST_PATH=off XROCE_EXIT_REPORT=true \
+         XROCE_IFNAME=a-name-longer-than-fifteen; do
+  out=$(env "$v" "$run" --addr 127.0.0.1 ibv_devinfo 2>&1); rc=$?
+  echo "$out" | grep -q "xroce: ${v%%=*}='${v#*=}': "
+  check $(( (rc == 0) + $? )) "$v: refused by name ($(echo "$out" | grep -m1 "${v%%=*}"))"
+done
 
 pingpong() {   # label, env..., then pingpong options
   local label=$1; shift

@@ -144,6 +144,16 @@ PY
   fi
 done
 
+# A list of users that does not parse admits nobody more, and says so
+# ("1000x" admitted user 1000 before).
+out=$(XROCE_HOST_UIDS=1000x timeout 2 "$perf" write_bw --link host --bind 127.0.0.9 -p 19204 2>&1 || true)
+grep -q "XROCE_HOST_UIDS='1000x': expected up to 8 user IDs" <<<"$out" \
+  && echo "ok   XROCE_HOST_UIDS garbage: refused by name" || fail "XROCE_HOST_UIDS garbage: $(head -2 <<<"$out")"
+
+rc=0; out=$(XROCE_XDP_MODE=bogus timeout 5 "$perf" write_bw --link xdp --ifname lo --bind 127.0.0.1 2>&1) || rc=$?
+[ $rc != 0 ] && grep -q "XROCE_XDP_MODE='bogus': expected native, generic or auto" <<<"$out" \
+  && echo "ok   XROCE_XDP_MODE garbage: refused by name" || fail "XROCE_XDP_MODE garbage: rc $rc: $out"
+
 # The latency tests under 2 % loss each way, two processes over the kernel's
 # UDP: a lost ACK lets the peer's next message complete before our send
 # does; that receive completion was once dropped and the run stalled.
