@@ -88,8 +88,10 @@ int oob_open(struct oob *o, const char *host, int port, bool client, unsigned ti
 		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
 		struct timespec t0, t;
 		int err = getaddrinfo(host, ps, &hints, &ai);
-		if (err)
+		if (err) {
+			fprintf(stderr, " Cannot resolve '%s': %s\n", host, gai_strerror(err));
 			return -EHOSTUNREACH;
+		}
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		for (;;) {
 			o->fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -280,8 +282,10 @@ int oob_bw_reports(struct oob *o, const struct bw_report *mine, struct bw_report
 			  swap_double(mine->bw_avg), swap_double(mine->msg_rate) }, t[5];
 
 	for (int i = 0; i < 5; i++)
-		if (oob_xchg(o, &m[i], &t[i], 8))
+		if (oob_xchg(o, &m[i], &t[i], 8)) {
+			fprintf(stderr, " Failed to exchange the results with the peer\n");
 			return -1;
+		}
 	theirs->size = __builtin_bswap64(t[0]);
 	theirs->iters = __builtin_bswap64(t[1]);
 	theirs->bw_peak = unswap_double(t[2]);

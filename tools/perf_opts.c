@@ -296,6 +296,10 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		fprintf(stderr, "%s: -t must be 1 or more\n", prog);
 		return 2;
 	}
+	if (!c->rx_depth) {   /* no receive posted: every SEND an RNR, found late */
+		fprintf(stderr, "%s: -r must be 1 or more\n", prog);
+		return 2;
+	}
 	if (cq_mod_set && !c->cq_mod) {
 		fprintf(stderr, "%s: -Q must be 1 or more\n", prog);
 		return 2;

@@ -262,6 +262,7 @@ check_bad "more than the send queue holds" write_bw --link mem -l 200 -t 128
 check_bad "bad value" write_bw --link mem -l 2000
 check_bad "1 or more" write_bw --link mem -Q 0
 check_bad "-t must be 1 or more" write_bw --link mem -t 0
+check_bad "-r must be 1 or more" send_bw --link mem -r 0
 check_bad "more than a completion queue holds" send_bw --link mem -q 64 -t 16384 -r 16384
 check_bad "need RC" read_bw --link mem -c UC
 check_bad "need RC" atomic_lat --link mem -c UC
@@ -269,6 +270,8 @@ check_bad "only the send tests" write_bw --link mem -c UD
 check_bad "offers RC, UC and UD" send_bw --link mem -c XRC
 check_bad "only the send tests receive" write_bw --link mem --use_srq
 check_bad "needs RC" write_bw --link mem -c UC --verify
+rc=0; msg=$(timeout 20 "$perf" write_bw --link udp --bind 127.0.0.1 -p 19205 no.such.host.invalid 2>&1) || rc=$?
+[ "$rc" -ne 0 ] && grep -q "Cannot resolve 'no.such.host.invalid'" <<<"$msg" || fail "unresolvable server: $msg"
 rc=0; msg=$("$perf" write_bw --link raw --bind 10.0.0.1 2>&1) || rc=$?
 [ "$rc" -ne 0 ] && grep -q "needs an interface" <<<"$msg" || fail "raw without --ifname: $msg"
 
