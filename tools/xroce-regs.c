@@ -58,6 +58,29 @@ static void usage(FILE *out)
 
 static struct xr_engine *local_engine;
 
+/* A mapping or socket that is not xroce's register file (a wrong BAR, a
+ * file of 0xFF bytes) would feed every command garbage: refuse it. */
+static struct xr_regio *identified(struct xr_regio *r, const char *what)
+{
+	uint32_t id = 0;
+	int rc;
+
+	if (!r)
+		return NULL;
+	rc = xr_regio_read(r, XR_REG_ID, &id);
+	if (rc)
+		fprintf(stderr, "%s: %s: cannot read the ID register: %s\n", prog, what,
+			rc < 0 ? strerror(-rc) : xr_axi_resp_name(rc));
+	else if (id != XR_REG_ID_MAGIC)
+		fprintf(stderr, "%s: %s does not identify as xroce: ID (0x%03x) reads 0x%08x, not 0x%08x\n", prog,
+			what, XR_REG_ID, id, XR_REG_ID_MAGIC);
+	if (rc || id != XR_REG_ID_MAGIC) {
+		xr_regio_close(r);
+		return NULL;
+	}
+	return r;
+}
+
 static struct xr_regio *open_regs(const char *attach, const char *mmio)
 {
 	struct xr_regio *r;
@@ -66,7 +89,7 @@ static struct xr_regio *open_regs(const char *attach, const char *mmio)
 		r = xr_regio_socket(attach);
 		if (!r)
 			fprintf(stderr, "%s: cannot attach to %s: %s\n", prog, attach, strerror(errno));
-		return r;
+		return identified(r, attach);
 	}
 	if (mmio) {
 		char path[4096];
@@ -78,7 +101,7 @@ static struct xr_regio *open_regs(const char *attach, const char *mmio)
 		r = xr_regio_mmio(path, off, XR_REG_SPACE);
 		if (!r)
 			fprintf(stderr, "%s: cannot map %s: %s\n", prog, path, strerror(errno));
-		return r;
+		return identified(r, path);
 	}
 	local_engine = xr_engine_create();
 	if (!local_engine) {
@@ -173,44 +196,56 @@ static int cmd_dump(struct xr_regio *r, bool golden)
 	return bad;
 }
 
-/* A register by name, counter name, or offset. */
-static const struct xr_reg_desc *find_reg(const char *s, uint32_t *off, int *counter)
+/* A register by name, counter name, or offset into *d (NULL for an offset
+ * with no register: still tried, the device answers). False, with a
+ * message, when s is none of these. Every 32-bit offset is valid input. */
+static bool find_reg(const char *s, const struct xr_reg_desc **d, uint32_t *off, int *counter)
 {
-	const struct xr_reg_desc *d = xr_reg_by_name(s);
 	char *end;
-	unsigned long v;
+	unsigned long long v;
 
 	*counter = -1;
-	if (d) {
-		*off = d->offset;
-		return d;
+	*d = xr_reg_by_name(s);
+	if (*d) {
+		*off = (*d)->offset;
+		return true;
 	}
 	for (unsigned c = 0; c < XR_CNT_COUNT; c++)
 		if (!strcasecmp(xr_counter_name(c), s)) {
 			*counter = (int)c;
 			*off = XR_COUNTER_BASE + 8 * c;
-			return xr_reg_by_offset(*off);
+			*d = xr_reg_by_offset(*off);
+			return true;
 		}
 	errno = 0;
-	v = strtoul(s, &end, 0);
-	if (*s && !*end && !errno && v <= UINT32_MAX) {
+	v = strtoull(s, &end, 0);
+	if (*s && *s != '-' && !*end && !errno && v <= UINT32_MAX) {
 		*off = (uint32_t)v;
-		return xr_reg_by_offset(*off);   /* may be NULL: still try it */
+		*d = xr_reg_by_offset(*off);
+		return true;
 	}
-	*off = UINT32_MAX;
-	return NULL;
+	fprintf(stderr, "%s: no register named '%s', and not an offset 0..0xffffffff\n", prog, s);
+	return false;
+}
+
+/* Why an access to an offset with no register failed, for the message. */
+static const char *no_reg_why(uint32_t off)
+{
+	if (off >= XR_REG_SPACE)
+		return " (beyond the register space, 0x0..0xffffff)";
+	if (off & 3)
+		return " (not 4-byte aligned)";
+	return " (no register at this offset)";
 }
 
 static int cmd_read(struct xr_regio *r, const char *what)
 {
 	uint32_t off, v;
 	int counter, rc;
-	const struct xr_reg_desc *d = find_reg(what, &off, &counter);
+	const struct xr_reg_desc *d;
 
-	if (off == UINT32_MAX) {
-		fprintf(stderr, "%s: no register '%s'\n", prog, what);
+	if (!find_reg(what, &d, &off, &counter))
 		return 2;
-	}
 	if (counter >= 0) {
 		uint64_t c;
 		rc = xr_regio_read_counter(r, (enum xr_counter)counter, &c);
@@ -226,7 +261,7 @@ static int cmd_read(struct xr_regio *r, const char *what)
 		}
 	}
 	if (rc) {
-		printf("0x%04x %s: %s\n", off, d ? d->name : "?", xr_axi_resp_name(rc));
+		printf("0x%04x %s: %s%s\n", off, d ? d->name : "?", xr_axi_resp_name(rc), d ? "" : no_reg_why(off));
 		return rc < 0 ? 2 : 1;
 	}
 	return 0;
@@ -237,18 +272,22 @@ static int cmd_write(struct xr_regio *r, const char *what, const char *value)
 	uint32_t off;
 	uint64_t v;
 	int counter, rc;
-	const struct xr_reg_desc *d = find_reg(what, &off, &counter);
+	const struct xr_reg_desc *d;
 
-	if (off == UINT32_MAX) {
-		fprintf(stderr, "%s: no register '%s'\n", prog, what);
+	if (!find_reg(what, &d, &off, &counter))
 		return 2;
-	}
 	if (!cli_u64(prog, "value", value, UINT32_MAX, &v))
 		return 2;
 	rc = xr_regio_write(r, off, (uint32_t)v);
-	printf("0x%04x %s <- 0x%08x: %s\n", off, d ? d->name : "?", (uint32_t)v, xr_axi_resp_name(rc));
+	printf("0x%04x %s <- 0x%08x: %s%s\n", off, d ? d->name : "?", (uint32_t)v, xr_axi_resp_name(rc),
+	       rc && !d ? no_reg_why(off) : "");
 	return rc == 0 ? 0 : rc < 0 ? 2 : 1;
 }
+
+/* No sane event ring is larger (this model's holds XR_EVLOG_ENTRIES;
+ * hardware may size its own): a bigger EVLOG_CAP is a register reading
+ * garbage, and the loop below would run for hours. */
+#define EVLOG_CAP_MAX 65536u
 
 static int cmd_log(struct xr_regio *r)
 {
@@ -259,6 +298,11 @@ static int cmd_log(struct xr_regio *r)
 		rc = xr_regio_read(r, XR_REG_EVLOG_CAP, &cap);
 	if (rc) {
 		fprintf(stderr, "%s: event log: %s\n", prog, xr_axi_resp_name(rc));
+		return 1;
+	}
+	if (cap > EVLOG_CAP_MAX) {
+		fprintf(stderr, "%s: event log: EVLOG_CAP reads %u, beyond any ring (at most %u): not reading it\n",
+			prog, cap, EVLOG_CAP_MAX);
 		return 1;
 	}
 	first = count > cap ? count - cap : 0;
@@ -455,7 +499,17 @@ static int cmd_check(struct xr_regio *r, const char *path, bool config_only)
 			diffs++;
 		}
 	}
+	if (ferror(f)) {
+		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
+		fclose(f);
+		return 2;
+	}
 	fclose(f);
+	if (!checked && !diffs) {
+		/* An empty file would otherwise pass: "OK: 0 registers match". */
+		fprintf(stderr, "%s: %s: no register to check (not a golden file from dump --golden?)\n", prog, path);
+		return 2;
+	}
 	if (diffs) {
 		printf("FAIL: %u of %u registers differ from %s\n", diffs, checked, path);
 		return 1;
@@ -529,7 +583,8 @@ int main(int argc, char **argv)
 		case 'i': {
 			char *end;
 			interval = strtod(optarg, &end);
-			if (*end || interval < 0.01 || interval > 3600) {
+			/* Written so NaN fails it too (NaN compares false). */
+			if (end == optarg || *end || !(interval >= 0.01 && interval <= 3600)) {
 				fprintf(stderr, "%s: bad --interval '%s' (0.01..3600 seconds)\n", prog, optarg);
 				return 2;
 			}

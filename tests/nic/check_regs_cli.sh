@@ -60,4 +60,31 @@ rc=0; "$regs" --attach "$work/none.sock" dump >/dev/null 2>&1 || rc=$?; [ "$rc" 
 rc=0; "$regs" frobnicate >/dev/null 2>&1 || rc=$?; [ "$rc" -eq 2 ] || fail "unknown command: rc=$rc"
 rc=0; "$regs" check /nonexistent >/dev/null 2>&1 || rc=$?; [ "$rc" -eq 2 ] || fail "missing golden: rc=$rc"
 
+# Bad input is refused with a reason (each once hung, flooded or passed).
+# expect_err RC TEXT CMD...: exit RC, TEXT on stderr, within 20 s, no sanitizer report.
+expect_err() {
+  local want=$1 text=$2 rc=0 err; shift 2
+  err=$(timeout 20 "$@" 2>&1 >/dev/null) || rc=$?
+  [ "$rc" -eq "$want" ] && grep -q -- "$text" <<<"$err" && ! grep -q "Sanitizer\|runtime error" <<<"$err" \
+    || fail "'${*:2}': rc=$rc (want $want) '$(head -3 <<<"$err")'"
+}
+expect_err 2 "bad --interval" "$regs" watch -i nan -n 1
+expect_err 2 "bad --interval" "$regs" watch -i inf -n 1
+expect_err 2 "no register" "$regs" check /dev/null
+expect_err 2 "Is a directory" "$regs" check "$work"
+printf '# only a comment\n' > "$work/empty"
+expect_err 2 "no register" "$regs" check "$work/empty"
+# An offset beyond the map or misaligned is tried and the answer explained.
+rc=0; out=$("$regs" read 0xffffffff 2>&1) || rc=$?
+[ "$rc" -eq 1 ] && grep -q "DECERR.*beyond the register space" <<<"$out" || fail "read 0xffffffff: rc=$rc $out"
+rc=0; out=$("$regs" read 0x6 2>&1) || rc=$?
+[ "$rc" -eq 1 ] && grep -q "DECERR.*not 4-byte aligned" <<<"$out" || fail "read 0x6: rc=$rc $out"
+expect_err 2 "no register named '0x100000000'" "$regs" read 0x100000000
+# A register space that reads all ones (no device behind the mapping) is
+# refused at once; one that identifies but claims an absurd event ring too.
+head -c 16777216 /dev/zero | tr '\0' '\377' > "$work/ones"
+expect_err 2 "does not identify as xroce" "$regs" --mmio "$work/ones" log
+printf '\x45\x43\x52\x58' | dd of="$work/ones" bs=1 seek=36 conv=notrunc status=none   # ID = "XRCE"
+expect_err 1 "EVLOG_CAP" "$regs" --mmio "$work/ones" log
+
 [ "$fails" -eq 0 ] && echo "PASS: xroce-regs" || exit 1
