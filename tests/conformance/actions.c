@@ -192,6 +192,10 @@ static bool region_opts(struct run *r, char **tok, int ntok, const char *what, c
 	return true;
 }
 
+/* Far beyond any script's region (2 MiB at most) and small enough to
+ * allocate, guards and all, without the size wrapping. */
+#define MAX_REGION_LEN (256u << 20)
+
 /* mr NAME [len=N] [access=..] [pd=other]: the region goes to add(). */
 void mr_line(struct run *r, char **tok, int ntok, add_region_fn add)
 {
@@ -203,8 +207,14 @@ void mr_line(struct run *r, char **tok, int ntok, add_region_fn add)
 		fail(r, "mr NAME [len=N] [access=..] [pd=other]");
 		return;
 	}
-	if (region_opts(r, tok, ntok, "mr", "len", &len, &access, &other_pd))
-		add(r, tok[1], (size_t)len, access, other_pd);
+	if (!region_opts(r, tok, ntok, "mr", "len", &len, &access, &other_pd))
+		return;
+	if (len > MAX_REGION_LEN) {
+		fail(r, "mr %s: len=0x%llx is more than the runner allocates (at most 0x%x bytes)", tok[1],
+		     (unsigned long long)len, MAX_REGION_LEN);
+		return;
+	}
+	add(r, tok[1], (size_t)len, access, other_pd);
 }
 
 /* alloc_mw NAME [type=1|2] [pd=other] */
@@ -228,11 +238,12 @@ bool parse_alloc_mw(struct run *r, char **tok, int ntok, struct mw_args *m)
 bool parse_recv(struct run *r, char **tok, int ntok, struct recv_args *a)
 {
 	uint64_t v;
+	bool off_set = false;   /* not a sentinel value: off=0-1 is a (bad) offset too */
 
 	a->want_rc = expected_rc(tok, &ntok);
 	a->region = region_by_name(r, "rbuf");
 	a->len = 4096;
-	a->off = (uint64_t)-1;
+	a->off = 0;
 	a->id = r->next_wr_id++;
 	for (int i = 1; i < ntok; i++) {
 		char *k, *val;
@@ -250,17 +261,19 @@ bool parse_recv(struct run *r, char **tok, int ntok, struct recv_args *a)
 			return false;
 		if (!strcmp(k, "len")) a->len = v;
 		else if (!strcmp(k, "id")) a->id = v;
-		else if (!strcmp(k, "off")) a->off = v;
+		else if (!strcmp(k, "off")) { a->off = v; off_set = true; }
 		else {
 			fail(r, "unknown post_recv option '%s'", k);
 			return false;
 		}
 	}
-	if (a->off == (uint64_t)-1) {
+	if (!off_set) {
 		a->off = r->rbuf_next;
-		r->rbuf_next += (a->len + 63) & ~63ull;
+		if (a->len <= a->region->len)   /* else refused below; no wrap */
+			r->rbuf_next += (a->len + 63) & ~63ull;
 	}
-	if (a->off + a->len > a->region->len) {
+	/* Written so that off + len cannot wrap past 2^64. */
+	if (a->len > a->region->len || a->off > a->region->len - a->len) {
 		fail(r, "receive buffer beyond region %s", a->region->name);
 		return false;
 	}
@@ -351,12 +364,13 @@ bool parse_mem(struct run *r, char **tok, int ntok, struct mem_args *m)
 	return true;
 }
 
-/* The first region holding [addr, addr+len) at the device's addresses. */
+/* The first region holding [addr, addr+len) at the device's addresses.
+ * The test takes no sum that could wrap past 2^64 (`len=0-1` would). */
 struct region *region_at(struct run *r, uint64_t addr, uint64_t len)
 {
 	for (int i = 0; i < r->nreg; i++) {
-		uint64_t va = r->ops->va(r, &r->reg[i]);
-		if (addr >= va && addr + len <= va + r->reg[i].len)
+		uint64_t va = r->ops->va(r, &r->reg[i]), rlen = r->reg[i].len;
+		if (addr >= va && len <= rlen && addr - va <= rlen - len)
 			return &r->reg[i];
 	}
 	return NULL;

@@ -6,6 +6,7 @@
  * time).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,7 +315,17 @@ static void act_post_send(struct run *r, char **tok, int ntok)
 		else if (!strcmp(k, "inv")) wr.invalidate_rkey = (uint32_t)v;
 		else if (!strcmp(k, "swap")) wr.wr.atomic.swap = v;
 		else if (!strcmp(k, "cmp") || !strcmp(k, "add")) wr.wr.atomic.compare_add = v;
-		else if (!strcmp(k, "num_sge")) wr.num_sge = (int)v;
+		else if (!strcmp(k, "num_sge")) {
+			/* A line gives one SGE. More than the QP takes tests the
+			 * refusal (nothing is read); 2..max would read SGEs that
+			 * are not there. */
+			if (v > 1 && (v <= XR_WQE_MAX_SGE || v > INT_MAX)) {
+				fail(r, "num_sge=%s: a line gives one SGE (num_sge 0 or 1, or above the QP's %d to test "
+					"the refusal)", val, XR_WQE_MAX_SGE);
+				return;
+			}
+			wr.num_sge = (int)v;
+		}
 		else if (!strcmp(k, "qkey")) ud_qkey = (uint32_t)v;
 		else if (!strcmp(k, "dqpn")) ud_dqpn = (uint32_t)v;
 		else {
