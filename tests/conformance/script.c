@@ -510,7 +510,7 @@ static int run_script(const char *path)
 	struct run r;
 	char line[1024];
 	FILE *f = fopen(path, "r");
-	int lines = 0, skipped_counters = 0;
+	int lines = 0, skipped_counters = 0, run_lines = 0;
 
 	if (!f) {
 		fprintf(stderr, "%s: %s\n", path, strerror(errno));
@@ -545,6 +545,7 @@ static int run_script(const char *path)
 		ntok = tokenize(line, tok, 48);
 		if (!ntok)
 			continue;
+		run_lines++;
 		if (verbose)
 			fprintf(stderr, "%s:%d: %s\n", path, r.line, tok[0]);
 		if (is_setup(tok[0])) {
@@ -566,6 +567,16 @@ static int run_script(const char *path)
 		}
 		if (r.failures)
 			break;   /* later lines depend on this one */
+	}
+	/* A directory or an unreadable file read as "no lines" and passed. */
+	if (ferror(f)) {
+		fprintf(stderr, "%s: cannot read: %s\n", path, strerror(errno));
+		r.failures++;
+	} else if (!run_lines && !r.failures) {
+		/* Only comments (or nothing, as /dev/null): it would pass having
+		 * checked nothing, which is what a truncated or wrong file looks like. */
+		fprintf(stderr, "%s: no lines to run: an empty script checks nothing\n", path);
+		r.failures++;
 	}
 	fclose(f);
 	if (!r.failures) {
