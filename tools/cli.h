@@ -11,6 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Flushes stdout; false, with a message, if anything written to it was
+ * lost: a `> file` on a full disk must not end truncated with exit 0. */
+static inline bool cli_stdout_ok(const char *prog)
+{
+	errno = 0;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return true;
+	fprintf(stderr, "%s: error writing standard output%s%s\n", prog, errno ? ": " : "",
+		errno ? strerror(errno) : "");
+	return false;
+}
+
 /* Parses a whole-string unsigned number (decimal, 0x hex, 0 octal) <= max.
  * On error prints "PROG: bad VALUE for --OPT" and returns false. */
 static inline bool cli_u64(const char *prog, const char *opt, const char *s,

@@ -55,7 +55,8 @@ static void print_pkt(size_t idx, const struct xr_pkt *p)
 	       xr_gid_format(&p->sgid, s, sizeof(s)), xr_gid_format(&p->dgid, d, sizeof(d)), p->sport);
 }
 
-int main(int argc, char **argv)
+/* The program; main then checks that stdout took all it wrote. */
+static int run(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "mtu", required_argument, 0, 'm' }, { "engine", no_argument, 0, 'e' },
@@ -110,4 +111,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", prog, pcap_geterr(pc));
 	pcap_close(pc);
 	return (bad || r == PCAP_ERROR) ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	int rc = run(argc, argv);
+
+	if (!cli_stdout_ok(prog) && !rc)
+		rc = 1;
+	return rc;
 }

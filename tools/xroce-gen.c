@@ -268,17 +268,24 @@ static int close_outputs(struct gen *g)
 {
 	int rc = 0;
 
+	/* ferror too: a write that failed before the last flush (the buffer
+	 * then empty) leaves the flush itself successful. */
 	if (g->pcap) {
-		if (pcap_dump_flush(g->pcap) != 0)
+		if (pcap_dump_flush(g->pcap) != 0 || ferror(pcap_dump_file(g->pcap))) {
+			fprintf(stderr, "%s: error writing %s\n", prog, g->pcap_path);
 			rc = -1;
+		}
 		pcap_dump_close(g->pcap);
 	}
 	if (g->pcap_dead)
 		pcap_close(g->pcap_dead);
-	if (g->hex && fclose(g->hex) != 0)
-		rc = -1;
-	if (rc)
-		fprintf(stderr, "%s: error writing output\n", prog);
+	if (g->hex) {
+		bool bad = ferror(g->hex);
+		if (fclose(g->hex) != 0 || bad) {
+			fprintf(stderr, "%s: error writing %s\n", prog, g->hex_path);
+			rc = -1;
+		}
+	}
 	return rc;
 }
 
@@ -302,7 +309,8 @@ static void list_opcodes(void)
 
 #define U(opt, max, dst) do { uint64_t v_; if (!cli_u64(prog, opt, optarg, (max), &v_)) return 2; (dst) = v_; } while (0)
 
-int main(int argc, char **argv)
+/* The program; main then checks that stdout took all it wrote. */
+static int run(int argc, char **argv)
 {
 	struct gen g = { .opcode = XR_OP_RC_SEND_ONLY, .count = 1, .size = 64, .mtu = 1024, .seed = 1 };
 	struct xr_pkt *t = &g.tmpl;
@@ -423,4 +431,13 @@ int main(int argc, char **argv)
 	if (close_outputs(&g))
 		rc = -1;
 	return rc ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	int rc = run(argc, argv);
+
+	if (!cli_stdout_ok(prog) && !rc)
+		rc = 1;
+	return rc;
 }

@@ -453,7 +453,8 @@ static int cmd_watch(struct xr_regio *r, double interval, uint64_t rounds, bool 
 			watch_qp(r, &wq[i], interval);
 		if (!any && !cc && !nq)
 			printf("(no counter changed)\n");
-		fflush(stdout);
+		if (fflush(stdout) || ferror(stdout))
+			return 1;   /* nobody reads this any more (main says why) */
 	}
 	return 0;
 }
@@ -539,7 +540,8 @@ static int cmd_serve(const char *path, bool link_up)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The program; main then checks that stdout took all it wrote. */
+static int run(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "attach", required_argument, 0, 'a' }, { "mmio", required_argument, 0, 'm' },
@@ -628,5 +630,14 @@ int main(int argc, char **argv)
 	}
 	xr_regio_close(r);
 	xr_engine_destroy(local_engine);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	int rc = run(argc, argv);
+
+	if (!cli_stdout_ok(prog) && !rc)
+		rc = 1;
 	return rc;
 }

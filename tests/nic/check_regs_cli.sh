@@ -87,4 +87,10 @@ expect_err 2 "does not identify as xroce" "$regs" --mmio "$work/ones" log
 printf '\x45\x43\x52\x58' | dd of="$work/ones" bs=1 seek=36 conv=notrunc status=none   # ID = "XRCE"
 expect_err 1 "EVLOG_CAP" "$regs" --mmio "$work/ones" log
 
+# A write error on stdout (a golden file on a full disk) is exit 1, not 0.
+for args in "dump --golden" dump doc "read CTRL" "check $work/golden"; do
+  rc=0; msg=$("$regs" $args 2>&1 >/dev/full) || rc=$?
+  [ "$rc" -eq 1 ] && grep -q "error writing" <<<"$msg" || fail "$args >/dev/full: rc=$rc '$msg'"
+done
+
 [ "$fails" -eq 0 ] && echo "PASS: xroce-regs" || exit 1

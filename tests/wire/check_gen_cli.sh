@@ -75,4 +75,19 @@ rc=0; msg=$("$gen" -q -o rc_send_first --size 100 2>&1) || rc=$?
 rc=0; msg=$("$gen" -q --pcap /nonexistent/dir/x.pcap 2>&1) || rc=$?
 [ "$rc" -ne 0 ] && grep -q "/nonexistent/dir/x.pcap" <<<"$msg" || fail "unwritable path: rc=$rc '$msg'"
 
+# A write error (a full disk: /dev/full) is an error, exit 1 with a message,
+# not a truncated file and exit 0.
+full_fails() {
+  local rc=0 msg
+  msg=$("$@" 2>&1 >/dev/null) || rc=$?
+  [ "$rc" -eq 1 ] && grep -q "error writing" <<<"$msg" || fail "'${*:2}' on a full disk: rc=$rc '$msg'"
+}
+full_fails "$gen" -o rc_send_only --pcap /dev/full -q
+full_fails "$gen" -a -n 100 --pcap /dev/full -q
+full_fails "$gen" -a --hex /dev/full -q
+full_fails sh -c '"$1" -a -n 20 >/dev/full' sh "$gen"
+full_fails sh -c '"$1" --list >/dev/full' sh "$gen"
+full_fails sh -c '"$1" --help >/dev/full' sh "$gen"
+full_fails sh -c '"$1" "$2" >/dev/full' sh "$decode" "$work/w.pcap"
+
 [ "$fails" -eq 0 ] && echo "PASS: xroce-gen CLI" || exit 1
