@@ -418,8 +418,10 @@ static int run(int argc, char **argv)
 		fprintf(stderr, "%s: --count must be at least 1\n", prog);
 		return 2;
 	}
-	if (open_outputs(&g))
+	if (open_outputs(&g)) {
+		close_outputs(&g);   /* what did open (the pcap handle at least) */
 		return 1;
+	}
 	if (all) {
 		size_t n;
 		const struct xr_opcode_info *ops = xr_opcode_all(&n);

@@ -114,14 +114,21 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		/* A capture must see every byte in the frame: no gather under --pcap. */
-		if (xr_link_mem_pair_ex(&la, &lb, 0, c.pcap || c.no_gather ? 0 : XR_MEM_GATHER))
+		int err = xr_link_mem_pair_ex(&la, &lb, 0, c.pcap || c.no_gather ? 0 : XR_MEM_GATHER);
+		if (err) {
+			fprintf(stderr, "%s: cannot make the in-memory link: %s\n", prog, strerror(-err));
 			return 1;
+		}
 		if (c.pcap) {
-			la = xr_link_pcap_tap_n(la, c.pcap, c.pcap_frames);
-			if (!la) {
+			/* On failure the tap leaves la to us. */
+			struct xr_link *tap = xr_link_pcap_tap_n(la, c.pcap, c.pcap_frames);
+			if (!tap) {
 				fprintf(stderr, "%s: cannot write %s\n", prog, c.pcap);
+				xr_link_close(la);
+				xr_link_close(lb);
 				return 1;
 			}
+			la = tap;
 		}
 		cs.link.addr = "10.0.0.1";
 		cc.link.addr = "10.0.0.2";
@@ -132,8 +139,14 @@ int main(int argc, char **argv)
 		srv.out = fopen("/dev/null", "w");
 		srv.quiet_out = srv.out;
 		cli.out = stdout;
-		if (oob_pair(&srv.oob, &cli.oob))
+		if (!srv.out || oob_pair(&srv.oob, &cli.oob)) {
+			fprintf(stderr, "%s: cannot set up the two ends: %s\n", prog, strerror(errno));
+			if (srv.out)
+				fclose(srv.out);
+			xr_link_close(la);
+			xr_link_close(lb);
 			return 1;
+		}
 		pthread_create(&t, NULL, server_thread, &srv);
 		rc = run_side(&cli);
 		oob_close(&cli.oob);
@@ -165,10 +178,26 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		s.base_link = s.link;
-		if (c.fault.drop > 0 || c.fault.reorder > 0)
-			s.link = xr_link_fault(s.link, &c.fault);
-		if (c.pcap)
-			s.link = xr_link_pcap_tap_n(s.link, c.pcap, c.pcap_frames);
+		/* A wrapper that fails leaves the link it was given to us. Without
+		 * this check the run went on with no link at all. */
+		if (c.fault.drop > 0 || c.fault.reorder > 0) {
+			struct xr_link *f = xr_link_fault(s.link, &c.fault);
+			if (!f) {
+				fprintf(stderr, "%s: cannot add the faults: %s\n", prog, strerror(errno));
+				xr_link_close(s.link);
+				return 1;
+			}
+			s.link = f;
+		}
+		if (c.pcap) {
+			struct xr_link *tap = xr_link_pcap_tap_n(s.link, c.pcap, c.pcap_frames);
+			if (!tap) {
+				fprintf(stderr, "%s: cannot write %s\n", prog, c.pcap);
+				xr_link_close(s.link);
+				return 1;
+			}
+			s.link = tap;
+		}
 		if (s.server)
 			printf("\n************************************\n* Waiting for client to connect... *\n"
 			       "************************************\n");
