@@ -55,7 +55,7 @@ static void usage(FILE *out)
 "\n"
 "Examples:\n"
 "  xroce-gen --all --pcap all.pcap\n"
-"  xroce-gen -o write_first --mtu 4096 --count 8 --psn 0xfffffe --hex tb.hex\n"
+"  xroce-gen -o rdma_write_first --mtu 4096 --count 8 --psn 0xfffffe --hex tb.hex\n"
 "  xroce-gen -o CNP --qpn 0x118 --becn --tos 0xc2 --pcap cnp.pcap\n");
 }
 

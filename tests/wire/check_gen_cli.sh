@@ -12,6 +12,13 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # grep's early exit would fail the check.)
 grep -q -- "--pcap FILE" <<<"$("$gen" --help)" || fail "--help does not document --pcap"
 grep -q "RC_RDMA_READ_REQUEST" <<<"$("$gen" --list)" || fail "--list lacks READ_REQUEST"
+# Every example in --help runs as written (one named an opcode that is not).
+gen_abs=$(realpath "$gen")
+while read -r example; do
+  (cd "$work" && eval "\"\$gen_abs\" ${example#xroce-gen }" >/dev/null 2>"$work/ex.err") \
+    || fail "--help example '$example': $(cat "$work/ex.err")"
+done < <("$gen" --help | sed -n '/^Examples:/,$s/^  \(xroce-gen .*\)/\1/p')
+[ -s "$work/all.pcap" ] || fail "--help examples: none ran"
 
 # --count with a PSN run that wraps at 2^24, to pcap and hex at once.
 "$gen" -q -o rc_rdma_write_middle --mtu 256 --count 4 --psn 0xfffffe \
