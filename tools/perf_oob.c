@@ -291,6 +291,13 @@ int oob_bw_reports(struct oob *o, const struct bw_report *mine, struct bw_report
 	theirs->bw_peak = unswap_double(t[2]);
 	theirs->bw_avg = unswap_double(t[3]);
 	theirs->msg_rate = unswap_double(t[4]);
+	/* Not numbers (NaN, infinities, below zero) would reach the report
+	 * and its JSON. */
+	if (!(theirs->bw_peak >= 0 && theirs->bw_avg >= 0 && theirs->msg_rate >= 0 && theirs->bw_peak < 1e300 &&
+	      theirs->bw_avg < 1e300 && theirs->msg_rate < 1e300)) {
+		fprintf(stderr, " The peer's results are not numbers\n");
+		return -1;
+	}
 	return 0;
 }
 

@@ -193,8 +193,10 @@ static int sock_xfer(struct sock_io *io, uint8_t op, uint32_t addr, uint32_t *va
 	 * request of 12 bytes on a UNIX socket goes whole or not at all. */
 	while (!io->broken && (n = send(io->fd, req, sizeof(req), MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
-	if (io->broken || n != (ssize_t)sizeof(req))
-		rc = -EPIPE;
+	if (io->broken)
+		rc = -EPIPE;   /* an earlier access failed: the stream is out of step */
+	else if (n != (ssize_t)sizeof(req))
+		rc = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? -ETIMEDOUT : -EPIPE;
 	while (!rc && got < sizeof(resp)) {
 		n = read(io->fd, resp + got, sizeof(resp) - got);
 		if (n < 0 && errno == EINTR)
@@ -252,18 +254,20 @@ struct xr_regio *xr_regio_socket(const char *path)
 	if (!io)
 		return NULL;
 	io->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (io->fd >= 0) {
+		/* Before the connect, which a server whose backlog is full
+		 * would otherwise hold without end. */
+		struct timeval wait = { SOCK_WAIT_S, 0 };
+		setsockopt(io->fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+		setsockopt(io->fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof(wait));
+	}
 	if (io->fd < 0 || connect(io->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int err = errno;
+		int err = errno == EAGAIN ? ETIMEDOUT : errno;
 		if (io->fd >= 0)
 			close(io->fd);
 		free(io);
 		errno = err;
 		return NULL;
-	}
-	{
-		struct timeval wait = { SOCK_WAIT_S, 0 };
-		setsockopt(io->fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
-		setsockopt(io->fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof(wait));
 	}
 	io->broken = false;
 	pthread_mutex_init(&io->lock, NULL);

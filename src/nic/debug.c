@@ -82,12 +82,14 @@ static bool read_client(struct xr_engine *e, struct dbg_client *c)
 	return c->got < sizeof(c->req) || serve_one(e, c);
 }
 
-static void accept_client(struct xr_engine *e, struct dbg_client *c, unsigned *n)
+/* False when no descriptor was left for it: the caller pauses accepting
+ * (the listening socket stays readable, and poll would spin). */
+static bool accept_client(struct xr_engine *e, struct dbg_client *c, unsigned *n)
 {
 	int fd = accept4(e->debug.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 	if (fd < 0)
-		return;
+		return errno != EMFILE && errno != ENFILE;
 	if (*n == DEBUG_CLIENTS) {
 		unsigned quiet = 0;
 		for (unsigned i = 1; i < *n; i++)
@@ -96,19 +98,23 @@ static void accept_client(struct xr_engine *e, struct dbg_client *c, unsigned *n
 		drop(c, n, quiet);
 	}
 	c[(*n)++] = (struct dbg_client){ .fd = fd, .since_ms = now_ms() };
+	return true;
 }
 
 static void *debug_thread(void *arg)
 {
 	struct xr_engine *e = arg;
 	struct dbg_client c[DEBUG_CLIENTS];
+	uint64_t accept_after = 0;   /* out of descriptors: a pause */
 	unsigned n = 0;
 
 	for (;;) {
 		struct pollfd p[2 + DEBUG_CLIENTS] = { { e->debug.listen_fd, POLLIN, 0 },
 						       { e->debug.stop_pipe[0], POLLIN, 0 } };
 		unsigned polled = n;
-		uint64_t t;
+		uint64_t t = now_ms();
+		if (t < accept_after)
+			p[0].fd = -1;   /* poll leaves it out */
 		for (unsigned i = 0; i < n; i++)
 			p[2 + i] = (struct pollfd){ c[i].fd, POLLIN, 0 };
 		if (poll(p, 2 + polled, 500) < 0 && errno != EINTR)
@@ -123,8 +129,8 @@ static void *debug_thread(void *arg)
 		for (unsigned i = n; i-- > 0;)
 			if (c[i].got && t - c[i].since_ms > DEBUG_PARTIAL_MS)
 				drop(c, &n, i);
-		if (p[0].revents)
-			accept_client(e, c, &n);
+		if (p[0].revents && !accept_client(e, c, &n))
+			accept_after = t + 100;
 	}
 	while (n)
 		drop(c, &n, n - 1);

@@ -277,7 +277,7 @@ rc=0; msg=$("$perf" write_bw --link raw --bind 10.0.0.1 2>&1) || rc=$?
 # A capture that cannot be written: exit 1 and the path, at once, nothing
 # leaked (the ASan build runs this too: LeakSanitizer reports, the status
 # stays 1). Over UDP the server went on without its link and waited.
-for link in "--link mem" "--bind 127.0.0.77 -p 19203"; do
+for link in "--link mem" "--bind 127.0.0.77 -p 19206"; do
   rc=0; msg=$(timeout 20 "$perf" write_bw $link --pcap /nonexistent/dir/x.pcap 2>&1) || rc=$?
   [ "$rc" -eq 1 ] && grep -q "cannot write /nonexistent/dir/x.pcap" <<<"$msg" && ! grep -q Sanitizer <<<"$msg" \
     || fail "write_bw $link --pcap to an unwritable path: rc=$rc '$(head -3 <<<"$msg")'"

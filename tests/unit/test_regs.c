@@ -660,6 +660,35 @@ static void test_debug_socket_server_that_never_answers(void **state)
 	unlink(sa.sun_path);
 }
 
+/* A server whose backlog is full (it accepts nobody): the client's
+ * connect gives up after its wait instead of blocking without end. */
+static void test_debug_socket_server_that_accepts_nobody(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int ls = socket(AF_UNIX, SOCK_STREAM, 0), fill[64], nfill = 0;
+
+	(void)state;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/xroce-test-%d.full", (int)getpid());
+	unlink(sa.sun_path);
+	assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(ls, 1), 0);
+	while (nfill < 64) {   /* until the backlog refuses one */
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+			close(fd);
+			break;
+		}
+		fill[nfill++] = fd;
+	}
+	errno = 0;
+	assert_null(xr_regio_socket(sa.sun_path));
+	assert_int_equal(errno, ETIMEDOUT);
+	while (nfill)
+		close(fill[--nfill]);
+	close(ls);
+	unlink(sa.sun_path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -679,6 +708,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_debug_socket_client_gone_before_its_answer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_debug_socket_misbehaving_clients, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_debug_socket_server_that_never_answers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_debug_socket_server_that_accepts_nobody, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
