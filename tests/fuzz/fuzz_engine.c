@@ -7,12 +7,15 @@
  * fuzzed fields (a good ICRC, so they reach the transport), raw bytes
  * after the UDP header (sealed with a good ICRC too), and the host's own
  * moves (posts of every kind toward the peer, a clock step that fires the
- * timers, a QP moved to ERR or restarted, a region registered again). Checked at every step: each frame the
- * engine sends parses, ICRC included, and each completion is of a QP of
- * ours with a known status; at the end of each input: nothing written
- * outside the regions (guard bytes), nor into the regions a peer may not
- * write (read-only, local-only, another PD's); and the sanitizers' checks
- * throughout.
+ * timers, a QP moved to ERR or restarted, a region registered again).
+ * Checked at every step: each frame the engine sends parses, ICRC
+ * included; each READ response holds the bytes its READ named, inside a
+ * region; each completion is of a QP of ours with a known status. At the
+ * end of each input: nothing written outside the regions (guard bytes),
+ * nor into the regions a peer may not write (read-only, local-only,
+ * another PD's); and the sanitizers' checks throughout. Each input starts
+ * from the same state (start_input), so a crash's input replays alone
+ * (R_Key values aside: registering again moves them).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +62,11 @@ static struct {
 	 * its next request's, and those of the engine's newest request, READ
 	 * and atomic, which the peer's answers default to. */
 	uint32_t req_psn[NQP], last_req[NQP], read_next[NQP], last_atomic[NQP];
+	/* The READs injected lately, per QP: what their responses must hold. */
+	struct injected_read { uint32_t psn, n; uint64_t va; } reads[NQP][8];
+	unsigned nreads[NQP];
+	unsigned touched;            /* QPs an input may have changed: brought up again */
+	bool reregistered;           /* REG_ALL's key changed: the SRQ's WQEs name the old */
 } F;
 
 /* The fuzzer's bytes, read in order; zeros once they run out. */
@@ -150,6 +158,7 @@ static void init_once(void)
 	F.qp[QP_RC_SRQ] = qp_create(XR_QPT_RC, F.srq);
 	F.qp[QP_UC] = qp_create(XR_QPT_UC, NULL);
 	F.qp[QP_UD] = qp_create(XR_QPT_UD, NULL);
+	F.touched = ~0u;
 }
 
 static void recv_one(int q, uint64_t id, uint32_t off, uint32_t len)
@@ -206,6 +215,7 @@ static void bring_up(int q)
  * peer's packets may still name it. */
 static void register_again(struct region *g, struct xr_pd *pd, int access)
 {
+	F.reregistered = true;
 	check(!xr_dereg_mr(g->mr), "dereg_mr");
 	g->mr = xr_reg_mr(pd, g->mem, g->len, access);
 	check(g->mr, "reg_mr again");
@@ -228,6 +238,36 @@ static void note_request(const struct xr_pkt *p)
 		F.last_atomic[q] = p->psn;
 }
 
+/* A READ response the engine sent holds the bytes its READ named, all
+ * inside a region: memory has not changed since (one packet per step,
+ * the engine run and drained after each). */
+static void check_read_response(const struct xr_pkt *p)
+{
+	uint32_t q = p->dqpn - PEER_QPN;
+
+	if (q >= NQP || !(p->op->flags & XR_OPF_READ_RESP) || !p->payload_len)
+		return;
+	for (unsigned i = F.nreads[q]; i-- > 0 && F.nreads[q] - i <= 8;) {
+		const struct injected_read *r = &F.reads[q][i % 8];
+		uint32_t k = (p->psn - r->psn) & XR_PSN_MASK;
+		uint64_t va;
+		if (k >= r->n)
+			continue;
+		va = r->va + (uint64_t)k * MTU_BYTES;
+		for (int g = 0; g < NREG; g++) {
+			const struct region *m = &F.reg[g];
+			uint64_t base = (uint64_t)(uintptr_t)m->mem;
+			if (va >= base && va < base + m->len) {
+				check(va + p->payload_len <= base + m->len, "a READ response reads past region %d", g);
+				check(!memcmp(p->payload, m->mem + (va - base), p->payload_len),
+				      "a READ response's bytes are not region %d's", g);
+				return;
+			}
+		}
+		check(0, "a READ response from outside every region");
+	}
+}
+
 /* Every frame the engine sent must parse, its ICRC good. */
 static void drain_peer(void)
 {
@@ -241,6 +281,7 @@ static void drain_peer(void)
 			enum xr_parse_err e = xr_pkt_parse(d, f[i]->len, 0, 0, &p);
 			check(e == XR_PARSE_OK, "the engine sent a frame that does not parse: %s", xr_parse_err_name(e));
 			note_request(&p);
+			check_read_response(&p);
 			xr_link_frame_free(F.peer, f[i]);
 		}
 	}
@@ -291,6 +332,14 @@ static void addressed(struct xr_pkt *p, uint8_t opcode, int q)
 	p->dgid = F.dut_gid;
 	p->dqpn = xr_qp_num(F.qp[q]);
 	p->sport = xr_rxe_udp_sport(PEER_QPN + (uint32_t)q, p->dqpn);
+}
+
+/* A packet to QPN n may change that QP: the next input brings it up. */
+static void touch_qpn(uint32_t n)
+{
+	for (int q = 0; q < NQP; q++)
+		if (xr_qp_num(F.qp[q]) == n)
+			F.touched |= 1u << q;
 }
 
 /* The PSN a well-behaved peer would put on a packet of these flags. */
@@ -355,6 +404,7 @@ static void inject_built(struct in *in)
 	p.becn = flags & 8;
 	if (odd & 2)
 		p.dqpn = (uint32_t)rd(in, 3);
+	touch_qpn(p.dqpn);
 	if (odd & 4)
 		p.payload_len = (uint32_t)rd(in, 2) % (MTU_BYTES + 64);
 	else if (op && op->payload == XR_PAY_MTU)
@@ -364,7 +414,7 @@ static void inject_built(struct in *in)
 	/* A message of one packet, or of a few for a FIRST or a READ. */
 	if (odd & 8)
 		p.reth.len = (uint32_t)rd(in, 4);
-	else if (fl & (XR_OPF_READ | XR_OPF_FIRST) && !(fl & XR_OPF_LAST))
+	else if ((fl & XR_OPF_READ) || ((fl & XR_OPF_FIRST) && !(fl & XR_OPF_LAST)))
 		p.reth.len = MTU_BYTES * (1 + (uint32_t)rd(in, 1) % 4) + (uint32_t)rd(in, 1) * 4;
 	else
 		p.reth.len = p.payload_len;
@@ -384,7 +434,7 @@ static void inject_built(struct in *in)
 	p.aeth.msn = (uint32_t)rd(in, 3) & 0xFFFFFF;
 	p.atomic_orig = rd(in, 8);
 	p.deth.qkey = (flags & 32) ? (uint32_t)rd(in, 4) : QKEY;
-	p.deth.src_qp = PEER_QPN;
+	p.deth.src_qp = PEER_QPN + QP_UD;
 	for (uint32_t i = 0; i < p.payload_len; i++)
 		payload[i] = (uint8_t)(i * 7 + 1);
 	p.payload = payload;
@@ -396,6 +446,12 @@ static void inject_built(struct in *in)
 			       XR_PSN_MASK;
 	if (!(odd & 1) && (fl & XR_OPF_READ_RESP))
 		F.read_next[q] = (p.psn + 1) & XR_PSN_MASK;
+	if (fl & XR_OPF_READ) {   /* its responses are checked against memory */
+		unsigned k = F.nreads[q]++ % 8;
+		F.reads[q][k].psn = p.psn;
+		F.reads[q][k].n = p.reth.len ? (p.reth.len + MTU_BYTES - 1) / MTU_BYTES : 1;
+		F.reads[q][k].va = p.reth.va;
+	}
 	if (odd & 128)   /* a bad ICRC */
 		buf[n - 1] ^= 0x5A;
 	send_frame(buf, (size_t)n);
@@ -420,6 +476,8 @@ static void inject_raw(struct in *in)
 		return;
 	for (size_t i = 0; i < len; i++)
 		buf[p.bth_off + i] = (uint8_t)rd(in, 1);
+	if (len >= 8)   /* the QP the raw BTH names */
+		touch_qpn((uint32_t)buf[p.bth_off + 5] << 16 | (uint32_t)buf[p.bth_off + 6] << 8 | buf[p.bth_off + 7]);
 	/* IPv4 total length, its checksum, the UDP length. */
 	buf[p.l3_off + 2] = (uint8_t)((total - p.l3_off) >> 8);
 	buf[p.l3_off + 3] = (uint8_t)(total - p.l3_off);
@@ -444,7 +502,7 @@ static void host_post(struct in *in, uint64_t id)
 	};
 	int q = (int)(rd(in, 1) % NQP);
 	struct region *g = &F.reg[REG_ALL];
-	uint32_t off = (uint32_t)rd(in, 2) % 8192, len = (uint32_t)rd(in, 2) % 4096;
+	uint32_t off = (F.touched |= 1u << q, (uint32_t)rd(in, 2) % 8192), len = (uint32_t)rd(in, 2) % 4096;
 	struct xr_sge sg = { (uintptr_t)g->mem + off, len, g->mr->lkey };
 	struct xr_send_wr w = { .wr_id = id, .sg_list = &sg, .num_sge = 1, .send_flags = XR_SEND_SIGNALED };
 
@@ -464,7 +522,7 @@ static void host_post(struct in *in, uint64_t id)
 		if (sg.length > MTU_BYTES)
 			sg.length = MTU_BYTES;
 		w.wr.ud.ah = F.ah;
-		w.wr.ud.remote_qpn = PEER_QPN;
+		w.wr.ud.remote_qpn = PEER_QPN + QP_UD;
 		w.wr.ud.remote_qkey = QKEY;
 	}
 	xr_post_send(F.qp[q], &w, NULL);   /* refusals (UC READ, a full ring) are fine */
@@ -484,6 +542,34 @@ static void check_regions(void)
 	}
 }
 
+/* Every input starts from the same place: the QPs the last one may have
+ * changed brought up again (the SRQ made anew with its QP, as it cannot
+ * be emptied), REG_ALL's bytes restored. */
+static void start_input(void)
+{
+	struct region *g = &F.reg[REG_ALL];
+
+	if (F.touched & (1u << QP_RC_SRQ) || F.reregistered) {
+		struct xr_srq_init_attr sa = { .attr = { .max_wr = 64, .max_sge = 4 } };
+		check(!xr_destroy_qp(F.qp[QP_RC_SRQ]) && !xr_destroy_srq(F.srq), "destroy the SRQ");
+		F.srq = xr_create_srq(F.pd, &sa);
+		check(F.srq, "create_srq");
+		F.qp[QP_RC_SRQ] = qp_create(XR_QPT_RC, F.srq);
+		F.touched |= 1u << QP_RC_SRQ;
+	}
+	if (F.reregistered)
+		F.touched = ~0u;   /* receives posted with the old key */
+	for (int q = 0; q < NQP; q++)
+		if (F.touched & (1u << q))
+			bring_up(q);
+	for (size_t i = 0; i < g->len; i++)
+		g->mem[i] = pattern(i);
+	memset(F.nreads, 0, sizeof(F.nreads));
+	F.touched = 0;
+	F.reregistered = false;
+	run_engine();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct in in = { data, size };
@@ -491,9 +577,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!F.ctx)
 		init_once();
-	for (int q = 0; q < NQP; q++)
-		bring_up(q);
-	run_engine();
+	start_input();
 	for (int step = 0; step < MAX_STEPS && in.n; step++) {
 		uint8_t kind = (uint8_t)rd(&in, 1);
 		switch (kind % 8) {
@@ -508,6 +592,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 5: {
 			int q = (int)(rd(&in, 1) % NQP);
+			F.touched |= 1u << q;
 			recv_one(q, id++, (uint32_t)rd(&in, 2), (uint32_t)rd(&in, 2) % 4096);
 			break;
 		}
@@ -518,6 +603,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			uint8_t how = (uint8_t)rd(&in, 1);
 			int q = (int)(rd(&in, 1) % NQP);
 			struct xr_qp_attr a = { .qp_state = (how & 1) ? XR_QPS_ERR : XR_QPS_SQD };
+			F.touched |= 1u << q;
 			if (how & 2)
 				bring_up(q);
 			else if (how & 4)
