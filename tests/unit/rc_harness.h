@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "test_util.h"
 #include "xroce/verbs.h"
 
 struct end {
@@ -44,24 +45,6 @@ static inline uint64_t h_now_ns(void)
 static inline uint64_t h_now_ms(void)
 {
 	return h_now_ns() / 1000000;
-}
-
-/* Runs fn(arg) on a thread; false if it has not returned within 5 s
- * (a deadlock: the thread is left behind, stuck). */
-static inline bool h_finishes(void *(*fn)(void *), void *arg)
-{
-	pthread_t t;
-	struct timespec until;
-
-	if (pthread_create(&t, NULL, fn, arg))
-		return false;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 5;
-	if (pthread_timedjoin_np(t, NULL, &until)) {
-		pthread_detach(t);
-		return false;
-	}
-	return true;
 }
 
 struct h_opts {

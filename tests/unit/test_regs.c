@@ -427,6 +427,14 @@ static void test_mmio_file_shorter_than_the_window(void **state)
 	close(fd);
 }
 
+/* E's registers served at a path of this process's. */
+static void serve_debug(char *path, size_t n)
+{
+	snprintf(path, n, "/tmp/xroce-test-%d.sock", (int)getpid());
+	unlink(path);
+	assert_int_equal(xr_engine_serve_debug(E, path), 0);
+}
+
 static void test_debug_socket_attach(void **state)
 {
 	char path[64];
@@ -434,9 +442,7 @@ static void test_debug_socket_attach(void **state)
 	uint32_t v;
 
 	(void)state;
-	snprintf(path, sizeof(path), "/tmp/xroce-test-%d.sock", (int)getpid());
-	unlink(path);
-	assert_int_equal(xr_engine_serve_debug(E, path), 0);
+	serve_debug(path, sizeof(path));
 	assert_int_equal(xr_engine_serve_debug(E, path), -EBUSY);
 	s = xr_regio_socket(path);
 	assert_non_null(s);
@@ -487,9 +493,7 @@ static void test_debug_socket_shared_by_threads(void **state)
 	pthread_t ta, tb;
 
 	(void)state;
-	snprintf(path, sizeof(path), "/tmp/xroce-test-%d.sock", (int)getpid());
-	unlink(path);
-	assert_int_equal(xr_engine_serve_debug(E, path), 0);
+	serve_debug(path, sizeof(path));
 	a.s = b.s = xr_regio_socket(path);
 	assert_non_null(a.s);
 	assert_int_equal(pthread_create(&ta, NULL, read_many, &a), 0);
@@ -511,9 +515,7 @@ static void test_debug_socket_server_gone(void **state)
 	uint32_t v;
 
 	(void)state;
-	snprintf(path, sizeof(path), "/tmp/xroce-test-%d.sock", (int)getpid());
-	unlink(path);
-	assert_int_equal(xr_engine_serve_debug(E, path), 0);
+	serve_debug(path, sizeof(path));
 	s = xr_regio_socket(path);
 	assert_non_null(s);
 	assert_int_equal(xr_regio_read(s, XR_REG_ID, &v), XR_AXI_OKAY);
@@ -565,26 +567,10 @@ static int raw_client(const char *path)
 	return fd;
 }
 
-/* Stops the server on a thread: false if that takes more than 5 s. */
 static void *stop_server(void *arg)
 {
 	xr_engine_stop_debug(arg);
 	return NULL;
-}
-
-static bool stops_in_time(struct xr_engine *e)
-{
-	struct timespec until;
-	pthread_t t;
-
-	assert_int_equal(pthread_create(&t, NULL, stop_server, e), 0);
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 5;
-	if (pthread_timedjoin_np(t, NULL, &until)) {
-		pthread_detach(t);
-		return false;
-	}
-	return true;
 }
 
 /* Clients that misbehave hold nobody up: one that sent part of a request
@@ -599,9 +585,7 @@ static void test_debug_socket_misbehaving_clients(void **state)
 	uint32_t v;
 
 	(void)state;
-	snprintf(path, sizeof(path), "/tmp/xroce-test-%d.sock", (int)getpid());
-	unlink(path);
-	assert_int_equal(xr_engine_serve_debug(E, path), 0);
+	serve_debug(path, sizeof(path));
 	idle = raw_client(path);
 	assert_int_equal(write(idle, req, 3), 3);
 	flood = raw_client(path);
@@ -615,7 +599,7 @@ static void test_debug_socket_misbehaving_clients(void **state)
 	assert_int_equal(xr_regio_read(s, XR_REG_ID, &v), XR_AXI_OKAY);
 	assert_int_equal(v, XR_REG_ID_MAGIC);
 	xr_regio_close(s);
-	assert_true(stops_in_time(E));
+	assert_true(h_finishes(stop_server, E));   /* within 5 s */
 	close(idle);
 	close(flood);
 }

@@ -4,18 +4,38 @@
 #define XR_TEST_UTIL_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
 /* Under ThreadSanitizer (make test-tsan: XR_TSAN) threads run many times
  * slower and memory is laid out by its runtime: the few tests that count
  * wakeups, time a lease or a linger, or count page faults are left out of
  * that build (each marked where it is listed). */
 #define XR_TIMING_TEST __attribute__((unused))   /* not listed under XR_TSAN */
+
+/* Runs fn(arg) on a thread; false if it has not returned within 5 s
+ * (a deadlock: the thread is left behind, stuck). */
+static inline bool h_finishes(void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+	struct timespec until;
+
+	if (pthread_create(&t, NULL, fn, arg))
+		return false;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	if (pthread_timedjoin_np(t, NULL, &until)) {
+		pthread_detach(t);
+		return false;
+	}
+	return true;
+}
 
 /* Hex string with optional spaces, '|' and newlines -> bytes; returns length. */
 static inline size_t hex_to_bytes(const char *hex, uint8_t *out, size_t cap)
