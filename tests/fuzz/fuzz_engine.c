@@ -502,10 +502,11 @@ static void host_post(struct in *in, uint64_t id)
 	};
 	int q = (int)(rd(in, 1) % NQP);
 	struct region *g = &F.reg[REG_ALL];
-	uint32_t off = (F.touched |= 1u << q, (uint32_t)rd(in, 2) % 8192), len = (uint32_t)rd(in, 2) % 4096;
+	uint32_t off = (uint32_t)rd(in, 2) % 8192, len = (uint32_t)rd(in, 2) % 4096;
 	struct xr_sge sg = { (uintptr_t)g->mem + off, len, g->mr->lkey };
 	struct xr_send_wr w = { .wr_id = id, .sg_list = &sg, .num_sge = 1, .send_flags = XR_SEND_SIGNALED };
 
+	F.touched |= 1u << q;
 	w.opcode = ops[rd(in, 1) % (sizeof(ops) / sizeof(ops[0]))];
 	if (w.opcode == XR_WR_ATOMIC_CMP_AND_SWP || w.opcode == XR_WR_ATOMIC_FETCH_AND_ADD) {
 		sg.length = 8;
