@@ -361,6 +361,10 @@ struct xr_recv_wr {
  * An atomic WR must be 8 bytes at an 8-byte aligned remote address; a
  * receive WR's SGEs must total at most 2^31 bytes. */
 int xr_post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad);
+/* As xr_post_send, but every WR of the list is posted or none is (the
+ * ibv_wr_* API's batches): on any error, *bad names the WR refused and the
+ * queue is as before the call. */
+int xr_post_send_whole(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad);
 int xr_post_recv(struct xr_qp *qp, struct xr_recv_wr *wr, struct xr_recv_wr **bad);
 
 #ifdef __cplusplus

@@ -5,7 +5,9 @@
  */
 #include "drv.h"
 
-static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad, bool internal);
+/* post_send's flags: a bind of xr_bind_mw (type 1); every WR or none. */
+enum { POST_INTERNAL = 1, POST_WHOLE = 2 };
+static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad, unsigned flags);
 
 /* ---- posting ---- */
 
@@ -127,24 +129,34 @@ static int build_wqe(struct xr_qp *qp, const struct xr_send_wr *w, struct xr_hw_
  * on a small machine the wakeup costs more than the pass. A caller posting
  * while earlier WRs are outstanding streams and holds the engine (a
  * lease); WRs not yet polled count, signaled or not. */
-int xr_post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad)
+static int post_send_api(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad, unsigned flags)
 {
 	struct xr_engine *e = qp->ctx->progress == XR_PROGRESS_THREAD ? qp->ctx->engine : NULL;
 	int rc;
 
 	if (!e)
-		return post_send(qp, wr, bad, false);
+		return post_send(qp, wr, bad, flags);
 	/* The QP is read after post_send let go of its lock: a handler its
 	 * doorbell raised, which may destroy the QP, waits for the end. */
 	xr_engine_irq_hold();
 	xr_linger_posted(qp);
 	xr_engine_post_begin(e);
-	rc = post_send(qp, wr, bad, false);
+	rc = post_send(qp, wr, bad, flags);
 	if ((uint16_t)(qp->sq_pi - __atomic_load_n(&qp->sq_ci, __ATOMIC_ACQUIRE)) > 1)
 		xr_engine_post_stream(e);
 	xr_engine_post_end(e);
 	xr_engine_irq_release();
 	return rc;
+}
+
+int xr_post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad)
+{
+	return post_send_api(qp, wr, bad, 0);
+}
+
+int xr_post_send_whole(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad)
+{
+	return post_send_api(qp, wr, bad, POST_WHOLE);
 }
 
 /* The posted WRs from first were refused: each type-2 bind's window gets
@@ -165,8 +177,9 @@ static void unbind_keys(struct xr_qp *qp, struct xr_send_wr *first, int posted)
 	}
 }
 
-static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad, bool internal)
+static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr **bad, unsigned flags)
 {
+	bool internal = flags & POST_INTERNAL;
 	uint32_t size = 1u << qp->sq_log;
 	struct xr_send_wr *first = wr;
 	int rc = 0, posted = 0;
@@ -206,6 +219,13 @@ static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr 
 		}
 		__atomic_store_n(&qp->sq_pi, (uint16_t)(qp->sq_pi + 1), __ATOMIC_RELAXED);   /* read by pollers (cq.c) */
 		posted++;
+	}
+	/* Not rung, the WQEs are not the engine's: taken back, none posted. */
+	if (rc && (flags & POST_WHOLE) && posted) {
+		if (binds)
+			unbind_keys(qp, first, posted);
+		__atomic_store_n(&qp->sq_pi, (uint16_t)(qp->sq_pi - posted), __ATOMIC_RELAXED);
+		posted = 0;
 	}
 	if (posted && !xr_ring_doorbell(qp->ctx->regs, XR_REG_DB_SQ + 8 * qp->qpn, qp->sq_pi)) {
 		if (binds)
@@ -300,7 +320,7 @@ int xr_bind_mw(struct xr_qp *qp, struct xr_mw *mw, struct xr_mw_bind *bind)
 	w.bind_mw.mw = mw;
 	w.bind_mw.rkey = xr_inc_rkey(mw->rkey);
 	w.bind_mw.bind_info = *b;
-	rc = post_send(qp, &w, NULL, true);
+	rc = post_send(qp, &w, NULL, POST_INTERNAL);
 	if (!rc)
 		mw->rkey = w.bind_mw.rkey;   /* undone by the caller on an error completion */
 	return rc;

@@ -115,6 +115,7 @@ XRV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibv)
 	if (rc)
 		return rc;
 	xrv_unregister_qp(qp);
+	xrv_wr_batch_free(qp->wr);
 	pthread_mutex_destroy(&ibv->mutex);
 	pthread_cond_destroy(&ibv->cond);
 	free(qp);
@@ -238,13 +239,6 @@ XRV_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 	return 0;
 }
 XRV_DEFAULT(ibv_query_qp);
-
-XRV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	(void)qp;
-	xrv_unsupported("ibv_qp_to_qp_ex", "the ibv_wr_* posting API (use ibv_post_send)");
-	return NULL;
-}
 
 /* ---- posting (context ops) ---- */
 

@@ -58,7 +58,8 @@ def inline_verbs(verbs_h):
     """(name, op member) of each static inline ibv_* verb that calls an op."""
     text = open(verbs_h).read()
     out = []
-    for m in re.finditer(r"static inline [^\n(]*?\b(ibv_\w+)\s*\(", text):
+    # the return type may stand on a line of its own ("static inline struct ibv_qp *\nibv_create_qp_ex(")
+    for m in re.finditer(r"static inline\s[^(;{}]*?\b(ibv_\w+)\s*\(", text):
         start = text.find("{", m.end())
         depth, i = 0, start
         while i < len(text):

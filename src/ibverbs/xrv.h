@@ -64,9 +64,12 @@ struct xrv_cq {
 	struct xrv_cq *prev, *next;   /* the registry asynchronous events search */
 };
 
+struct xrv_wr_batch;
+
 struct xrv_qp {
 	struct ibv_qp_ex ibv;         /* room for ibv_qp_ex, as the ABI asks */
 	struct xr_qp *xr;
+	struct xrv_wr_batch *wr;      /* the ibv_wr_* API's, or NULL (wr_api.c) */
 	struct xrv_qp *prev, *next;
 };
 
@@ -113,6 +116,10 @@ void xrv_unsupported(const char *verb, const char *why);
 int xrv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int xrv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int xrv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+/* ibv_create_qp_ex, and with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS the ibv_wr_*
+ * builders (wr_api.c). */
+struct ibv_qp *xrv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
+void xrv_wr_batch_free(struct xrv_wr_batch *b);
 int xrv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int xrv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 struct ibv_mw *xrv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);

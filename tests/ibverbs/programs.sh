@@ -67,6 +67,7 @@ pingpong "-g 0, host path" -g 0 -n 500
 pingpong "-g 0 -c (data checked), host path" -g 0 -n 200 -c
 pingpong "-g 0 -e (completion events), host path" -g 0 -n 200 -e
 pingpong "-g 0 -s 65536, host path" -g 0 -n 100 -s 65536
+pingpong "-g 0 -N -c (the ibv_wr_* API, data checked), host path" -g 0 -n 200 -N -c
 pingpong "-g 0, kernel UDP" XROCE_HOST_PATH=0 -g 0 -n 500
 pingpong "-g 0 -e -c, kernel UDP" XROCE_HOST_PATH=0 -g 0 -n 200 -e -c
 
