@@ -200,7 +200,7 @@ static void one_batch_of_everything(struct ibv_qp *a, struct ibv_qp *b)
 	ibv_wr_set_sge(x, src_mr->lkey, (uintptr_t)src + 9000, 12);
 	x->wr_id = 6;
 	ibv_wr_atomic_cmp_swp(x, dst_mr->rkey, (uintptr_t)cas, 5, 77);
-	ibv_wr_set_sge(x, src_mr->lkey, (uintptr_t)src + 9100, 8);
+	ibv_wr_set_sge(x, src_mr->lkey, (uintptr_t)src + 9104, 8);
 	x->wr_id = 7;
 	ibv_wr_atomic_fetch_add(x, dst_mr->rkey, (uintptr_t)fa, 11);
 	ibv_wr_set_sge(x, src_mr->lkey, (uintptr_t)src + 9200, 8);
@@ -229,7 +229,7 @@ static void one_batch_of_everything(struct ibv_qp *a, struct ibv_qp *b)
 	     wc[2].imm_data == htonl(0x1234);
 	check(ok, "SEND_WITH_IMM of an inline list: the bytes as they were at the setter");
 	check(!memcmp(src + 9000, "remote bytes", 12), "READ brought the remote bytes");
-	check(*(uint64_t *)(src + 9100) == 5 && *cas == 77, "CAS: the old value back, the new one swapped in");
+	check(*(uint64_t *)(src + 9104) == 5 && *cas == 77, "CAS: the old value back, the new one swapped in");
 	check(*(uint64_t *)(src + 9200) == 100 && *fa == 111, "FETCH_ADD: the old value back, the sum stored");
 	check(!memcmp(dst + 12000, "tail", 4), "an unsignaled inline WRITE landed");
 }
