@@ -114,6 +114,7 @@ XRV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibv)
 		return rc;   /* EBUSY: a QP still uses it */
 	}
 	xrv_unregister_cq(cq);
+	xrv_cq_poll_free(cq->poll);
 	if (ibv->channel)
 		__atomic_sub_fetch(&ibv->channel->refcnt, 1, __ATOMIC_ACQ_REL);
 	pthread_mutex_destroy(&ibv->mutex);

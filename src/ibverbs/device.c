@@ -368,6 +368,7 @@ XRV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	x->vctx.query_port = xrv_query_port;
 	x->vctx.query_device_ex = xrv_query_device_ex;
 	x->vctx.create_qp_ex = xrv_create_qp_ex;
+	x->vctx.create_cq_ex = xrv_create_cq_ex;
 	x->vctx.modify_qp_rate_limit = xrv_modify_qp_rate_limit;
 	c->device = device;
 	c->cmd_fd = -1;

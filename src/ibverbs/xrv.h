@@ -58,9 +58,15 @@ struct xrv_channel {
 	struct ibv_comp_channel ibv;  /* fd: an epoll set of its CQs' event fds */
 };
 
+struct xrv_cq_poll;
+
 struct xrv_cq {
-	struct ibv_cq ibv;
+	union {
+		struct ibv_cq ibv;
+		struct ibv_cq_ex ibv_ex;  /* its first members are ibv_cq's */
+	};
 	struct xr_cq *xr;
+	struct xrv_cq_poll *poll;     /* an extended CQ's (cq_ex.c), or NULL */
 	struct xrv_cq *prev, *next;   /* the registry asynchronous events search */
 };
 
@@ -120,6 +126,9 @@ int xrv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
  * builders (wr_api.c). */
 struct ibv_qp *xrv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
 void xrv_wr_batch_free(struct xrv_wr_batch *b);
+/* ibv_create_cq_ex: start_poll .. end_poll and the ibv_wc_read_* (cq_ex.c). */
+struct ibv_cq_ex *xrv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr);
+void xrv_cq_poll_free(struct xrv_cq_poll *p);
 int xrv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int xrv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 struct ibv_mw *xrv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);

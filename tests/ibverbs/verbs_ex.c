@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ibv_wr_* posting API (ibv_create_qp_ex with send_ops_flags,
- * ibv_qp_to_qp_ex, ibv_wr_start .. ibv_wr_complete / ibv_wr_abort) as a
- * program written against libibverbs uses it, on the drop-in library: two
- * RC QPs of one device connected to each other, and two UD QPs. Every
- * builder and setter moves the bytes it names; a batch is posted whole or
- * not at all (an error anywhere in it, an abort, a batch longer than the
- * send queue); inline data is the setter's copy; what the device lacks is
- * refused at creation.
- *   verbs_wr_api   (run through xroce-run)
+ * The extended verbs as a program written against libibverbs uses them,
+ * on the drop-in library: two RC QPs of one device connected to each
+ * other, and two UD QPs.
+ * - The ibv_wr_* posting API (ibv_create_qp_ex with send_ops_flags,
+ *   ibv_qp_to_qp_ex, ibv_wr_start .. ibv_wr_complete / ibv_wr_abort):
+ *   every builder and setter moves the bytes it names; a batch is posted
+ *   whole or not at all (an error anywhere in it, an abort, a batch longer
+ *   than the send queue); inline data is the setter's copy; what the
+ *   device lacks is refused at creation.
+ * - Extended CQs (ibv_create_cq_ex, ibv_start_poll .. ibv_end_poll, the
+ *   ibv_wc_read_* accessors): the receive CQ is one, and reads what
+ *   ibv_poll_cq would; timestamps and parent domains are refused.
+ *   verbs_ex   (run through xroce-run)
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,7 +29,8 @@
 static int fails;
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
-static struct ibv_cq *scq, *rcq;
+static struct ibv_cq *scq, *rcq;    /* rcq is an extended CQ's */
+static struct ibv_cq_ex *rcq_ex;
 static uint8_t *src, *dst;        /* regions of the two QPs' hosts */
 static struct ibv_mr *src_mr, *dst_mr;
 
@@ -318,6 +323,66 @@ static void whole_or_nothing(struct ibv_qp *a)
 	      dst[20000] == 0xee, "all of it completed and landed");
 }
 
+/* The extended CQ: three receives read through start/next/end_poll
+ * match what was sent; an empty CQ says ENOENT; what it lacks is refused. */
+static void cq_ex(struct ibv_qp *a, struct ibv_qp *b)
+{
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(a);
+	struct ibv_cq_init_attr_ex ca = { .cqe = 8, .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP };
+	struct ibv_poll_cq_attr pa = { 0 };
+	struct ibv_wc wc[3];
+	uint32_t len[4] = { 0 }, qpn[4] = { 0 }, flags[4] = { 0 };
+	uint64_t id[4] = { 0 };
+	int n = 0, rc, opc_ok = 1;
+
+	errno = 0;
+	check(!ibv_create_cq_ex(ctx, &ca) && errno == EOPNOTSUPP, "ibv_create_cq_ex with timestamps: refused");
+	ca.wc_flags = IBV_WC_STANDARD_FLAGS;
+	ca.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+	ca.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+	check(!ibv_create_cq_ex(ctx, &ca), "ibv_create_cq_ex ignoring overruns: refused");
+	check(ibv_start_poll(rcq_ex, &pa) == ENOENT, "start_poll of an empty CQ: ENOENT");
+	for (int i = 0; i < 3; i++)
+		post_recv(b, 4000 + (uint64_t)i, 14000 + 100 * (uint32_t)i, 100);
+	ibv_wr_start(x);
+	for (int i = 0; i < 3; i++) {
+		x->wr_id = 40 + (uint64_t)i;
+		x->wr_flags = IBV_SEND_SIGNALED;
+		if (i == 1)
+			ibv_wr_send_imm(x, htonl(0xfeed));
+		else
+			ibv_wr_send(x);
+		ibv_wr_set_sge(x, src_mr->lkey, (uintptr_t)src, 10 + 10 * (uint32_t)i);
+	}
+	check(ibv_wr_complete(x) == 0, "three SENDs to the extended CQ's QP");
+	check(poll_n(scq, wc, 3, 5000) == 3, "their completions");
+	/* Each receive completed before its ACK left: all three are there,
+	 * one start_poll and two next_polls read them, a third finds none. */
+	rc = ibv_start_poll(rcq_ex, &pa);
+	check(rc == 0, "start_poll: a completion");
+	if (rc)
+		return;
+	do {
+		id[n] = rcq_ex->wr_id;
+		opc_ok &= rcq_ex->status == IBV_WC_SUCCESS && ibv_wc_read_opcode(rcq_ex) == IBV_WC_RECV;
+		len[n] = ibv_wc_read_byte_len(rcq_ex);
+		qpn[n] = ibv_wc_read_qp_num(rcq_ex);
+		flags[n] = ibv_wc_read_wc_flags(rcq_ex);
+		if (flags[n] & IBV_WC_WITH_IMM)
+			opc_ok &= ibv_wc_read_imm_data(rcq_ex) == htonl(0xfeed);
+		n++;
+	} while (n < 4 && (rc = ibv_next_poll(rcq_ex)) == 0);
+	ibv_end_poll(rcq_ex);
+	check(rc == ENOENT, "next_poll after the last: ENOENT");
+	check(n == 3 && id[0] == 4000 && id[1] == 4001 && id[2] == 4002, "start/next_poll: the three receives, in order");
+	check(n == 3 && opc_ok && len[0] == 10 && len[1] == 20 && len[2] == 30 && qpn[0] == b->qp_num &&
+	      qpn[2] == b->qp_num && (flags[1] & IBV_WC_WITH_IMM) && !(flags[0] & IBV_WC_WITH_IMM),
+	      "the accessors: status, opcode, length, QP, flags and immediate");
+	check(ibv_start_poll(rcq_ex, &pa) == ENOENT, "then empty again");
+	pa.comp_mask = 1;
+	check(ibv_start_poll(rcq_ex, &pa) == EINVAL, "start_poll with an unknown comp_mask: EINVAL");
+}
+
 /* UD: each WR needs its address; a batch without it fails whole. */
 static void ud(const union ibv_gid *gid)
 {
@@ -368,7 +433,13 @@ int main(void)
 	}
 	pd = ibv_alloc_pd(ctx);
 	scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
-	rcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	{
+		struct ibv_cq_init_attr_ex ca = { .cqe = 64, .wc_flags = IBV_WC_STANDARD_FLAGS,
+						  .comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS,
+						  .flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED };
+		rcq_ex = ibv_create_cq_ex(ctx, &ca);
+		rcq = rcq_ex ? ibv_cq_ex_to_cq(rcq_ex) : NULL;
+	}
 	src = calloc(1, BUF);
 	dst = calloc(1, BUF);
 	src_mr = ibv_reg_mr(pd, src, BUF, IBV_ACCESS_LOCAL_WRITE);
@@ -389,6 +460,7 @@ int main(void)
 	check(!to_rts(a, b->qp_num, &gid) && !to_rts(b, a->qp_num, &gid), "connected to each other");
 	one_batch_of_everything(a, b);
 	whole_or_nothing(a);
+	cq_ex(a, b);
 	ud(&gid);
 	ibv_destroy_qp(a);
 	ibv_destroy_qp(b);
