@@ -158,6 +158,20 @@ static void refusals(void)
 	check(qp && !ibv_qp_to_qp_ex(qp), "ibv_qp_to_qp_ex of a QP made without send_ops_flags: NULL");
 	if (qp)
 		ibv_destroy_qp(qp);
+	{
+		struct ibv_srq_init_attr_ex sa = { .attr = { 16, 1, 0 }, .comp_mask = IBV_SRQ_INIT_ATTR_PD |
+						   IBV_SRQ_INIT_ATTR_TYPE, .srq_type = IBV_SRQT_BASIC, .pd = pd };
+		struct ibv_srq *srq = ibv_create_srq_ex(ctx, &sa);
+
+		check(srq != NULL, "ibv_create_srq_ex of a basic SRQ");
+		if (srq)
+			ibv_destroy_srq(srq);
+		sa.srq_type = IBV_SRQT_XRC;
+		sa.comp_mask |= IBV_SRQ_INIT_ATTR_CQ;
+		sa.cq = scq;
+		errno = 0;
+		check(!ibv_create_srq_ex(ctx, &sa) && errno == EOPNOTSUPP, "ibv_create_srq_ex of an XRC SRQ: EOPNOTSUPP");
+	}
 	a.comp_mask = IBV_QP_INIT_ATTR_PD;   /* the inline ibv_create_qp_ex calls ibv_create_qp */
 	qp = ibv_create_qp_ex(ctx, &a);
 	check(qp && !ibv_qp_to_qp_ex(qp), "ibv_create_qp_ex with the PD alone: a plain QP");
