@@ -58,7 +58,7 @@ struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr)
 	if (!ctx || !attr || !attr->send_cq || !attr->recv_cq ||
 	    (attr->qp_type != XR_QPT_RC && attr->qp_type != XR_QPT_UC && attr->qp_type != XR_QPT_UD) ||
 	    (attr->srq && attr->srq->ctx != ctx) ||
-	    attr->cap.max_send_wr < 1 || attr->cap.max_send_wr > (1u << MAX_QUEUE_LOG) ||
+	    attr->cap.max_send_wr > (1u << MAX_QUEUE_LOG) ||
 	    attr->cap.max_recv_wr > (1u << MAX_QUEUE_LOG) || attr->cap.max_send_sge > XR_WQE_MAX_SGE ||
 	    attr->cap.max_recv_sge > XR_RWQE_MAX_SGE || attr->cap.max_inline_data > XR_WQE_MAX_INLINE) {
 		errno = EINVAL;

@@ -90,6 +90,27 @@ static void rereg(struct ibv_pd *pd)
 	check(!ibv_dereg_mr(mr), "ibv_dereg_mr after rereg");
 }
 
+/* A QP that only receives asks for no send WRs (qperf's servers do): as
+ * rxe and mlx5, a send queue of 0 WRs is fine (xroce gives the least it
+ * has); 0 receive WRs, for a QP that only sends, likewise. */
+static void receive_only(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr init = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+					 .cap = { .max_send_wr = 0, .max_recv_wr = 16, .max_send_sge = 1,
+						  .max_recv_sge = 1 } };
+	struct ibv_qp *qp = ibv_create_qp(pd, &init);
+
+	check(qp != NULL, "ibv_create_qp with max_send_wr 0 (a receive-only QP)");
+	if (qp)
+		ibv_destroy_qp(qp);
+	init.cap.max_send_wr = 16;
+	init.cap.max_recv_wr = 0;
+	qp = ibv_create_qp(pd, &init);
+	check(qp != NULL, "ibv_create_qp with max_recv_wr 0 (a send-only QP)");
+	if (qp)
+		ibv_destroy_qp(qp);
+}
+
 int main(void)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
@@ -160,6 +181,7 @@ int main(void)
 	      (dx.packet_pacing_caps.supported_qpts & (1u << IBV_QPT_RC)), "query_device_ex: packet pacing caps");
 	grh_reply_address(ctx);
 	rereg(pd);
+	receive_only(pd, cq);
 	ibv_destroy_qp(qp);
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
