@@ -170,7 +170,7 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	  "Which fields a COMMIT of an existing QP applies, as ibv_qp_attr_mask: bit 0 state, 3 access flags, 4 P_Key, 7 address vector (GID, MAC, ports, traffic class, hop limit, flow label, VLAN), 8 path MTU, 9 timeout, 10 retry count, 11 RNR retry, 12 RQ PSN, 13 max_rd_atomic, 15 min RNR timer, 16 SQ PSN, 17 max_dest_rd_atomic, 20 dest QPN; xroce: 24 rings, 25 CQs, 26 PD, 27 type, 28 MSN, 29 SRQ, 30 rate limit; 6 is the UD Q_Key (IBV_QP_QKEY). Fields left out keep the engine's values (PSNs advance while a driver edits the shadow). A new QP takes every field. Rings, CQs, PD and SRQ change only in RESET (BAD_STATE otherwise; the same values pass).") \
 	/* CQ window. */ \
 	X(CQ_SEL,          0x340, XR_RW, 0x00000000, "cqn:0:24", "CQN that CQ_CMD acts on.") \
-	X(CQ_CMD,          0x344, XR_WO, 0x00000000, "cmd:0:4", "CQ command: 1 COMMIT (create or resize), 2 READ, 3 DESTROY, 4 CLEAR.") \
+	X(CQ_CMD,          0x344, XR_WO, 0x00000000, "cmd:0:4", "CQ command: 1 COMMIT (create, or resize: on a CQ in use with another ring the engine moves the CQEs not yet consumed into it, each at its index, and marks the rest of the new ring unwritten; BAD_RANGE if they do not fit), 2 READ, 3 DESTROY, 4 CLEAR.") \
 	X(CQ_BASE_LO,      0x348, XR_RW, 0x00000000, "", "Completion ring host address, bits 31:0.") \
 	X(CQ_BASE_HI,      0x34C, XR_RW, 0x00000000, "", "Completion ring host address, bits 63:32.") \
 	X(CQ_LOG_SIZE,     0x350, XR_RW, 0x00000000, "log_entries:0:5", "Completion ring size, log2 of entries.") \

@@ -145,6 +145,12 @@ struct xr_wc {
 
 struct xr_cq *xr_create_cq(struct xr_context *ctx, int cqe);
 int xr_destroy_cq(struct xr_cq *cq);
+/* A new ring of at least cqe entries; the completions not yet polled move
+ * into it (the engine's, in order). 0, EINVAL (cqe out of 1..2^20, or
+ * fewer than the completions waiting), ENOMEM, or EIO. */
+int xr_resize_cq(struct xr_cq *cq, int cqe);
+/* The entries the CQ holds (a power of two, at least the cqe asked for). */
+int xr_cq_size(const struct xr_cq *cq);
 /* Up to n completions; returns how many (0: none), or -errno. */
 int xr_poll_cq(struct xr_cq *cq, int n, struct xr_wc *wc);
 /* Event mode: arm, then wait on the fd (readable when the CQ fired). */

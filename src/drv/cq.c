@@ -42,6 +42,7 @@ struct xr_cq *xr_create_cq(struct xr_context *ctx, int cqe)
 	memset(cq->ring, 0, (size_t)XR_CQE_SIZE << log);
 	cq->ctx = ctx;
 	cq->log_size = log;
+	cq->view = (uintptr_t)cq->ring | log;
 	pthread_mutex_init(&cq->lock, NULL);
 	memset(&c, 0, sizeof(c));
 	c.base = (uintptr_t)cq->ring;
@@ -84,8 +85,63 @@ int xr_destroy_cq(struct xr_cq *cq)
 		return EBUSY;   /* a QP still uses it */
 	close(cq->efd);
 	free(cq->ring);
+	while (cq->old_rings) {
+		struct xr_old_ring *o = cq->old_rings;
+		cq->old_rings = o->next;
+		free(o);
+	}
 	pthread_mutex_destroy(&cq->lock);
 	free(cq);
+	return 0;
+}
+
+int xr_cq_size(const struct xr_cq *cq)
+{
+	return 1 << cq->log_size;
+}
+
+/* The engine moves the waiting CQEs (its COMMIT of a CQ in use with a new
+ * ring, under its CQ lock): it alone knows which it wrote last. Here, the
+ * host's side: no poll runs meanwhile (the CQ's lock), and the old ring
+ * stays allocated for a poll that read the view before the swap. */
+int xr_resize_cq(struct xr_cq *cq, int cqe)
+{
+	struct xr_context *ctx;
+	struct xr_hw_cqe *ring;
+	struct xr_old_ring *old;
+	struct xr_cq_ctx c;
+	uint32_t log = 1, st = 0;
+	int rc;
+
+	if (!cq || cqe < 1 || cqe > (1 << 20))
+		return EINVAL;
+	while ((1u << log) < (uint32_t)cqe)
+		log++;
+	ctx = cq->ctx;
+	ring = aligned_alloc(64, (size_t)XR_CQE_SIZE << log);
+	if (!ring)
+		return ENOMEM;
+	memset(ring, 0, (size_t)XR_CQE_SIZE << log);
+	memset(&c, 0, sizeof(c));
+	c.base = (uintptr_t)ring;
+	c.log_size = (uint8_t)log;
+	drv_lock(&ctx->lock);   /* the CQ window; before the CQ's lock, as modify_qp */
+	drv_lock(&cq->lock);
+	rc = xr_regio_cq_commit(ctx->regs, cq->cqn, &c, &st);
+	if (!rc) {
+		old = (struct xr_old_ring *)(void *)cq->ring;   /* its first bytes are ours now */
+		old->next = cq->old_rings;
+		cq->old_rings = old;
+		cq->ring = ring;
+		cq->log_size = log;
+		__atomic_store_n(&cq->view, (uintptr_t)ring | log, __ATOMIC_RELEASE);
+	}
+	drv_unlock(&cq->lock);
+	drv_unlock(&ctx->lock);
+	if (rc) {
+		free(ring);
+		return rc > 0 && st == XR_CMD_ST_BAD_RANGE ? EINVAL : EIO;
+	}
 	return 0;
 }
 
@@ -166,15 +222,18 @@ int xr_poll_cq(struct xr_cq *cq, int n, struct xr_wc *wc)
 static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained)
 {
 	struct xr_context *ctx = cq->ctx;
-	uint32_t mask = (1u << cq->log_size) - 1;
+	uintptr_t view = __atomic_load_n(&cq->view, __ATOMIC_ACQUIRE);
+	const struct xr_hw_cqe *peek = (const struct xr_hw_cqe *)(view & ~(uintptr_t)63);
+	uint32_t log = (uint32_t)(view & 63), mask;
 	int got = 0;
 	uint32_t ci = __atomic_load_n(&cq->ci, __ATOMIC_RELAXED);
 
 	/* An empty poll (most of a spinning program's) takes no lock: the
 	 * next CQE's phase says it is not there yet. */
-	if (__atomic_load_n(&cq->ring[ci & mask].phase, __ATOMIC_ACQUIRE) != (((ci >> cq->log_size) & 1) ^ 1))
+	if (__atomic_load_n(&peek[ci & ((1u << log) - 1)].phase, __ATOMIC_ACQUIRE) != (((ci >> log) & 1) ^ 1))
 		return 0;
 	drv_lock(&cq->lock);
+	mask = (1u << cq->log_size) - 1;   /* a resize may have run meanwhile */
 	while (got < n) {
 		struct xr_hw_cqe *c = &cq->ring[cq->ci & mask];
 		uint8_t want = ((cq->ci >> cq->log_size) & 1) ^ 1;

@@ -55,6 +55,11 @@ struct xr_cq {
 	uint32_t cqn;
 	struct xr_hw_cqe *ring;
 	uint32_t log_size, ci;
+	/* The ring and its log size in one word (rings are 64-byte aligned),
+	 * for the poll that reads them without the lock; a resize swaps it. */
+	uintptr_t view;
+	struct xr_old_ring { struct xr_old_ring *next; } *old_rings;   /* freed at destroy:
+								 lock-free polls may still read them */
 	int efd;
 	pthread_mutex_t lock;
 	bool evented;                  /* armed for an event once: its callers block, not spin */

@@ -87,7 +87,7 @@ XRV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, vo
 	cq->ibv.context = context;
 	cq->ibv.channel = channel;
 	cq->ibv.cq_context = cq_context;
-	cq->ibv.cqe = cqe;
+	cq->ibv.cqe = xr_cq_size(cq->xr);   /* what it holds: at least cqe */
 	cq->ibv.handle = (uint32_t)(uintptr_t)cq;
 	pthread_mutex_init(&cq->ibv.mutex, NULL);
 	pthread_cond_init(&cq->ibv.cond, NULL);
@@ -124,11 +124,20 @@ XRV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibv)
 }
 XRV_DEFAULT(ibv_destroy_cq);
 
+/* A new ring; the completions not yet polled move into it. EINVAL when
+ * they would not fit, or cqe is out of the device's range. */
 XRV_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
-	(void)cq, (void)cqe;
-	xrv_unsupported("ibv_resize_cq", "create the CQ at the size needed");
-	return EOPNOTSUPP;
+	int rc;
+
+	if (!cq)
+		return EINVAL;
+	rc = xr_resize_cq(XRV_OF(xrv_cq, cq)->xr, cqe);
+	if (rc == EINVAL && cqe >= 1 && cqe <= (1 << 20))
+		xrv_log("ibv_resize_cq: %d entries cannot hold the completions still to be polled", cqe);
+	if (!rc)
+		cq->cqe = xr_cq_size(XRV_OF(xrv_cq, cq)->xr);
+	return rc;
 }
 XRV_DEFAULT(ibv_resize_cq);
 

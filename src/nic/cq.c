@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The CQ table behind the CQ window: completion rings in host memory. */
+#include <stddef.h>
 #include <string.h>
 
 #include "engine.h"
@@ -43,6 +44,38 @@ enum xr_cmd_status xr_cq_cmd(struct xr_engine *e, uint32_t cmd)
 	return st;
 }
 
+static struct xr_hw_cqe *cqe_at(uint64_t base, uint8_t log_size, uint32_t idx)
+{
+	return (struct xr_hw_cqe *)(uintptr_t)(base + (uint64_t)(idx & ((1u << log_size) - 1)) * XR_CQE_SIZE);
+}
+
+/* A COMMIT of a CQ in use with another ring (ibv_resize_cq): the CQEs the
+ * host has not consumed move to the new ring, each at its own index, and
+ * every other slot of the new ring's window [ci, ci + size) is marked as
+ * not yet written (its phase the opposite of what its index expects), so
+ * the host's poll finds exactly those. Under the CQ's lock, as every CQE
+ * is written: none lands in the old ring after this. False when they do
+ * not fit (nothing changed). */
+static bool move_cqes(struct xr_cq *cq, const struct xr_cq_ctx *to)
+{
+	uint32_t size = 1u << to->log_size, pi = cq->ctx.pi;
+
+	if (pi - cq->ci > size)
+		return false;
+	for (uint32_t idx = cq->ci; idx != cq->ci + size; idx++) {
+		struct xr_hw_cqe *d = cqe_at(to->base, to->log_size, idx);
+		uint8_t phase = (uint8_t)(((idx >> to->log_size) & 1) ^ 1);
+		if (idx - cq->ci < pi - cq->ci) {
+			memcpy(d, cqe_at(cq->ctx.base, cq->ctx.log_size, idx), offsetof(struct xr_hw_cqe, phase));
+		} else {
+			phase ^= 1;
+			d->drv_flags = 0;
+		}
+		__atomic_store_n(&d->phase, phase, __ATOMIC_RELEASE);
+	}
+	return true;
+}
+
 static enum xr_cmd_status cq_cmd_locked(struct xr_engine *e, struct xr_cq *cq, uint32_t cqn, uint32_t cmd)
 {
 	struct xr_cq_ctx c;
@@ -52,15 +85,24 @@ static enum xr_cmd_status cq_cmd_locked(struct xr_engine *e, struct xr_cq *cq, u
 		xr_cq_ctx_decode(&c, xr_reg_shadow_get, e);
 		if (!c.base || c.log_size < 1 || c.log_size > MAX_CQ_LOG_SIZE)
 			return XR_CMD_ST_BAD_RANGE;
+		/* A resize moves the CQEs into a ring of its own (in place, the
+		 * moves would overwrite the ones still to move). */
+		if (cq->in_use && c.base == cq->ctx.base && c.log_size != cq->ctx.log_size)
+			return XR_CMD_ST_BAD_RANGE;
+		if (cq->in_use && c.base != cq->ctx.base && !move_cqes(cq, &c))
+			return XR_CMD_ST_BAD_RANGE;   /* more CQEs waiting than the new ring holds */
 		c.pi = cq->in_use ? cq->ctx.pi : 0;
 		c.valid = true;
 		c.armed = cq->in_use && cq->ctx.armed;
 		c.solicited_only = cq->in_use && cq->ctx.solicited_only;
 		c.overflow = false;
-		if (!cq->in_use)
-			cq->ci = 0;
 		cq->ctx = c;
-		cq->in_use = true;
+		/* Written only when it changes: the data path reads it before
+		 * taking the lock (a CQ in use stays so through a resize). */
+		if (!cq->in_use) {
+			cq->ci = 0;
+			cq->in_use = true;
+		}
 		shadow_load(e, &c);
 		return XR_CMD_ST_OK;
 	case XR_CMD_READ:

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define BUF 65536
 #define SQ 16
@@ -337,6 +338,34 @@ static void whole_or_nothing(struct ibv_qp *a)
 	      dst[20000] == 0xee, "all of it completed and landed");
 }
 
+/* ibv_resize_cq with completions waiting: too small is EINVAL, and a
+ * new size keeps them, in order. */
+static void resize(struct ibv_qp_ex *x)
+{
+	struct ibv_wc wc[6];
+	int ok = 1, n;
+
+	ibv_wr_start(x);
+	for (int i = 0; i < 5; i++) {
+		x->wr_id = 70 + (uint64_t)i;
+		x->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_rdma_write(x, dst_mr->rkey, (uintptr_t)dst + 24000);
+		ibv_wr_set_sge(x, src_mr->lkey, (uintptr_t)src, 8);
+	}
+	check(ibv_wr_complete(x) == 0, "five WRITEs to resize behind");
+	/* The engine's thread moves them; the bytes land, then the ACKs come
+	 * back and the CQEs are written: all done well within 200 ms. */
+	for (double until = now_s() + 5; now_s() < until && *(volatile uint8_t *)(dst + 24000) != src[0];)
+		usleep(100);
+	usleep(200000);
+	check(ibv_resize_cq(scq, 2) == EINVAL, "ibv_resize_cq to 2 with five waiting: EINVAL");
+	check(ibv_resize_cq(scq, 200) == 0 && scq->cqe >= 200, "ibv_resize_cq to 200: done, cqe at least 200");
+	n = poll_n(scq, wc, 6, 2000);
+	for (int i = 0; i < 5 && n == 5; i++)
+		ok &= wc[i].wr_id == 70 + (uint64_t)i && wc[i].status == IBV_WC_SUCCESS;
+	check(n == 5 && ok, "the five completions, moved in order");
+}
+
 /* The extended CQ: three receives read through start/next/end_poll
  * match what was sent; an empty CQ says ENOENT; what it lacks is refused. */
 static void cq_ex(struct ibv_qp *a, struct ibv_qp *b)
@@ -393,6 +422,7 @@ static void cq_ex(struct ibv_qp *a, struct ibv_qp *b)
 	      qpn[2] == b->qp_num && (flags[1] & IBV_WC_WITH_IMM) && !(flags[0] & IBV_WC_WITH_IMM),
 	      "the accessors: status, opcode, length, QP, flags and immediate");
 	check(ibv_start_poll(rcq_ex, &pa) == ENOENT, "then empty again");
+	resize(x);
 	pa.comp_mask = 1;
 	check(ibv_start_poll(rcq_ex, &pa) == EINVAL, "start_poll with an unknown comp_mask: EINVAL");
 }
