@@ -342,6 +342,9 @@ static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct
 		xr_count(e, XR_CNT_DUP_RESPONSE, 1);
 		return;
 	}
+	/* Beyond the oldest READ/atomic: its response was lost (B10). */
+	if (implied_nak(e, qp, p->psn))
+		return;
 	m = meta_at(qp, r->tail);
 	if (m->opcode != XR_WR_RDMA_READ) {
 		wrong_kind(e, qp, m, p->psn);
@@ -406,6 +409,8 @@ static void rx_atomic_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr
 		xr_count(e, XR_CNT_DUP_RESPONSE, 1);
 		return;
 	}
+	if (implied_nak(e, qp, p->psn))
+		return;   /* B10, as for a READ response */
 	m = meta_at(qp, r->tail);
 	if (!is_rd_atomic(m->opcode) || m->opcode == XR_WR_RDMA_READ) {
 		wrong_kind(e, qp, m, p->psn);
