@@ -59,6 +59,8 @@ static void complete_tail(struct xr_engine *e, struct xr_qp *qp, uint8_t status,
 		r->rd_atomic_out--;
 	if (is_rd_atomic(m->opcode) && r->rd_atomic_started)
 		r->rd_atomic_started--;
+	if (r->cur_active && r->cur == r->tail)
+		r->cur_active = false;   /* its resend is not needed */
 	memset(m, 0, sizeof(*m));
 	r->tail++;
 	qp->ctx.sq_ci = r->tail;
@@ -130,8 +132,6 @@ static void ack_upto(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 			break;
 		if (psn_cmp(r->sent_end, m->last_psn) <= 0)
 			break;   /* not even fully sent yet (a stray ACK) */
-		if (r->cur_active && r->cur == r->tail)
-			r->cur_active = false;   /* its resend is not needed */
 		/* byte_len: the WR's length (B23, rxe make_send_cqe) */
 		complete_tail(e, qp, XR_WC_SUCCESS, xr_sq_slot(qp, r->tail)->length);
 	}
