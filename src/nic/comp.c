@@ -235,7 +235,13 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 	 * NAK at una is in the window.) */
 	if (!in_window(e, qp, psn, true))
 		return;
-	if (psn_cmp(psn, psn_add(r->una_psn, XR_PSN_MASK)) < 0 ||
+	/* An error NAK at a request PSN of the oldest WQE, a READ partly
+	 * answered (its first, or that of a retry for its tail), names it
+	 * however far its responses got (B18). */
+	bool read_nak = type == XR_AETH_NAK && syn != XR_AETH_NAK_PSN_SEQ && r->tail != r->started_end &&
+			meta_at(qp, r->tail)->opcode == XR_WR_RDMA_READ && meta_at(qp, r->tail)->read_done &&
+			psn_cmp(psn, meta_at(qp, r->tail)->first_psn) >= 0;
+	if ((psn_cmp(psn, psn_add(r->una_psn, XR_PSN_MASK)) < 0 && !read_nak) ||
 	    (type != XR_AETH_ACK && (r->tail == r->started_end ||
 				     psn_cmp(psn, meta_at(qp, r->tail)->first_psn) < 0))) {
 		/* Stale; and a NAK must name a PSN of a WQE still outstanding
