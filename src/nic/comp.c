@@ -295,6 +295,11 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 		/* Everything before psn is complete: the tail holds psn. */
 		switch (syn) {
 		case XR_AETH_NAK_PSN_SEQ:
+			/* A READ's PSNs are acknowledged by its responses only: a
+			 * NAK inside its range sends N back to what it still
+			 * misses, not past it. */
+			if (is_rd_atomic(meta_at(qp, r->tail)->opcode) && psn_cmp(psn, tail_expected_psn(qp)) > 0)
+				psn = tail_expected_psn(qp);
 			/* One retry per gap: while it is under way, more NAKs for
 			 * the same PSN are the same news (B14). */
 			if (already_retrying(r, psn))
