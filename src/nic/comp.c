@@ -368,8 +368,9 @@ static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct
 	if (p->psn != tail_expected_psn(qp)) {
 		xr_count(e, XR_CNT_DUP_RESPONSE, 1);
 		/* Out of order: a gap means lost responses; ask again, once per gap. */
-		if (psn_cmp(p->psn, tail_expected_psn(qp)) > 0 && !already_retrying(r, tail_expected_psn(qp)))
-			retry_from(e, qp, tail_expected_psn(qp));
+		if (psn_cmp(p->psn, tail_expected_psn(qp)) > 0 && !already_retrying(r, tail_expected_psn(qp)) &&
+		    retry_from(e, qp, tail_expected_psn(qp)))
+			rearm(e, qp);   /* the resend gets a whole timeout, as implied_nak's */
 		return;
 	}
 	/* The response sequence (rxe check_ack, B12): a READ's responses start
