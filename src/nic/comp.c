@@ -59,9 +59,15 @@ static void complete_tail(struct xr_engine *e, struct xr_qp *qp, uint8_t status,
 		r->rd_atomic_out--;
 	if (is_rd_atomic(m->opcode) && r->rd_atomic_started)
 		r->rd_atomic_started--;
+	if (r->cur_active && r->cur == r->tail)
+		r->cur_active = false;   /* its resend is not needed */
 	memset(m, 0, sizeof(*m));
 	r->tail++;
 	qp->ctx.sq_ci = r->tail;
+	/* A resend stuck behind it (a rewind whose point the peer has since
+	 * acknowledged) restarts from the oldest WQE still outstanding. */
+	if ((uint16_t)(r->head - r->tail) > (uint16_t)(r->started_end - r->tail))
+		r->head = r->tail;
 }
 
 /* Fails the WQE at the tail and the QP with it. */
@@ -126,12 +132,8 @@ static void ack_upto(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 			break;
 		if (psn_cmp(r->sent_end, m->last_psn) <= 0)
 			break;   /* not even fully sent yet (a stray ACK) */
-		if (r->cur_active && r->cur == r->tail)
-			r->cur_active = false;   /* its resend is not needed */
 		/* byte_len: the WR's length (B23, rxe make_send_cqe) */
 		complete_tail(e, qp, XR_WC_SUCCESS, xr_sq_slot(qp, r->tail)->length);
-		if ((uint16_t)(r->head - r->tail) > (uint16_t)(r->started_end - r->tail))
-			r->head = r->tail;   /* it was rewound behind the tail */
 	}
 	/* Not past the first READ/atomic still waiting, wherever it is: a
 	 * WRITE being resent may stand before it, and after a rewind it may
@@ -162,7 +164,7 @@ static void rearm(struct xr_engine *e, struct xr_qp *qp)
 {
 	struct xr_req *r = &qp->req;
 
-	if ((r->tail == r->head && !r->cur_active) || nothing_unacked(r))
+	if ((r->tail == r->started_end && !r->cur_active) || nothing_unacked(r))
 		r->timer_due_ns = 0;
 	else
 		xr_req_arm_timer(qp, xr_engine_now(e));
@@ -233,8 +235,14 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 	 * NAK at una is in the window.) */
 	if (!in_window(e, qp, psn, true))
 		return;
-	if (psn_cmp(psn, psn_add(r->una_psn, XR_PSN_MASK)) < 0 ||
-	    (type != XR_AETH_ACK && (r->tail == r->head ||
+	/* An error NAK at a request PSN of the oldest WQE, a READ partly
+	 * answered (its first, or that of a retry for its tail), names it
+	 * however far its responses got (B18). */
+	bool read_nak = type == XR_AETH_NAK && syn != XR_AETH_NAK_PSN_SEQ && r->tail != r->started_end &&
+			meta_at(qp, r->tail)->opcode == XR_WR_RDMA_READ && meta_at(qp, r->tail)->read_done &&
+			psn_cmp(psn, meta_at(qp, r->tail)->first_psn) >= 0;
+	if ((psn_cmp(psn, psn_add(r->una_psn, XR_PSN_MASK)) < 0 && !read_nak) ||
+	    (type != XR_AETH_ACK && (r->tail == r->started_end ||
 				     psn_cmp(psn, meta_at(qp, r->tail)->first_psn) < 0))) {
 		/* Stale; and a NAK must name a PSN of a WQE still outstanding
 		 * (a READ is NAKed at its request PSN even after some of its
@@ -248,7 +256,7 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 		xr_count_pass(e, XR_CNT_RX_ACK, 1);
 		ack_upto(e, qp, psn);
 		/* An ACK at or past a pending READ/atomic: its responses were lost. */
-		if (r->tail != r->head && is_rd_atomic(meta_at(qp, r->tail)->opcode) &&
+		if (r->tail != r->started_end && is_rd_atomic(meta_at(qp, r->tail)->opcode) &&
 		    psn_cmp(psn, meta_at(qp, r->tail)->first_psn) >= 0 && !already_retrying(r, tail_expected_psn(qp)))
 			retry_from(e, qp, tail_expected_psn(qp));
 		break;
@@ -287,6 +295,11 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 		/* Everything before psn is complete: the tail holds psn. */
 		switch (syn) {
 		case XR_AETH_NAK_PSN_SEQ:
+			/* A READ's PSNs are acknowledged by its responses only: a
+			 * NAK inside its range sends N back to what it still
+			 * misses, not past it. */
+			if (is_rd_atomic(meta_at(qp, r->tail)->opcode) && psn_cmp(psn, tail_expected_psn(qp)) > 0)
+				psn = tail_expected_psn(qp);
 			/* One retry per gap: while it is under way, more NAKs for
 			 * the same PSN are the same news (B14). */
 			if (already_retrying(r, psn))
@@ -336,10 +349,13 @@ static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct
 		return;
 	/* A response acknowledges every request before its READ. */
 	ack_upto(e, qp, psn_add(p->psn, XR_PSN_MASK));
-	if (r->tail == r->head) {
+	if (r->tail == r->started_end) {
 		xr_count(e, XR_CNT_DUP_RESPONSE, 1);
 		return;
 	}
+	/* Beyond the oldest READ/atomic: its response was lost (B10). */
+	if (implied_nak(e, qp, p->psn))
+		return;
 	m = meta_at(qp, r->tail);
 	if (m->opcode != XR_WR_RDMA_READ) {
 		wrong_kind(e, qp, m, p->psn);
@@ -352,8 +368,9 @@ static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct
 	if (p->psn != tail_expected_psn(qp)) {
 		xr_count(e, XR_CNT_DUP_RESPONSE, 1);
 		/* Out of order: a gap means lost responses; ask again, once per gap. */
-		if (psn_cmp(p->psn, tail_expected_psn(qp)) > 0 && !already_retrying(r, tail_expected_psn(qp)))
-			retry_from(e, qp, tail_expected_psn(qp));
+		if (psn_cmp(p->psn, tail_expected_psn(qp)) > 0 && !already_retrying(r, tail_expected_psn(qp)) &&
+		    retry_from(e, qp, tail_expected_psn(qp)))
+			rearm(e, qp);   /* the resend gets a whole timeout, as implied_nak's */
 		return;
 	}
 	/* The response sequence (rxe check_ack, B12): a READ's responses start
@@ -400,10 +417,12 @@ static void rx_atomic_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr
 	if (!in_window(e, qp, p->psn, false))
 		return;
 	ack_upto(e, qp, psn_add(p->psn, XR_PSN_MASK));
-	if (r->tail == r->head) {
+	if (r->tail == r->started_end) {
 		xr_count(e, XR_CNT_DUP_RESPONSE, 1);
 		return;
 	}
+	if (implied_nak(e, qp, p->psn))
+		return;   /* B10, as for a READ response */
 	m = meta_at(qp, r->tail);
 	if (!is_rd_atomic(m->opcode) || m->opcode == XR_WR_RDMA_READ) {
 		wrong_kind(e, qp, m, p->psn);
@@ -453,13 +472,13 @@ void xr_comp_timers(struct xr_engine *e, struct xr_qp *qp, uint64_t now)
 
 	if (!r->timer_due_ns || now < r->timer_due_ns || r->rnr_due_ns)
 		return;
-	if ((r->tail == r->head && !r->cur_active) || nothing_unacked(r)) {
+	if ((r->tail == r->started_end && !r->cur_active) || nothing_unacked(r)) {
 		r->timer_due_ns = 0;
 		return;
 	}
 	xr_count(e, XR_CNT_ACK_TIMEOUTS, 1);
 	xr_evlog_add(e, XR_EV_TIMEOUT, qp->qpn, r->una_psn, r->retry_left);
-	if (!retry_from(e, qp, r->tail != r->head && is_rd_atomic(meta_at(qp, r->tail)->opcode) ?
+	if (!retry_from(e, qp, r->tail != r->started_end && is_rd_atomic(meta_at(qp, r->tail)->opcode) ?
 			       tail_expected_psn(qp) : r->una_psn))
 		return;
 	xr_req_arm_timer(qp, now);

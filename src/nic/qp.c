@@ -548,9 +548,14 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 		if (next.state == XR_QPS_RTS && old_state == XR_QPS_RTR) {
 			qp->req.una_psn = next.sq_psn;
 			qp->req.sent_end = next.sq_psn;
-			qp->req.retry_left = next.retry_cnt;
-			qp->req.rnr_left = next.rnr_retry;
 		}
+		/* The retry budgets are the attributes' from the commit that sets
+		 * them on (RTR->RTS, SQD->SQD), as rxe_qp_from_attr: not only from
+		 * the next ACK. */
+		if ((mask & XR_QPM_RETRY_CNT) || (next.state == XR_QPS_RTS && old_state == XR_QPS_RTR))
+			qp->req.retry_left = next.retry_cnt;
+		if ((mask & XR_QPM_RNR_RETRY) || (next.state == XR_QPS_RTS && old_state == XR_QPS_RTR))
+			qp->req.rnr_left = next.rnr_retry;
 		if (is_new)
 			atomic_fetch_add(&e->qp_mem.qps, 1);
 		__atomic_store_n(&qp->in_use, true, __ATOMIC_RELEASE);
