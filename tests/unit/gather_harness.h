@@ -13,7 +13,7 @@
 
 static inline struct h_opts gather_opts(void)
 {
-	struct h_opts o = { .mode = XR_PROGRESS_INLINE, .mtu = XR_MTU_4096, .buf_len = 64 * 1024, .timeout = 8,
+	struct h_opts o = { .mode = XR_PROGRESS_INLINE, .mtu = XR_MTU_4096, .buf_len = 64 * 1024, .timeout = 16,
 			    .retry_cnt = 7, .rnr_retry = 7, .gather = true };
 	return o;
 }
