@@ -255,10 +255,8 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 	case XR_AETH_ACK:
 		xr_count_pass(e, XR_CNT_RX_ACK, 1);
 		ack_upto(e, qp, psn);
-		/* An ACK at or past a pending READ/atomic: its responses were lost. */
-		if (r->tail != r->started_end && is_rd_atomic(meta_at(qp, r->tail)->opcode) &&
-		    psn_cmp(psn, meta_at(qp, r->tail)->first_psn) >= 0 && !already_retrying(r, tail_expected_psn(qp)))
-			retry_from(e, qp, tail_expected_psn(qp));
+		/* An ACK past a pending READ/atomic: its responses were lost (B10). */
+		implied_nak(e, qp, psn);
 		break;
 	case XR_AETH_RNR_NAK:
 		xr_count(e, XR_CNT_RX_RNR_NAK, 1);
@@ -297,8 +295,8 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 		case XR_AETH_NAK_PSN_SEQ:
 			/* A READ's PSNs are acknowledged by its responses only: a
 			 * NAK inside its range sends N back to what it still
-			 * misses, not past it. */
-			if (is_rd_atomic(meta_at(qp, r->tail)->opcode) && psn_cmp(psn, tail_expected_psn(qp)) > 0)
+			 * misses, neither past it nor behind it. */
+			if (is_rd_atomic(meta_at(qp, r->tail)->opcode) && psn_cmp(psn, tail_expected_psn(qp)) != 0)
 				psn = tail_expected_psn(qp);
 			/* One retry per gap: while it is under way, more NAKs for
 			 * the same PSN are the same news (B14). */
