@@ -100,49 +100,77 @@ int xr_cq_size(const struct xr_cq *cq)
 	return 1 << cq->log_size;
 }
 
+/* The ring a resize to log takes: one kept from before of that size (the
+ * engine marks every slot of it, so no clearing), or a new one. */
+static struct xr_hw_cqe *ring_for(struct xr_cq *cq, uint32_t log)
+{
+	struct xr_hw_cqe *ring;
+
+	for (struct xr_old_ring **o = &cq->old_rings; *o; o = &(*o)->next)
+		if ((*o)->log_size == log) {
+			ring = (struct xr_hw_cqe *)(void *)*o;
+			*o = (*o)->next;
+			return ring;
+		}
+	ring = aligned_alloc(64, (size_t)XR_CQE_SIZE << log);
+	if (ring)
+		memset(ring, 0, (size_t)XR_CQE_SIZE << log);
+	return ring;
+}
+
+static void keep_ring(struct xr_cq *cq, struct xr_hw_cqe *ring, uint32_t log)
+{
+	struct xr_old_ring *o = (struct xr_old_ring *)(void *)ring;
+
+	o->log_size = log;
+	o->next = cq->old_rings;
+	cq->old_rings = o;
+}
+
 /* The engine moves the waiting CQEs (its COMMIT of a CQ in use with a new
  * ring, under its CQ lock): it alone knows which it wrote last. Here, the
  * host's side: no poll runs meanwhile (the CQ's lock), and the old ring
- * stays allocated for a poll that read the view before the swap. */
+ * stays allocated for a poll that read the view before the swap. The same
+ * size again changes nothing (as mlx5). */
 int xr_resize_cq(struct xr_cq *cq, int cqe)
 {
 	struct xr_context *ctx;
 	struct xr_hw_cqe *ring;
-	struct xr_old_ring *old;
 	struct xr_cq_ctx c;
 	uint32_t log = 1, st = 0;
-	int rc;
+	int rc = 0;
 
 	if (!cq || cqe < 1 || cqe > (1 << 20))
 		return EINVAL;
 	while ((1u << log) < (uint32_t)cqe)
 		log++;
 	ctx = cq->ctx;
-	ring = aligned_alloc(64, (size_t)XR_CQE_SIZE << log);
-	if (!ring)
-		return ENOMEM;
-	memset(ring, 0, (size_t)XR_CQE_SIZE << log);
+	drv_lock(&ctx->lock);   /* the CQ window; before the CQ's lock, as modify_qp */
+	drv_lock(&cq->lock);
+	if (log == cq->log_size)
+		goto out;
+	ring = ring_for(cq, log);
+	if (!ring) {
+		rc = ENOMEM;
+		goto out;
+	}
 	memset(&c, 0, sizeof(c));
 	c.base = (uintptr_t)ring;
 	c.log_size = (uint8_t)log;
-	drv_lock(&ctx->lock);   /* the CQ window; before the CQ's lock, as modify_qp */
-	drv_lock(&cq->lock);
 	rc = xr_regio_cq_commit(ctx->regs, cq->cqn, &c, &st);
-	if (!rc) {
-		old = (struct xr_old_ring *)(void *)cq->ring;   /* its first bytes are ours now */
-		old->next = cq->old_rings;
-		cq->old_rings = old;
-		cq->ring = ring;
-		cq->log_size = log;
-		__atomic_store_n(&cq->view, (uintptr_t)ring | log, __ATOMIC_RELEASE);
+	if (rc) {
+		keep_ring(cq, ring, log);
+		rc = rc > 0 && st == XR_CMD_ST_BAD_RANGE ? EINVAL : EIO;
+		goto out;
 	}
+	keep_ring(cq, cq->ring, cq->log_size);
+	cq->ring = ring;
+	cq->log_size = log;
+	__atomic_store_n(&cq->view, (uintptr_t)ring | log, __ATOMIC_RELEASE);
+out:
 	drv_unlock(&cq->lock);
 	drv_unlock(&ctx->lock);
-	if (rc) {
-		free(ring);
-		return rc > 0 && st == XR_CMD_ST_BAD_RANGE ? EINVAL : EIO;
-	}
-	return 0;
+	return rc;
 }
 
 static int take_cqes(struct xr_cq *cq, int n, struct xr_wc *wc, bool *sq_drained);

@@ -58,8 +58,13 @@ struct xr_cq {
 	/* The ring and its log size in one word (rings are 64-byte aligned),
 	 * for the poll that reads them without the lock; a resize swaps it. */
 	uintptr_t view;
-	struct xr_old_ring { struct xr_old_ring *next; } *old_rings;   /* freed at destroy:
-								 lock-free polls may still read them */
+	/* Rings a resize left: a lock-free poll may still read one, so none is
+	 * freed before destroy; a resize back to a size takes its old ring
+	 * again (at most one ring per size is kept). */
+	struct xr_old_ring {
+		struct xr_old_ring *next;
+		uint32_t log_size;
+	} *old_rings;                  /* in the first bytes of each ring: never its phase */
 	int efd;
 	pthread_mutex_t lock;
 	bool evented;                  /* armed for an event once: its callers block, not spin */

@@ -112,6 +112,8 @@ static int build_wqe(struct xr_qp *qp, const struct xr_send_wr *w, struct xr_hw_
 		uint32_t off = 0;
 		/* The data is copied now: the buffers are the caller's again on return. */
 		for (int i = 0; i < w->num_sge; i++) {
+			if (!w->sg_list[i].length)
+				continue;   /* its address may be anything, NULL too */
 			memcpy(q->inline_data + off, (const void *)(uintptr_t)w->sg_list[i].addr, w->sg_list[i].length);
 			off += w->sg_list[i].length;
 		}

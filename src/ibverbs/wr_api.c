@@ -86,13 +86,18 @@ static struct xr_send_wr *open_wr(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op)
 	return &it->wr;
 }
 
-/* The WR a setter fills, or NULL: none open, or one that failed to open. */
+/* The WR a setter fills, or NULL: no batch, one that failed already, or
+ * no WR built yet (which fails the batch). */
 static struct wr_item *last_item(struct ibv_qp_ex *qpx)
 {
 	struct xrv_wr_batch *b = batch_of(qpx);
 
-	if (!b->open || b->err || !b->n)
+	if (!b->open || b->err)
 		return NULL;
+	if (!b->n) {
+		fail(b, EINVAL);   /* a setter before any builder */
+		return NULL;
+	}
 	return &b->items[b->n - 1];
 }
 
@@ -390,16 +395,16 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 		      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW | \
 		      IBV_QP_EX_WITH_SEND_WITH_INV)
 
-/* The operations a QP type takes (ibv_wr_post(3)'s table, less TSO). */
+/* The operations a QP type takes (ibv_wr_post(3)'s table, less TSO, and
+ * less SEND_WITH_INV on UC, which the IBTA gives no UC opcode). */
 static uint64_t ops_of(enum ibv_qp_type t)
 {
 	switch (t) {
 	case IBV_QPT_RC:
 		return XRV_SEND_OPS;
-	case IBV_QPT_UC:
+	case IBV_QPT_UC:   /* no SEND_WITH_INV: UC has no such opcode on the wire (E7) */
 		return IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
-		       IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |
-		       IBV_QP_EX_WITH_SEND_WITH_INV;
+		       IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW;
 	case IBV_QPT_UD:
 		return IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 	default:
@@ -430,7 +435,7 @@ struct ibv_qp *xrv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 	ex = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	if (ex && (attr->send_ops_flags & ~ops_of(attr->qp_type))) {
 		xrv_log("ibv_create_qp_ex: send_ops_flags 0x%llx: this QP type takes 0x%llx here (no TSO, "
-			"atomic write or flush on xroce0; UC no READ or atomics, UD SEND only)",
+			"atomic write or flush on xroce0; UC no READ, atomics or SEND_WITH_INV, UD SEND only)",
 			(unsigned long long)attr->send_ops_flags, (unsigned long long)ops_of(attr->qp_type));
 		errno = EOPNOTSUPP;
 		return NULL;

@@ -147,6 +147,9 @@ static void refusals(void)
 	a.qp_type = IBV_QPT_UC;
 	a.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 	check(!ibv_create_qp_ex(ctx, &a), "UC with atomics: refused");
+	/* UC has no SEND_WITH_INV opcode: refused at creation, not at every post */
+	a.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV;
+	check(!ibv_create_qp_ex(ctx, &a), "UC with SEND_WITH_INV: refused");
 	a.qp_type = IBV_QPT_RC;
 	a.send_ops_flags = IBV_QP_EX_WITH_SEND;
 	a.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
@@ -277,6 +280,7 @@ static void whole_or_nothing(struct ibv_qp *a)
 		/* 16 WRs with one slot held: the driver finds the queue full
 		 * at the last and takes the 15 back. */
 		{ "a batch of the queue's size with a slot still held", ENOMEM },
+		{ "a setter before any builder", EINVAL },
 	};
 	for (unsigned c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		char what[160];
@@ -284,6 +288,8 @@ static void whole_or_nothing(struct ibv_qp *a)
 
 		memset(dst + 20000, 0, 64);
 		ibv_wr_start(x);
+		if (c == 7)
+			ibv_wr_set_inline_data(x, "ab", 2);
 		x->wr_id = 50 + c;
 		x->wr_flags = IBV_SEND_SIGNALED;
 		ibv_wr_rdma_write(x, dst_mr->rkey, (uintptr_t)dst + 20000);
@@ -336,6 +342,15 @@ static void whole_or_nothing(struct ibv_qp *a)
 	got = poll_n(scq, wc, SQ - 1, 5000);
 	check(got == SQ - 1 && wc[SQ - 2].wr_id == 200 + SQ - 2 && wc[SQ - 2].status == IBV_WC_SUCCESS &&
 	      dst[20000] == 0xee, "all of it completed and landed");
+	/* A zero-length inline WRITE: legal, and its NULL buffer never read
+	 * (UBSan stopped the program at the copy of 0 bytes from NULL). */
+	ibv_wr_start(x);
+	x->wr_id = 300;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(x, dst_mr->rkey, (uintptr_t)dst + 20000);
+	ibv_wr_set_inline_data(x, NULL, 0);
+	check(ibv_wr_complete(x) == 0 && poll_n(scq, wc, 1, 5000) == 1 && wc[0].wr_id == 300 &&
+	      wc[0].status == IBV_WC_SUCCESS, "a zero-length inline WRITE completes");
 }
 
 /* ibv_resize_cq with completions waiting: too small is EINVAL, and a

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "drv/drv.h"
 #include "rc_checks.h"
 
 #define MSG 64u
@@ -152,10 +153,10 @@ static void *stream_writes(void *arg)
 			posted++;
 		}
 		got = xr_poll_cq(P.a.cq, 8, wc);
-		for (int i = 0; i < got; i++) {
+		for (int i = 0; i < got; i++) {   /* atomics: the main thread reads them meanwhile */
 			if (wc[i].wr_id != s->next_id || wc[i].status != XR_WC_SUCCESS)
-				s->bad = true;
-			s->next_id++;
+				__atomic_store_n(&s->bad, true, __ATOMIC_RELAXED);
+			__atomic_store_n(&s->next_id, s->next_id + 1, __ATOMIC_RELAXED);
 		}
 	}
 	return NULL;
@@ -173,7 +174,8 @@ static void test_resizes_beside_a_stream(void **state)
 	(void)state;
 	assert_int_equal(open_with_cq(XR_PROGRESS_THREAD, 64), 0);
 	assert_int_equal(pthread_create(&t, NULL, stream_writes, &s), 0);
-	while (__atomic_load_n(&s.next_id, __ATOMIC_RELAXED) < s.total && !s.bad && resizes < 3000) {
+	while (__atomic_load_n(&s.next_id, __ATOMIC_RELAXED) < s.total && !__atomic_load_n(&s.bad, __ATOMIC_RELAXED) &&
+	       resizes < 3000) {
 		int rc = xr_resize_cq(P.a.cq, (int[]){ 64, 32, 128 }[resizes % 3]);
 		assert_true(rc == 0 || rc == EINVAL);   /* EINVAL: more waiting than 32 */
 		refused += rc != 0;
@@ -189,12 +191,45 @@ static void test_resizes_beside_a_stream(void **state)
 	assert_int_equal(h_counter(&P.a, XR_CNT_CQ_OVERFLOW), 0);
 }
 
+static unsigned kept_rings(void)
+{
+	unsigned n = 0;
+
+	for (struct xr_old_ring *o = P.a.cq->old_rings; o; o = o->next)
+		n++;
+	return n;
+}
+
+/* A resize to the same size changes nothing, and resizes back and forth
+ * take the rings kept before: at most one per size stays, not one per
+ * resize (100 resizes kept 100 rings, 100 MB at 16,384 entries). */
+static void test_kept_rings_stay_bounded(void **state)
+{
+	struct xr_hw_cqe *ring;
+
+	(void)state;
+	assert_int_equal(open_with_cq(XR_PROGRESS_INLINE, 16), 0);
+	ring = P.a.cq->ring;
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(xr_resize_cq(P.a.cq, 16), 0);
+	assert_ptr_equal(P.a.cq->ring, ring);
+	assert_int_equal(kept_rings(), 0);
+	for (unsigned i = 0; i < 100; i++) {
+		assert_int_equal(xr_resize_cq(P.a.cq, (int[]){ 64, 8, 16 }[i % 3]), 0);
+		post_writes(5, 10 * i);
+		expect_ids(10 * i, 5);
+	}
+	no_more();
+	assert_int_equal(kept_rings(), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_waiting_completions_move_in_order, teardown),
 		cmocka_unit_test_teardown(test_a_shrink_on_a_later_pass, teardown),
 		cmocka_unit_test_teardown(test_resizes_beside_a_stream, teardown),
+		cmocka_unit_test_teardown(test_kept_rings_stay_bounded, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
