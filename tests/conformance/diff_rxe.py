@@ -120,6 +120,7 @@ class Runner:
         self.vm = vm
         self.strict = strict
         self.rxe_runs = 0
+        self.crashes = 0
 
     def xroce(self, paths):
         r = subprocess.run([self.bin, "--record"] + paths, capture_output=True, text=True, timeout=600)
@@ -127,9 +128,24 @@ class Runner:
 
     def rxe(self, paths):
         self.rxe_runs += len(paths)
-        r = self.vm.run([self.bin, "--record", "--rxe", self.vm.agent, self.vm.host] + paths,
-                        capture_output=True, text=True, timeout=60 + 20 * len(paths))
-        return parse(r.stdout), r.stderr
+        try:
+            r = self.vm.run([self.bin, "--record", "--rxe", self.vm.agent, self.vm.host] + paths,
+                            capture_output=True, text=True, timeout=60 + 20 * len(paths))
+            res, err = parse(r.stdout), r.stderr
+        except subprocess.TimeoutExpired as e:
+            res, err = parse(e.stdout.decode() if e.stdout else ""), "timeout"
+        if self.vm.alive():
+            return res, err
+        # rxe's kernel died under a script: the first without a verdict did it
+        dead = next((p for p in paths if res.get(p, ["?"])[0] == "?"), paths[-1])
+        res[dead] = ["CRASH", res.get(dead, ["", []])[1]]
+        print(f"rxe: the VM died under {os.path.basename(dead)}; restarting it", flush=True)
+        self.crashes += 1
+        self.vm.restart()
+        rest = paths[paths.index(dead) + 1:]
+        if rest:
+            res.update(self.rxe(rest)[0])
+        return res, err
 
     def kind(self, tx, tr, path):
         if path not in tx or path not in tr:
@@ -229,8 +245,7 @@ def main():
         run.vm = vm
         tr = {}
         for i in range(0, len(paths), 10):
-            part, e = run.rxe(paths[i:i + 10])
-            tr.update(part)
+            tr.update(run.rxe(paths[i:i + 10])[0])
             print(f"rxe: {min(i + 10, len(paths))}/{len(paths)} scripts ({time.time() - t0:.0f} s)", flush=True)
         for p in paths:
             step, kind = run.kind(tx, tr, p)
@@ -274,7 +289,7 @@ def write_report(out, paths, groups, minimal, kernel, run, secs, a):
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("# xroce against rxe: random responder scripts\n\n")
         f.write(f"- scripts: {len(paths)} (seed {a.seed}, gen_random.py), run on xroce and on rxe "
-                f"(kernel `{kernel}`); {run.rxe_runs} rxe runs in {secs:.0f} s\n")
+                f"(kernel `{kernel}`); {run.rxe_runs} rxe runs in {secs:.0f} s; the VM died {run.crashes} time(s)\n")
         f.write(f"- normalization: {'none (--strict)' if a.strict else 'coalesced ACKs, RNR timer value'}\n")
         f.write(f"- diverged: {sum(len(h) for h in groups.values())} script(s), {len(groups)} kind(s)\n\n")
         for kind, hits in sorted(groups.items(), key=lambda kv: -len(kv[1])):

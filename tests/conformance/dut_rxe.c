@@ -18,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +28,7 @@
 #define RXE_WAIT_MS  3000   /* a packet or completion rxe must produce */
 #define RXE_GUARD_MS 200    /* "nothing (more)": nothing within this */
 #define RXE_QUIET_MS 30     /* after an injection: rxe is done when quiet this long */
+#define RXE_AGENT_TIMEOUT_S 20   /* an answer of the agent */
 #define RXE_RECORD_QUIET_MS 80   /* the same in record mode, where a late packet is a false divergence */
 
 const char *rxe_agent, *rxe_host;
@@ -80,6 +82,8 @@ static bool agent_connect(struct run *r)
 		return false;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* a VM that died (a kernel crash) must fail the script, not hang it */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ .tv_sec = RXE_AGENT_TIMEOUT_S }, sizeof(struct timeval));
 	ain = fdopen(fd, "r");
 	aout = fdopen(dup(fd), "w");
 	return ain && aout;

@@ -62,17 +62,28 @@ class RxeAgentVM:
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self.vm = VM(self.ns, image, PEER, "fd78::2", MTU, os.path.join(self.work, f"vm-{self.ns}.log"))
             self.kernel = self.vm.run("uname -r", 10)[1].strip()
-            self.vm.run(f"conf_agent {PORT} > /tmp/agent.log 2>&1 &", 10)
-            # The agent is up when it accepts a connection (the runner connects again).
-            for _ in range(50):
-                if self.run(["python3", "-c", f"import socket; socket.create_connection(('{PEER}', {PORT}), 1)"],
-                            stderr=subprocess.DEVNULL).returncode == 0:
-                    break
-                time.sleep(0.2)
+            self.start_agent()
         except BaseException:
             self.close()
             raise
         return self
+
+    def start_agent(self):
+        self.vm.run(f"conf_agent {PORT} > /tmp/agent.log 2>&1 &", 10)
+        # The agent is up when it accepts a connection (the runner connects again).
+        for _ in range(50):
+            if self.run(["python3", "-c", f"import socket; socket.create_connection(('{PEER}', {PORT}), 1)"],
+                        stderr=subprocess.DEVNULL).returncode == 0:
+                break
+            time.sleep(0.2)
+
+    def alive(self):
+        return self.vm is not None and self.vm.p.poll() is None
+
+    def restart(self):
+        """A fresh VM and agent (after a script crashed rxe's kernel)."""
+        self.vm.restart()
+        self.start_agent()
 
     def agent_log(self):
         return self.vm.run("cat /tmp/agent.log", 10)[1] if self.vm else ""
