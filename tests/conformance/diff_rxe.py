@@ -115,8 +115,8 @@ def compare(a, b):
 
 
 class Runner:
-    def __init__(self, build, vm=None, strict=False):
-        self.bin = os.path.join(build, "bin", "conformance_run")
+    def __init__(self, build, vm=None, strict=False, runner=None):
+        self.bin = runner or os.path.join(build, "bin", "conformance_run")
         self.vm = vm
         self.strict = strict
         self.rxe_runs = 0
@@ -212,6 +212,7 @@ def main():
     ap.add_argument("--shrink-budget", type=int, default=40, help="rxe runs per divergence kind")
     ap.add_argument("--strict", action="store_true", help="no normalization (ACK coalescing, RNR timer)")
     ap.add_argument("--xroce-only", action="store_true")
+    ap.add_argument("--runner", help="the conformance_run binary (default BUILD/bin/conformance_run)")
     ap.add_argument("--scripts", nargs="*", help="these scripts instead of random ones")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
@@ -228,7 +229,7 @@ def main():
             with open(os.path.join(sdir, f"rnd_{s:06d}.pkt"), "w") as f:
                 f.write(gen_random.Gen(s).script())
         paths = sorted(glob.glob(os.path.join(sdir, "rnd_*.pkt")))
-    run = Runner(build, strict=a.strict)
+    run = Runner(build, strict=a.strict, runner=a.runner and os.path.abspath(a.runner))
     tx, err = run.xroce(paths)
     bad = [p for p in paths if p not in tx or tx[p][0] != "ok" or
            not any("guards ok" in i for _, it in tx[p][1][-1:] for i in it)]
