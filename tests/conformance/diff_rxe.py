@@ -10,7 +10,9 @@ the divergences by kind, shrinks one script per kind by removing lines
 
 Normalized unless --strict: positive ACKs that follow one another within
 a step collapse to the last (coalescing is allowed, the last names the
-newest PSN), and the RNR NAK's timer value is dropped (N's choice).
+newest PSN), the RNR NAK's timer value is dropped (N's choice), and the
+flush of a receive WQE posted in ERR is not compared (rxe 6.1 does it
+late, a known departure).
 
   diff_rxe.py [--seed S] [--count N] [--build DIR] [--out DIR] [--no-shrink]
               [--xroce-only] [--scripts FILE...]
@@ -23,6 +25,7 @@ import collections
 import glob
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -67,6 +70,10 @@ def normalize(steps, strict):
     out = []
     for head, items in steps:
         items = list(items)
+        if not strict and re.match(r"@L\d+ post_recv", head):
+            # rxe 6.1 does not flush a WQE posted in ERR until the responder runs again
+            # (docs/conformance-rxe.md, a46_err_state): not compared
+            items = [x for x in items if not (x.startswith("cqe recv") and x.endswith("WR_FLUSH_ERR"))]
         if not strict:
             items = [re.sub(r"aeth=RNR:\d+", "aeth=RNR", x) for x in items]
             keep = []
@@ -210,11 +217,13 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--no-shrink", action="store_true")
     ap.add_argument("--shrink-budget", type=int, default=40, help="rxe runs per divergence kind")
+    ap.add_argument("--shrink-all", action="store_true", help="shrink judged kinds too")
     ap.add_argument("--strict", action="store_true", help="no normalization (ACK coalescing, RNR timer)")
     ap.add_argument("--xroce-only", action="store_true")
     ap.add_argument("--runner", help="the conformance_run binary (default BUILD/bin/conformance_run)")
     ap.add_argument("--scripts", nargs="*", help="these scripts instead of random ones")
     a = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))   # the VM and namespace go with us
     build = os.path.abspath(a.build)
     out = os.path.abspath(a.out or os.path.join(build, "diff-rxe"))
     sdir = os.path.join(out, "scripts")
@@ -259,8 +268,11 @@ def main():
                     for h, items in t.get(p, [None, []])[1]:
                         f.write(h + "\n" + "".join(f"  {x}\n" for x in items))
         minimal = {}
+        write_report(out, paths, groups, minimal, vm.kernel, run, time.time() - t0, a)
         if not a.no_shrink:
             for kind, hits in groups.items():
+                if judge(kind) != "not judged yet" and not a.shrink_all:
+                    continue
                 rep = min((p for p, _ in hits), key=lambda p: len(open(p).read().splitlines()))
                 text, used = shrink(run, rep, kind, a.shrink_budget, out)
                 minimal[kind] = (rep, text, used)
