@@ -19,4 +19,17 @@ JUDGEMENTS = [
     (r"^(SEND_\w+|WRITE_\w+): xroce \[pkt ACK aeth=NAK_INV.*\] rxe \[pkt ACK aeth=ACK.*\]",
      "(b) rxe departs, if the packet's payload is off the path MTU (A8) or the RETH length (A9): rxe 6.1 "
      "predates the length checks (docs/conformance-rxe.md: a08_*, a09_write_middle_after_short)"),
+    (r"^SEND_\w+: xroce \[pkt ACK aeth=NAK_INV; cqe recv REM_INV_REQ_ERR.*\] rxe \[pkt ACK aeth=NAK_OP; cqe recv LOC_QP_OP_ERR\]",
+     "(b) rxe departs: a SEND over the path MTU (A8, NAK61 + REM_INV_REQ_ERR as xroce) into a short buffer; "
+     "rxe 6.1 lacks the path-MTU check and fails on the buffer instead (A40's NAK63)"),
+    (r"^(SEND|WRITE)_\w+: xroce \[pkt ACK aeth=ACK\] rxe \[pkt ACK aeth=ACK\]$",
+     "(c) both legal: the PSN of the ACK to a duplicate SEND/WRITE (A26). xroce names the newest SEND/WRITE "
+     "executed (resp.c: not a READ's or an atomic's PSN, which a requester missing that response takes as an "
+     "implied NAK), rxe ePSN-1 even when that is an atomic (or 0xFFFFFF before any SEND/WRITE, A26's note). "
+     "Either is a cumulative ACK of executed requests; the requester ignores a stale one (B11)"),
+    (r"^(CAS|FA): xroce \[\] rxe \[pkt AACK aeth=ACK\]",
+     "(b) rxe departs: an atomic arriving as a duplicate at the PSN of a saved READ resource is answered by "
+     "rxe 6.1 with an ATOMIC_ACK whose original value is the READ resource's VA (a kernel-held address of the "
+     "responder's memory, not data); A28/A29: no matching saved atomic -> dropped silently, as xroce does "
+     "(a29_dup_atomic_at_read_psn.pkt)"),
 ]

@@ -213,6 +213,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=50)
+    ap.add_argument("--faults", type=int, default=None, help="faults per script (default: random, 0-3)")
     ap.add_argument("--build", default=os.path.join(root, "build"))
     ap.add_argument("--out", default=None)
     ap.add_argument("--no-shrink", action="store_true")
@@ -236,7 +237,7 @@ def main():
         for k in range(a.count):
             s = a.seed + k
             with open(os.path.join(sdir, f"rnd_{s:06d}.pkt"), "w") as f:
-                f.write(gen_random.Gen(s).script())
+                f.write(gen_random.Gen(s, a.faults).script())
         paths = sorted(glob.glob(os.path.join(sdir, "rnd_*.pkt")))
     run = Runner(build, strict=a.strict, runner=a.runner and os.path.abspath(a.runner))
     tx, err = run.xroce(paths)

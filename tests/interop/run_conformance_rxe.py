@@ -51,6 +51,11 @@ JUDGEMENTS = {
         "duplicate's VA, so after a partial replay (PSN 101, VA mr+mtu) a later duplicate of the whole original READ "
         "(PSN 100, VA mr) falls outside the narrowed range and is dropped silently (Class D). A27: a duplicate inside "
         "the saved resource's original range is replayed; the script follows it (its first replay, lines 9-11, passes on rxe)",
+    "a29_dup_atomic_at_read_psn.pkt":
+        "rxe departs from the spec (found by tests/conformance/diff_rxe.py): duplicate_request matches a duplicate "
+        "atomic to the saved resource at its PSN without checking that it is an atomic's, and answers a CAS at a "
+        "READ's PSN with an ATOMIC_ACK whose original value is the READ resource's VA. A28/A29: no saved atomic "
+        "result -> dropped silently; the script follows that",
     "a31_exceed_dest_rd_atomic.pkt": "rxe departs from the spec: ⚠ A31 (rxe never notices max_dest_rd_atomic being "
                                      "exceeded and answers both READs); the script encodes the IBTA reading, as its header says",
     "a31_exceed_keeps_earlier_answer.pkt": "rxe departs from the spec: ⚠ A31 (the READ beyond max_dest_rd_atomic is "
