@@ -236,6 +236,18 @@ class Gen:
             return [x + " burst" for x in lines[:-1]] + lines[-1:], npk
         return lines, npk
 
+    def partial_read(self, toks):
+        """A duplicate READ for a later part of an earlier READ: PSN +k, VA +k MTUs."""
+        f = dict(t.split("=", 1) for t in toks[2:] if "=" in t)
+        dlen, k = int(f["dlen"]), 0
+        if dlen > self.mtu:
+            k = self.rnd.randrange(1, -(-dlen // self.mtu))
+        psn = (int(f["psn"]) + k) & MASK
+        rest = dlen - k * self.mtu
+        if self.rnd.random() < 0.3:
+            rest = max(0, rest + self.rnd.choice([-1, 1, 8]))   # shorter, or beyond the original
+        return f"< READ psn={psn} va={f['va']}+{k * self.mtu} rkey={f['rkey']} dlen={rest}"
+
     def repsn(self, line, k):
         return " ".join(f"psn={(int(t[4:]) + k) & MASK}" if t.startswith("psn=") else t for t in line.split())
 
@@ -252,6 +264,9 @@ class Gen:
             return
         if fault == "dup" and self.history:
             lines, _ = r.choice(self.history[-4:])
+            toks = lines[0].split()
+            if toks[1] == "READ" and r.random() < 0.6:
+                lines = [self.partial_read(toks)]   # a replay from inside the READ (A27)
             self.emit_lines(list(lines))
             return
         if r.random() < 0.12:
