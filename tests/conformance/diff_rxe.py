@@ -167,10 +167,12 @@ class Runner:
         return d if d else (None, None)
 
 
-def shrink(run, path, kind, budget, tmpdir):
+def shrink(run, path, kind, budget, tmpdir, upto=None):
     """Delta debugging over the script's non-setup lines: the smallest script
-    (within budget rxe runs) that still shows the same divergence kind."""
-    lines = open(path).read().splitlines()
+    (within budget rxe runs) that still shows the same divergence kind. Lines
+    after the diverging one (upto, its line number) go first: the kind is the
+    first step that differs."""
+    lines = open(path).read().splitlines()[:upto]
     head = [x for x in lines if x.startswith("qp ") or x.startswith("mr ") or x.startswith("#")]
     body = [x for x in lines if x not in head and x.strip()]
     cand = os.path.join(tmpdir, "shrink.pkt")
@@ -274,8 +276,10 @@ def main():
             for kind, hits in groups.items():
                 if judge(kind) != "not judged yet" and not a.shrink_all:
                     continue
-                rep = min((p for p, _ in hits), key=lambda p: len(open(p).read().splitlines()))
-                text, used = shrink(run, rep, kind, a.shrink_budget, out)
+                rep, step = min(hits, key=lambda h: len(open(h[0]).read().splitlines()))
+                head = tx[rep][1][step][0] if step is not None and step < len(tx[rep][1]) else ""
+                m = re.match(r"@L(\d+)", head)
+                text, used = shrink(run, rep, kind, a.shrink_budget, out, int(m.group(1)) if m else None)
                 minimal[kind] = (rep, text, used)
                 print(f"shrunk {os.path.basename(rep)} in {used} runs: {kind[:100]}", flush=True)
         # the minimal scripts' transcripts, on both
