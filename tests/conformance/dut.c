@@ -773,34 +773,6 @@ static void local_await(struct run *r, bool want_packet)
 	settle_local(r);
 }
 
-static bool local_poll(struct run *r, bool send, struct cqe_got *g)
-{
-	struct xr_wc wc;
-
-	if (xr_poll_cq(send ? r->scq : r->rcq, 1, &wc) <= 0)
-		return false;
-	*g = (struct cqe_got){ .wr_id = wc.wr_id, .byte_len = wc.byte_len, .imm = wc.imm_data,
-			       .src_qp = wc.src_qp, .status = (int)wc.status,
-			       .opname = wc_opcode_name((int)wc.opcode),
-			       .with_imm = wc.wc_flags & XR_WC_WITH_IMM, .with_inv = wc.wc_flags & XR_WC_WITH_INV };
-	return true;
-}
-
-static int local_qp_state(struct run *r)
-{
-	struct xr_qp_attr a;
-	struct xr_qp_init_attr ia;
-
-	return r->qp && !xr_query_qp(r->qp, &a, XR_QP_STATE, &ia) ? (int)a.qp_state : -1;
-}
-
-static bool local_region_read(struct run *r, const struct region *g, uint8_t *buf)
-{
-	(void)r;
-	memcpy(buf, g->mem, g->len);
-	return true;
-}
-
 const struct dut_ops dut_local = {
 	.name = "xroce",
 	.open = dut_open,

@@ -191,6 +191,9 @@ void record_step(struct run *r, const char *line);
 void record_end(struct run *r);
 void record_rc(struct run *r, const char *what, int rc);
 const char *peer_opname(uint8_t op);
+bool local_poll(struct run *r, bool send, struct cqe_got *g);
+int local_qp_state(struct run *r);
+bool local_region_read(struct run *r, const struct region *g, uint8_t *buf);
 
 /* dut.c (the local xroce device): setup and actions. */
 bool dut_open(struct run *r);
