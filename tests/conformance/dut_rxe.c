@@ -18,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +28,8 @@
 #define RXE_WAIT_MS  3000   /* a packet or completion rxe must produce */
 #define RXE_GUARD_MS 200    /* "nothing (more)": nothing within this */
 #define RXE_QUIET_MS 30     /* after an injection: rxe is done when quiet this long */
+#define RXE_AGENT_TIMEOUT_S 20   /* an answer of the agent */
+#define RXE_RECORD_QUIET_MS 80   /* the same in record mode, where a late packet is a false divergence */
 
 const char *rxe_agent, *rxe_host;
 
@@ -79,6 +82,8 @@ static bool agent_connect(struct run *r)
 		return false;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* a VM that died (a kernel crash) must fail the script, not hang it */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ .tv_sec = RXE_AGENT_TIMEOUT_S }, sizeof(struct timeval));
 	ain = fdopen(fd, "r");
 	aout = fdopen(dup(fd), "w");
 	return ain && aout;
@@ -266,7 +271,8 @@ static void collect_for(struct run *r, unsigned quiet_ms, unsigned max_ms)
 
 static void rxe_settle(struct run *r)
 {
-	collect_for(r, RXE_QUIET_MS, 1000);
+	/* record mode: a transcript must not depend on the VM's pace */
+	collect_for(r, recording ? RXE_RECORD_QUIET_MS : RXE_QUIET_MS, 1000);
 }
 
 static void rxe_await(struct run *r, bool want_packet)
@@ -299,7 +305,9 @@ static void check_rc(struct run *r, const char *what, const char *ans, int want)
 {
 	int rc = agent_err(ans);
 
-	if (want == -2)
+	if (recording)
+		record_rc(r, what, rc);
+	else if (want == -2)
 		fail(r, "unknown return code after =>");
 	else if (rc != want)
 		fail(r, "%s returned %d (%s) on rxe, expected %d (%s)", what, rc, rc ? strerror(rc) : "ok", want, ans);
@@ -483,6 +491,56 @@ static bool rxe_action(struct run *r, char **tok, int ntok)
 	return r->failures == before;
 }
 
+/* ---- record mode ---- */
+
+static bool rxe_poll(struct run *r, bool send, struct cqe_got *g)
+{
+	static char opname[32];
+	char ans[256], flags[32];
+	unsigned long long wr_id;
+	unsigned byte_len, imm, src_qp;
+	int status;
+
+	if (!agent(r, ans, sizeof(ans), "poll %s", send ? "send" : "recv") || strncmp(ans, "wc ", 3))
+		return false;
+	if (sscanf(ans, "wc %llu %d %31s %u %x %31s %u", &wr_id, &status, opname, &byte_len, &imm, flags, &src_qp) != 7) {
+		fail(r, "bad answer from the agent: %s", ans);
+		return false;
+	}
+	*g = (struct cqe_got){ .wr_id = wr_id, .byte_len = byte_len, .imm = imm, .src_qp = src_qp, .status = status,
+			       .opname = opname, .with_imm = strstr(flags, "IMM") != NULL,
+			       .with_inv = strstr(flags, "INV") != NULL };
+	return true;
+}
+
+static int rxe_qp_state(struct run *r)
+{
+	int s = -1;
+	uint32_t psn;
+
+	return query(r, &s, &psn) ? s : -1;
+}
+
+static bool rxe_region_read(struct run *r, const struct region *g, uint8_t *buf)
+{
+	enum { CHUNK = 16384 };
+	char *ans = malloc(2 * CHUNK + 64);
+	bool ok = ans != NULL;
+
+	for (size_t off = 0; ok && off < g->len; off += CHUNK) {
+		size_t n = g->len - off < CHUNK ? g->len - off : CHUNK;
+		ok = agent(r, ans, 2 * CHUNK + 64, "read %s %zu %zu", g->name, off, n) && !strncmp(ans, "ok ", 3) &&
+		     strlen(ans + 3) == 2 * n;
+		for (size_t j = 0; ok && j < n; j++) {
+			unsigned b;
+			sscanf(ans + 3 + 2 * j, "%2x", &b);
+			buf[off + j] = (uint8_t)b;
+		}
+	}
+	free(ans);
+	return ok;
+}
+
 const struct dut_ops dut_rxe = {
 	.name = "rxe",
 	.open = rxe_open,
@@ -495,4 +553,7 @@ const struct dut_ops dut_rxe = {
 	.settle = rxe_settle,
 	.await = rxe_await,
 	.guards_ok = rxe_guards_ok,
+	.poll = rxe_poll,
+	.qp_state = rxe_qp_state,
+	.region_read = rxe_region_read,
 };

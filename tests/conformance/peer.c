@@ -50,6 +50,11 @@ static const char *short_name(uint8_t op)
 	return info ? info->name : "?";
 }
 
+const char *peer_opname(uint8_t op)
+{
+	return short_name(op);
+}
+
 /* AETH syndromes by name: ack, nak_seq, nak_inv, nak_acc, nak_op, rnr:T. */
 static bool syndrome_of(struct run *r, const char *v, uint64_t *out)
 {

@@ -4,7 +4,10 @@
  * describes the language), runs it line by line against one real xroce QP
  * and reports every line whose expectation failed.
  *
- *   conformance_run [-v] SCRIPT...
+ *   conformance_run [-v] [--record] [--rxe AGENT_IP:PORT HOST_IP] SCRIPT...
+ *
+ * --record checks nothing: it prints what the device did after each line
+ * (record.c), for tests/conformance/diff_rxe.py to compare two devices.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -505,6 +508,25 @@ static int eligible(FILE *f, char *why, size_t n)
 	return 0;
 }
 
+/* Record mode: lines that only check something; they are skipped. */
+static bool is_expectation(char **tok, int ntok)
+{
+	static const char *const checks[] = { ">", "cqe", "state", "counter", "event", "async", "drain" };
+
+	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++)
+		if (!strcmp(tok[0], checks[i]))
+			return true;
+	return !strcmp(tok[0], "mem") && ntok == 5 && !strcmp(tok[3], "==");
+}
+
+static bool is_burst(char **tok, int ntok)
+{
+	for (int i = 1; i < ntok && !strcmp(tok[0], "<"); i++)
+		if (!strcmp(tok[i], "burst"))
+			return true;
+	return false;
+}
+
 static int run_script(const char *path)
 {
 	struct run r;
@@ -536,16 +558,21 @@ static int run_script(const char *path)
 		printf("FAIL %s\n", path);
 		return 1;
 	}
+	if (recording)
+		record_begin(&r, path);
 	while (fgets(line, sizeof(line), f)) {
-		char *tok[48], *hash = strchr(line, '#');
+		char *tok[48], *hash = strchr(line, '#'), text[1024];
 		int ntok;
 		r.line = ++lines;
 		if (hash)
 			*hash = '\0';
+		snprintf(text, sizeof(text), "%.*s", (int)strcspn(line, "\r\n"), line);
 		ntok = tokenize(line, tok, 48);
 		if (!ntok)
 			continue;
 		run_lines++;
+		if (recording && is_expectation(tok, ntok))
+			continue;
 		if (verbose)
 			fprintf(stderr, "%s:%d: %s\n", path, r.line, tok[0]);
 		if (is_setup(tok[0])) {
@@ -564,6 +591,8 @@ static int run_script(const char *path)
 				skipped_counters++;   /* xroce's engine counters: rxe has none of them */
 			else if (remote_mode || !ext_action(&r, tok, ntok))
 				r.ops->action(&r, tok, ntok);
+			if (recording && !r.failures && !is_burst(tok, ntok))
+				record_step(&r, text);
 		}
 		if (r.failures)
 			break;   /* later lines depend on this one */
@@ -584,6 +613,8 @@ static int run_script(const char *path)
 		if (!r.connected)
 			connect_fixture(&r);
 		r.ops->await(&r, false);   /* local: settle; rxe: a guard time */
+		if (recording)
+			record_end(&r);
 		if (held_count(&r)) {
 			char d[256];
 			held_describe(r.held[r.held_head].data, r.held[r.held_head].len, d, sizeof(d));
@@ -611,6 +642,10 @@ int main(int argc, char **argv)
 			verbose = true;
 			continue;
 		}
+		if (!strcmp(argv[i], "--record")) {
+			recording = true;
+			continue;
+		}
 		if (!strcmp(argv[i], "--rxe") && i + 2 < argc) {   /* --rxe AGENT_IP:PORT HOST_IP */
 			remote_mode = true;
 			rxe_agent = argv[++i];
@@ -626,7 +661,7 @@ int main(int argc, char **argv)
 		n++;
 	}
 	if (!n && !na) {
-		fprintf(stderr, "usage: %s [-v] [--rxe AGENT_IP:PORT HOST_IP] SCRIPT...\n", argv[0]);
+		fprintf(stderr, "usage: %s [-v] [--record] [--rxe AGENT_IP:PORT HOST_IP] SCRIPT...\n", argv[0]);
 		return 2;
 	}
 	if (remote_mode)

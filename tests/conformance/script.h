@@ -54,6 +54,7 @@ struct held {                    /* a frame xroce sent, parsed, not yet matched 
 };
 
 struct run;
+struct cqe_got;
 
 /* The device under test. */
 struct dut_ops {
@@ -68,6 +69,10 @@ struct dut_ops {
 	void (*settle)(struct run *r);         /* let the device act; collect what it sent */
 	void (*await)(struct run *r, bool want_packet);   /* before a `>` line */
 	bool (*guards_ok)(struct run *r, const char **bad);   /* every region's guard bytes */
+	/* record mode (record.c) */
+	bool (*poll)(struct run *r, bool send, struct cqe_got *g);   /* one completion; false: none */
+	int (*qp_state)(struct run *r);                              /* -1 if it cannot be read */
+	bool (*region_read)(struct run *r, const struct region *g, uint8_t *buf);   /* g->len bytes */
 };
 extern const struct dut_ops dut_local, dut_rxe;
 /* dut_rxe.c: where the agent is; the host's address (the peer's UDP link). */
@@ -105,6 +110,7 @@ struct run {
 	uint32_t dut_ip, peer_ip;    /* IPv4, host order: N's and P's addresses */
 	bool remote;                 /* the device is rxe (dut_rxe.c) */
 	int stop_state;              /* `qp state=INIT|RTR`: where the setup leaves the QP (RTS) */
+	int rec_state;               /* record mode: the QP state last printed */
 	void *priv;                  /* the backend's own state */
 };
 
@@ -177,6 +183,17 @@ void collect(struct run *r);
 void drain_held(struct run *r);
 unsigned held_count(const struct run *r);
 void held_describe(const uint8_t *data, uint16_t len, char *buf, size_t n);
+
+/* record.c: --record prints what the device did instead of checking. */
+extern bool recording;
+void record_begin(struct run *r, const char *path);
+void record_step(struct run *r, const char *line);
+void record_end(struct run *r);
+void record_rc(struct run *r, const char *what, int rc);
+const char *peer_opname(uint8_t op);
+bool local_poll(struct run *r, bool send, struct cqe_got *g);
+int local_qp_state(struct run *r);
+bool local_region_read(struct run *r, const struct region *g, uint8_t *buf);
 
 /* dut.c (the local xroce device): setup and actions. */
 bool dut_open(struct run *r);
