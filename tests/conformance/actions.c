@@ -22,6 +22,11 @@ static const char *const status_names[] = {
 	"GENERAL_ERR",
 };
 #define NSTATUS ((int)(sizeof(status_names) / sizeof(status_names[0])))
+
+const char *wc_status_name(int status)
+{
+	return status >= 0 && status < NSTATUS ? status_names[status] : "?";
+}
 static const char *const state_names[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
 
 static const struct { const char *name; int v; } wc_opcodes[] = {
@@ -392,7 +397,7 @@ bool parse_cqe(struct run *r, char **tok, int ntok, struct cqe_args *c)
  * the first that does not hold fails. */
 void cqe_check(struct run *r, char **tok, int ntok, const struct cqe_got *g)
 {
-	const char *status = g->status >= 0 && g->status < NSTATUS ? status_names[g->status] : "?";
+	const char *status = wc_status_name(g->status);
 
 	for (int i = 2; i < ntok; i++) {
 		char *k, *v;

@@ -90,14 +90,6 @@ static void print_packets(struct run *r)
 	drain_held(r);
 }
 
-static const char *const wc_status_names[] = {
-	"SUCCESS", "LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_EEC_OP_ERR", "LOC_PROT_ERR", "WR_FLUSH_ERR",
-	"MW_BIND_ERR", "BAD_RESP_ERR", "LOC_ACCESS_ERR", "REM_INV_REQ_ERR", "REM_ACCESS_ERR",
-	"REM_OP_ERR", "RETRY_EXC_ERR", "RNR_RETRY_EXC_ERR", "LOC_RDD_VIOL_ERR", "REM_INV_RD_REQ_ERR",
-	"REM_ABORT_ERR", "INV_EECN_ERR", "INV_EEC_STATE_ERR", "FATAL_ERR", "RESP_TIMEOUT_ERR",
-	"GENERAL_ERR",
-};
-
 /* An invalidated key by the region it belongs to: keys differ per device. */
 static void key_text(struct run *r, uint64_t key, char *buf, size_t n)
 {
@@ -119,8 +111,7 @@ static void print_cqes(struct run *r)
 	for (int cq = 0; cq < 2; cq++) {
 		struct cqe_got g;
 		for (int k = 0; k < 1024 && r->ops->poll(r, cq == 0, &g); k++) {
-			const char *st = g.status >= 0 && g.status < (int)(sizeof(wc_status_names) / sizeof(*wc_status_names)) ?
-					 wc_status_names[g.status] : "?";
+			const char *st = wc_status_name(g.status);
 			printf("  cqe %s id=%llu %s", cq == 0 ? "send" : "recv", (unsigned long long)g.wr_id, st);
 			/* verbs: only wr_id, status and qp_num are valid in an error completion */
 			if (g.status) {

@@ -184,6 +184,9 @@ void drain_held(struct run *r);
 unsigned held_count(const struct run *r);
 void held_describe(const uint8_t *data, uint16_t len, char *buf, size_t n);
 
+/* actions.c: a completion status as scripts name it (SUCCESS, ...), or "?". */
+const char *wc_status_name(int status);
+
 /* record.c: --record prints what the device did instead of checking. */
 extern bool recording;
 void record_begin(struct run *r, const char *path);
