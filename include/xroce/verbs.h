@@ -143,10 +143,11 @@ struct xr_wc {
 	unsigned int wc_flags;
 };
 
+#define XR_CQ_MAX_CQE (1 << 20)   /* entries a CQ may hold */
 struct xr_cq *xr_create_cq(struct xr_context *ctx, int cqe);
 int xr_destroy_cq(struct xr_cq *cq);
 /* A new ring of at least cqe entries; the completions not yet polled move
- * into it (the engine's, in order). 0, EINVAL (cqe out of 1..2^20, or
+ * into it (the engine's, in order). 0, EINVAL (cqe out of 1..XR_CQ_MAX_CQE, or
  * fewer than the completions waiting), ENOMEM, or EIO. */
 int xr_resize_cq(struct xr_cq *cq, int cqe);
 /* The entries the CQ holds (a power of two, at least the cqe asked for). */

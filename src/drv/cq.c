@@ -11,19 +11,28 @@
 
 /* ---- CQ ---- */
 
+/* The log2 of the ring that holds cqe entries (at least 2). */
+static uint32_t ring_log(int cqe)
+{
+	uint32_t log = 1;
+
+	while ((1u << log) < (uint32_t)cqe)
+		log++;
+	return log;
+}
+
 struct xr_cq *xr_create_cq(struct xr_context *ctx, int cqe)
 {
 	struct xr_cq *cq;
 	struct xr_cq_ctx c;
-	uint32_t log = 1;
+	uint32_t log;
 	int rc;
 
-	if (!ctx || cqe < 1 || cqe > (1 << 20)) {
+	if (!ctx || cqe < 1 || cqe > XR_CQ_MAX_CQE) {
 		errno = EINVAL;
 		return NULL;
 	}
-	while ((1u << log) < (uint32_t)cqe)
-		log++;
+	log = ring_log(cqe);
 	cq = calloc(1, sizeof(*cq));
 	if (!cq) {
 		errno = ENOMEM;
@@ -137,13 +146,12 @@ int xr_resize_cq(struct xr_cq *cq, int cqe)
 	struct xr_context *ctx;
 	struct xr_hw_cqe *ring;
 	struct xr_cq_ctx c;
-	uint32_t log = 1, st = 0;
+	uint32_t log, st = 0;
 	int rc = 0;
 
-	if (!cq || cqe < 1 || cqe > (1 << 20))
+	if (!cq || cqe < 1 || cqe > XR_CQ_MAX_CQE)
 		return EINVAL;
-	while ((1u << log) < (uint32_t)cqe)
-		log++;
+	log = ring_log(cqe);
 	ctx = cq->ctx;
 	drv_lock(&ctx->lock);   /* the CQ window; before the CQ's lock, as modify_qp */
 	drv_lock(&cq->lock);

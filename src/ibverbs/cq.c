@@ -133,7 +133,7 @@ XRV_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 	if (!cq)
 		return EINVAL;
 	rc = xr_resize_cq(XRV_OF(xrv_cq, cq)->xr, cqe);
-	if (rc == EINVAL && cqe >= 1 && cqe <= (1 << 20))
+	if (rc == EINVAL && cqe >= 1 && cqe <= XR_CQ_MAX_CQE)
 		xrv_log("ibv_resize_cq: %d entries cannot hold the completions still to be polled", cqe);
 	if (!rc)
 		cq->cqe = xr_cq_size(XRV_OF(xrv_cq, cq)->xr);

@@ -99,40 +99,29 @@ static unsigned int read_wc_flags(struct ibv_cq_ex *ex)
 	return cur(ex)->wc_flags;
 }
 
-/* RoCE has no LIDs or SLs: 0, as ibv_poll_cq reports them. */
-static uint32_t read_slid(struct ibv_cq_ex *ex)
+/* Fields that are always 0 here, one reader per width: RoCE has no LIDs
+ * or SLs (as ibv_poll_cq reports them), and the fields a CQ of this device
+ * never offers (refused at creation) give 0 to a program that reads one
+ * anyway, not a call through NULL. */
+static uint8_t read_u8_zero(struct ibv_cq_ex *ex)
 {
 	(void)ex;
 	return 0;
 }
 
-static uint8_t read_sl(struct ibv_cq_ex *ex)
+static uint16_t read_u16_zero(struct ibv_cq_ex *ex)
 {
 	(void)ex;
 	return 0;
 }
 
-static uint8_t read_dlid_path_bits(struct ibv_cq_ex *ex)
+static uint32_t read_u32_zero(struct ibv_cq_ex *ex)
 {
 	(void)ex;
 	return 0;
 }
 
-/* Fields a CQ of this device never offers (refused at creation): a
- * program that reads one anyway gets 0, not a call through NULL. */
-static uint64_t read_u64_none(struct ibv_cq_ex *ex)
-{
-	(void)ex;
-	return 0;
-}
-
-static uint16_t read_cvlan(struct ibv_cq_ex *ex)
-{
-	(void)ex;
-	return 0;
-}
-
-static uint32_t read_flow_tag(struct ibv_cq_ex *ex)
+static uint64_t read_u64_zero(struct ibv_cq_ex *ex)
 {
 	(void)ex;
 	return 0;
@@ -144,8 +133,6 @@ static void read_tm_info(struct ibv_cq_ex *ex, struct ibv_wc_tm_info *tm)
 	if (tm)
 		memset(tm, 0, sizeof(*tm));
 }
-
-#define XRV_WC_FLAGS IBV_WC_STANDARD_FLAGS
 
 struct ibv_cq_ex *xrv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr)
 {
@@ -168,7 +155,7 @@ struct ibv_cq_ex *xrv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_a
 		xrv_unsupported("ibv_create_cq_ex flags", "CQ flags other than IBV_CREATE_CQ_ATTR_SINGLE_THREADED");
 		return NULL;
 	}
-	if (attr->wc_flags & ~(uint64_t)XRV_WC_FLAGS) {
+	if (attr->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS) {
 		xrv_unsupported("ibv_create_cq_ex wc_flags", "timestamps, VLANs, flow tags, tag matching (standard fields only)");
 		return NULL;
 	}
@@ -196,13 +183,13 @@ struct ibv_cq_ex *xrv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_a
 	ex->read_qp_num = read_qp_num;
 	ex->read_src_qp = read_src_qp;
 	ex->read_wc_flags = read_wc_flags;
-	ex->read_slid = read_slid;
-	ex->read_sl = read_sl;
-	ex->read_dlid_path_bits = read_dlid_path_bits;
-	ex->read_completion_ts = read_u64_none;
-	ex->read_completion_wallclock_ns = read_u64_none;
-	ex->read_cvlan = read_cvlan;
-	ex->read_flow_tag = read_flow_tag;
+	ex->read_slid = read_u32_zero;
+	ex->read_sl = read_u8_zero;
+	ex->read_dlid_path_bits = read_u8_zero;
+	ex->read_completion_ts = read_u64_zero;
+	ex->read_completion_wallclock_ns = read_u64_zero;
+	ex->read_cvlan = read_u16_zero;
+	ex->read_flow_tag = read_u32_zero;
 	ex->read_tm_info = read_tm_info;
 	return ex;
 }

@@ -421,7 +421,7 @@ static void fill_device_attr(struct xrv_context *x, struct ibv_device_attr *a)
 	a->max_sge = XR_WQE_MAX_SGE;
 	a->max_sge_rd = XR_WQE_MAX_SGE;
 	a->max_cq = XR_MAX_CQ - 1;
-	a->max_cqe = 1 << 20;
+	a->max_cqe = XR_CQ_MAX_CQE;
 	a->max_mr = XR_MAX_MR - 1;
 	a->max_pd = 1 << 24;
 	a->max_qp_rd_atom = a->max_qp_init_rd_atom = XR_MAX_RD_ATOMIC;

@@ -11,14 +11,14 @@
  */
 #include "xrv.h"
 
-/* One WR as built: its SGEs and inline bytes by offset, since the arrays
- * may move as they grow; pointers are set at wr_complete. */
+/* One WR as built: its SGEs by offset, since the arrays may move as they
+ * grow (an inline WR's one SGE holds its bytes' offset in inl as its
+ * address); pointers are set at wr_complete. A UD WR's address is set
+ * when its AH is. */
 struct wr_item {
 	struct xr_send_wr wr;
 	uint32_t sge_at;
-	uint32_t inline_at;
 	bool has_data;        /* a DATA setter ran */
-	bool has_ud;          /* wr_set_ud_addr ran */
 };
 
 struct xrv_wr_batch {
@@ -270,13 +270,8 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t n, const struc
 
 	if (!it)
 		return;
-	for (size_t i = 0; i < n && bufs; i++) {
-		if (bufs[i].length > XR_WQE_MAX_INLINE || len + bufs[i].length > XR_WQE_MAX_INLINE) {
-			len = XR_WQE_MAX_INLINE + 1;
-			break;
-		}
-		len += bufs[i].length;
-	}
+	for (size_t i = 0; i < n && bufs && len <= XR_WQE_MAX_INLINE; i++)
+		len = bufs[i].length > XR_WQE_MAX_INLINE - len ? XR_WQE_MAX_INLINE + 1 : len + bufs[i].length;
 	if (it->has_data || (n && !bufs) || len > XR_WQE_MAX_INLINE) {
 		fail(b, EINVAL);   /* beyond any QP's max_inline_data */
 		return;
@@ -287,16 +282,15 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t n, const struc
 		return;
 	}
 	it->has_data = true;
-	it->inline_at = b->ninl;
 	it->sge_at = b->nsge;
 	it->wr.send_flags |= XR_SEND_INLINE;
 	it->wr.num_sge = 1;
+	b->sges[b->nsge++] = (struct xr_sge){ b->ninl, (uint32_t)len, 0 };   /* an offset until complete */
 	for (size_t i = 0; i < n; i++) {
 		if (bufs[i].length)
 			memcpy(b->inl + b->ninl, bufs[i].addr, bufs[i].length);
 		b->ninl += (uint32_t)bufs[i].length;
 	}
-	b->sges[b->nsge++] = (struct xr_sge){ 0, (uint32_t)len, 0 };   /* addr set at complete */
 }
 
 static void wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr, size_t length)
@@ -317,7 +311,6 @@ static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t re
 		fail(b, EINVAL);
 		return;
 	}
-	it->has_ud = true;
 	it->wr.wr.ud.ah = XRV_OF(xrv_ah, ah)->xr;
 	it->wr.wr.ud.remote_qpn = remote_qpn;
 	it->wr.wr.ud.remote_qkey = remote_qkey;
@@ -357,12 +350,12 @@ static int link_items(struct ibv_qp_ex *qpx, struct xrv_wr_batch *b)
 
 	for (uint32_t i = 0; i < b->n; i++) {
 		struct wr_item *it = &b->items[i];
-		if (ud && !it->has_ud)
+		if (ud && !it->wr.wr.ud.ah)
 			return EINVAL;
 		if (it->has_data) {
 			it->wr.sg_list = &b->sges[it->sge_at];
 			if (it->wr.send_flags & XR_SEND_INLINE)
-				it->wr.sg_list->addr = (uintptr_t)(b->inl + it->inline_at);
+				it->wr.sg_list->addr = (uintptr_t)(b->inl + it->wr.sg_list->addr);
 		}
 		it->wr.next = i + 1 < b->n ? &b->items[i + 1].wr : NULL;
 	}
@@ -372,18 +365,15 @@ static int link_items(struct ibv_qp_ex *qpx, struct xrv_wr_batch *b)
 static int wr_complete(struct ibv_qp_ex *qpx)
 {
 	struct xrv_wr_batch *b = batch_of(qpx);
-	struct xr_engine *e;
 	int rc;
 
 	if (!b->open)
 		return EINVAL;
 	rc = b->err ? b->err : link_items(qpx, b);
-	if (!rc && b->n) {
-		e = xr_context_engine(xrv_ctx(qpx->qp_base.context)->xr);
-		xr_engine_post_begin(e);
+	/* One call: the driver's own post section covers it (xrv_post_send
+	 * opens one around its several). */
+	if (!rc && b->n)
 		rc = xr_post_send_whole(XRV_OF(xrv_qp, &qpx->qp_base)->xr, &b->items[0].wr, NULL);
-		xr_engine_post_end(e);
-	}
 	close_batch(b);
 	return rc;
 }

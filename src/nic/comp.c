@@ -38,6 +38,14 @@ static bool is_rd_atomic(uint8_t wr)
 	return wr == XR_WR_RDMA_READ || wr == XR_WR_ATOMIC_CMP_AND_SWP || wr == XR_WR_ATOMIC_FETCH_AND_ADD;
 }
 
+/* A WQE is outstanding from its start until it completes: [tail,
+ * started_end). Not [tail, head): a rewind moves head back, and the WQEs
+ * it passes stay outstanding. */
+static bool outstanding(const struct xr_req *r)
+{
+	return r->tail != r->started_end;
+}
+
 /* Completes the WQE at the tail with status. */
 static void complete_tail(struct xr_engine *e, struct xr_qp *qp, uint8_t status, uint32_t byte_len)
 {
@@ -73,7 +81,7 @@ static void complete_tail(struct xr_engine *e, struct xr_qp *qp, uint8_t status,
 /* Fails the WQE at the tail and the QP with it. */
 static void fail_tail(struct xr_engine *e, struct xr_qp *qp, uint8_t status)
 {
-	if (qp->req.tail != qp->req.started_end)   /* also when rewound behind it */
+	if (outstanding(&qp->req))   /* also when rewound behind it */
 		complete_tail(e, qp, status, 0);
 	xr_qp_to_error(e, qp, status);
 }
@@ -126,7 +134,7 @@ static void ack_upto(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 	struct xr_req *r = &qp->req;
 	uint32_t next = psn_add(psn, 1);
 
-	while (r->tail != r->started_end) {
+	while (outstanding(r)) {
 		struct xr_swqe_meta *m = meta_at(qp, r->tail);
 		if (!m->started || is_rd_atomic(m->opcode) || psn_cmp(m->last_psn, psn) > 0)
 			break;
@@ -159,12 +167,19 @@ static bool nothing_unacked(const struct xr_req *r)
 	return !r->retx_pending && psn_cmp(r->una_psn, r->sent_end) >= 0;
 }
 
+/* Nothing for the ACK timer to wait for: no WQE outstanding and no resend
+ * under way, or every PSN sent acknowledged. */
+static bool timer_idle(const struct xr_req *r)
+{
+	return (!outstanding(r) && !r->cur_active) || nothing_unacked(r);
+}
+
 /* Timer bookkeeping after progress: stop when nothing is outstanding. */
 static void rearm(struct xr_engine *e, struct xr_qp *qp)
 {
 	struct xr_req *r = &qp->req;
 
-	if ((r->tail == r->started_end && !r->cur_active) || nothing_unacked(r))
+	if (timer_idle(r))
 		r->timer_due_ns = 0;
 	else
 		xr_req_arm_timer(qp, xr_engine_now(e));
@@ -214,7 +229,7 @@ static bool implied_nak(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 	struct xr_req *r = &qp->req;
 	struct xr_swqe_meta *m;
 
-	if (r->tail == r->started_end)
+	if (!outstanding(r))
 		return false;
 	m = meta_at(qp, r->tail);
 	if (!is_rd_atomic(m->opcode) || psn_cmp(psn, m->last_psn) <= 0)
@@ -238,11 +253,11 @@ static void rx_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p
 	/* An error NAK at a request PSN of the oldest WQE, a READ partly
 	 * answered (its first, or that of a retry for its tail), names it
 	 * however far its responses got (B18). */
-	bool read_nak = type == XR_AETH_NAK && syn != XR_AETH_NAK_PSN_SEQ && r->tail != r->started_end &&
+	bool read_nak = type == XR_AETH_NAK && syn != XR_AETH_NAK_PSN_SEQ && outstanding(r) &&
 			meta_at(qp, r->tail)->opcode == XR_WR_RDMA_READ && meta_at(qp, r->tail)->read_done &&
 			psn_cmp(psn, meta_at(qp, r->tail)->first_psn) >= 0;
 	if ((psn_cmp(psn, psn_add(r->una_psn, XR_PSN_MASK)) < 0 && !read_nak) ||
-	    (type != XR_AETH_ACK && (r->tail == r->started_end ||
+	    (type != XR_AETH_ACK && (!outstanding(r) ||
 				     psn_cmp(psn, meta_at(qp, r->tail)->first_psn) < 0))) {
 		/* Stale; and a NAK must name a PSN of a WQE still outstanding
 		 * (a READ is NAKed at its request PSN even after some of its
@@ -347,7 +362,7 @@ static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct
 		return;
 	/* A response acknowledges every request before its READ. */
 	ack_upto(e, qp, psn_add(p->psn, XR_PSN_MASK));
-	if (r->tail == r->started_end) {
+	if (!outstanding(r)) {
 		xr_count(e, XR_CNT_DUP_RESPONSE, 1);
 		return;
 	}
@@ -415,7 +430,7 @@ static void rx_atomic_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr
 	if (!in_window(e, qp, p->psn, false))
 		return;
 	ack_upto(e, qp, psn_add(p->psn, XR_PSN_MASK));
-	if (r->tail == r->started_end) {
+	if (!outstanding(r)) {
 		xr_count(e, XR_CNT_DUP_RESPONSE, 1);
 		return;
 	}
@@ -470,13 +485,13 @@ void xr_comp_timers(struct xr_engine *e, struct xr_qp *qp, uint64_t now)
 
 	if (!r->timer_due_ns || now < r->timer_due_ns || r->rnr_due_ns)
 		return;
-	if ((r->tail == r->started_end && !r->cur_active) || nothing_unacked(r)) {
+	if (timer_idle(r)) {
 		r->timer_due_ns = 0;
 		return;
 	}
 	xr_count(e, XR_CNT_ACK_TIMEOUTS, 1);
 	xr_evlog_add(e, XR_EV_TIMEOUT, qp->qpn, r->una_psn, r->retry_left);
-	if (!retry_from(e, qp, r->tail != r->started_end && is_rd_atomic(meta_at(qp, r->tail)->opcode) ?
+	if (!retry_from(e, qp, outstanding(r) && is_rd_atomic(meta_at(qp, r->tail)->opcode) ?
 			       tail_expected_psn(qp) : r->una_psn))
 		return;
 	xr_req_arm_timer(qp, now);

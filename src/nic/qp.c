@@ -545,16 +545,17 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 		runtime_setup(e, qp, &mem);
 		if (next.state == XR_QPS_SQD && old_state != XR_QPS_SQD)
 			qp->req.drained_logged = false;   /* each entry into SQD has its SQ_DRAINED */
-		if (next.state == XR_QPS_RTS && old_state == XR_QPS_RTR) {
+		bool to_rts = next.state == XR_QPS_RTS && old_state == XR_QPS_RTR;
+		if (to_rts) {
 			qp->req.una_psn = next.sq_psn;
 			qp->req.sent_end = next.sq_psn;
 		}
 		/* The retry budgets are the attributes' from the commit that sets
 		 * them on (RTR->RTS, SQD->SQD), as rxe_qp_from_attr: not only from
 		 * the next ACK. */
-		if ((mask & XR_QPM_RETRY_CNT) || (next.state == XR_QPS_RTS && old_state == XR_QPS_RTR))
+		if ((mask & XR_QPM_RETRY_CNT) || to_rts)
 			qp->req.retry_left = next.retry_cnt;
-		if ((mask & XR_QPM_RNR_RETRY) || (next.state == XR_QPS_RTS && old_state == XR_QPS_RTR))
+		if ((mask & XR_QPM_RNR_RETRY) || to_rts)
 			qp->req.rnr_left = next.rnr_retry;
 		if (is_new)
 			atomic_fetch_add(&e->qp_mem.qps, 1);
