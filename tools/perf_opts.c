@@ -281,7 +281,7 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 	if (!tx_set)
 		c->tx_depth = c->lat ? 1 : 128;
 	if (!inline_set)
-		c->inline_size = c->lat && (c->verb == V_WRITE || c->verb == V_SEND) ? XR_WQE_MAX_INLINE : 0;
+		c->inline_size = c->lat && (c->verb == V_WRITE || c->verb == V_SEND) ? XR_WQE_BODY(0) : 0;
 	if (c->pingpong && !size_set)
 		c->size = 4096;
 	if (c->pingpong && c->rx_depth == 512)

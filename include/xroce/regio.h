@@ -93,6 +93,7 @@ struct xr_qp_ctx {
 	uint8_t  peer_mac[6];
 	uint64_t sq_base, rq_base;
 	uint8_t  sq_log_size, rq_log_size;
+	uint8_t  sq_wqe_blocks;           /* send WQE slot: XR_WQE_SIZE << this (ring.h) */
 	uint16_t sq_ci, rq_ci;            /* read-only: engine progress */
 	uint32_t qkey;                    /* UD Q_Key */
 	uint32_t srqn;                    /* 0: the QP's own receive queue */

@@ -160,7 +160,7 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	X(QP_PEER_MAC_HIGH,0x314, XR_RW, 0x00000000, "mac_hi:0:16", "Peer MAC bytes 0-1.") \
 	X(QP_SQ_BASE_LO,   0x318, XR_RW, 0x00000000, "", "Send queue ring host address, bits 31:0.") \
 	X(QP_SQ_BASE_HI,   0x31C, XR_RW, 0x00000000, "", "Send queue ring host address, bits 63:32.") \
-	X(QP_SQ_LOG_SIZE,  0x320, XR_RW, 0x00000000, "log_entries:0:5", "Send queue ring size, log2 of entries.") \
+	X(QP_SQ_LOG_SIZE,  0x320, XR_RW, 0x00000000, "log_entries:0:5 wqe_blocks:8:2", "Send queue ring size, log2 of entries; wqe_blocks: a WQE slot's size, log2 of 256-byte blocks (0: 256 bytes, 1: 512, 2: 1024), whose body after the 64-byte header holds 12, 28 or 60 SGEs or 192, 448 or 960 bytes of inline data.") \
 	X(QP_RQ_BASE_LO,   0x324, XR_RW, 0x00000000, "", "Receive queue ring host address, bits 31:0.") \
 	X(QP_RQ_BASE_HI,   0x328, XR_RW, 0x00000000, "", "Receive queue ring host address, bits 63:32.") \
 	X(QP_RQ_LOG_SIZE,  0x32C, XR_RW, 0x00000000, "log_entries:0:5", "Receive queue ring size, log2 of entries.") \

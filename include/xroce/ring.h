@@ -14,9 +14,18 @@
 
 #include <stdint.h>
 
-#define XR_WQE_SIZE        256
-#define XR_WQE_MAX_SGE     12
-#define XR_WQE_MAX_INLINE  (XR_WQE_MAX_SGE * 16)
+/* A send WQE is a 64-byte header, then its SGEs, inline data or bind
+ * fields. Its slot is one, two or four 256-byte blocks, chosen per QP
+ * (QP_SQ_LOG_SIZE.wqe_blocks, log2 of the blocks), so a QP that asks for
+ * more inline data or SGEs gets a larger slot, as hns' per-QP WQE shift. */
+#define XR_WQE_SIZE        256       /* one block: the smallest slot */
+#define XR_WQE_HDR_SIZE    64
+#define XR_WQE_MAX_BLOCKS_LOG 2
+#define XR_WQE_MAX_SIZE    (XR_WQE_SIZE << XR_WQE_MAX_BLOCKS_LOG)
+#define XR_WQE_BODY(blocks_log) (((unsigned)XR_WQE_SIZE << (blocks_log)) - XR_WQE_HDR_SIZE)
+#define XR_WQE_BLOCK_SGE   (XR_WQE_BODY(0) / 16)             /* 12 */
+#define XR_WQE_MAX_SGE     (XR_WQE_BODY(XR_WQE_MAX_BLOCKS_LOG) / 16)   /* 60 */
+#define XR_WQE_MAX_INLINE  XR_WQE_BODY(XR_WQE_MAX_BLOCKS_LOG)           /* 960 */
 #define XR_RWQE_SIZE       256
 #define XR_RWQE_MAX_SGE    15
 #define XR_CQE_SIZE        64
@@ -82,9 +91,11 @@ struct xr_hw_wqe {
 		};
 		struct xr_hw_ud_av ud;    /* UD QPs: the datagram's address (docs/ud-uc-srq.md) */
 	};
+	/* The body, as in a one-block slot; larger slots go on past it:
+	 * reach SGEs and inline data through xr_wqe_sge and xr_wqe_inline. */
 	union {
-		struct xr_sge sge[XR_WQE_MAX_SGE];
-		uint8_t inline_data[XR_WQE_MAX_INLINE];
+		struct xr_sge sge[XR_WQE_BLOCK_SGE];
+		uint8_t inline_data[XR_WQE_BODY(0)];
 		struct {              /* BIND_MW (num_sge 0, length 0) */
 			uint64_t addr;        /* window start (a VA of the region) */
 			uint64_t length;      /* window length; 0 unbinds a type-1 window */
@@ -146,7 +157,24 @@ struct xr_hw_cqe {
 /* drv_flags: a completion of a QP since reset or destroyed (drv/cq.c). */
 #define XR_CQE_DRV_STALE 1
 
+/* The body of a WQE whose slot may be larger than the struct. */
+static inline uint8_t *xr_wqe_body(struct xr_hw_wqe *w)
+{
+	return (uint8_t *)w + XR_WQE_HDR_SIZE;
+}
+
+static inline const uint8_t *xr_wqe_inline(const struct xr_hw_wqe *w)
+{
+	return (const uint8_t *)w + XR_WQE_HDR_SIZE;
+}
+
+static inline const struct xr_sge *xr_wqe_sges(const struct xr_hw_wqe *w)
+{
+	return (const struct xr_sge *)(const void *)xr_wqe_inline(w);
+}
+
 _Static_assert(sizeof(struct xr_hw_ud_av) == 40, "UD address vector size");
+_Static_assert(__builtin_offsetof(struct xr_hw_wqe, sge) == XR_WQE_HDR_SIZE, "send WQE header size");
 _Static_assert(sizeof(struct xr_hw_wqe) == XR_WQE_SIZE, "send WQE size");
 _Static_assert(sizeof(struct xr_hw_rwqe) == XR_RWQE_SIZE, "receive WQE size");
 _Static_assert(sizeof(struct xr_hw_cqe) == XR_CQE_SIZE, "CQE size");

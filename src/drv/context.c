@@ -32,6 +32,7 @@ struct field {
 	X(hop_limit, QP_NET, "hop_limit") X(pcp, QP_NET, "pcp") X(vlan, QP_NET, "vlan") \
 	X(vid, QP_NET, "vid") X(sq_cqn, QP_SQ_CQN, "cqn") X(rq_cqn, QP_RQ_CQN, "cqn") X(pd, QP_PD, "pd") \
 	X(sq_log_size, QP_SQ_LOG_SIZE, "log_entries") X(rq_log_size, QP_RQ_LOG_SIZE, "log_entries") \
+	X(sq_wqe_blocks, QP_SQ_LOG_SIZE, "wqe_blocks") \
 	X(sq_ci, QP_SQ_CI, "index") X(rq_ci, QP_RQ_CI, "index") X(srqn, QP_SRQN, "srqn") \
 	X(rate_limit, QP_RATE_LIMIT, "mbps") X(cc_rate, QP_CC_RATE, "mbps") X(cc_target, QP_CC_TARGET, "mbps") \
 	X(cc_alpha, QP_CC_ALPHA, "alpha") X(ce_rcvd, QP_CE_RCVD, "count") X(cnp_sent, QP_CNP_SENT, "count") \

@@ -102,12 +102,20 @@ struct xr_qp {
 	uint8_t post_state;            /* hw.state for posts, atomic (hw_set) */
 	uint8_t static_rate;           /* the AV's IBV_RATE_* as given */
 	uint32_t rate_limit;           /* IBV_QP_RATE_LIMIT as given, kb/s */
-	struct xr_hw_wqe *sq;
+	struct xr_hw_wqe *sq;          /* slots of XR_WQE_SIZE << sq_blocks_log bytes: xr_sq_wqe */
 	struct xr_hw_rwqe *rq;
 	uint32_t sq_log, rq_log;
+	uint8_t sq_blocks_log;         /* the slot's size, log2 of 256-byte blocks */
 	uint16_t sq_pi, sq_ci, rq_pi, rq_ci;
 	pthread_mutex_t sq_lock, rq_lock;
 };
+
+/* The send queue's slot idx (free-running). */
+static inline struct xr_hw_wqe *xr_sq_wqe(const struct xr_qp *qp, uint32_t idx)
+{
+	size_t slot = (size_t)(idx & ((1u << qp->sq_log) - 1)) << (qp->sq_blocks_log + 8);
+	return (struct xr_hw_wqe *)(void *)((uint8_t *)qp->sq + slot);
+}
 
 /* The driver's locks hold the thread's interrupts, as a kernel driver's
  * spin_lock_irqsave: an event an access raises under one (a doorbell's

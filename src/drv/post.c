@@ -114,14 +114,14 @@ static int build_wqe(struct xr_qp *qp, const struct xr_send_wr *w, struct xr_hw_
 		for (int i = 0; i < w->num_sge; i++) {
 			if (!w->sg_list[i].length)
 				continue;   /* its address may be anything, NULL too */
-			memcpy(q->inline_data + off, (const void *)(uintptr_t)w->sg_list[i].addr, w->sg_list[i].length);
+			memcpy(xr_wqe_body(q) + off, (const void *)(uintptr_t)w->sg_list[i].addr, w->sg_list[i].length);
 			off += w->sg_list[i].length;
 		}
 		q->num_sge = 0;
 	} else {
 		q->num_sge = (uint8_t)w->num_sge;
 		if (w->num_sge)
-			memcpy(q->sge, w->sg_list, (size_t)w->num_sge * sizeof(struct xr_sge));
+			memcpy(xr_wqe_body(q), w->sg_list, (size_t)w->num_sge * sizeof(struct xr_sge));
 	}
 	return 0;
 }
@@ -166,10 +166,8 @@ int xr_post_send_whole(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_w
  * twice). Quadratic, on this error path only. */
 static void unbind_keys(struct xr_qp *qp, struct xr_send_wr *first, int posted)
 {
-	uint32_t mask = (1u << qp->sq_log) - 1;
-
 	for (int i = posted - 1; i >= 0; i--) {
-		const struct xr_hw_wqe *q = &qp->sq[(uint16_t)(qp->sq_pi - posted + i) & mask];
+		const struct xr_hw_wqe *q = xr_sq_wqe(qp, (uint16_t)(qp->sq_pi - posted + i));
 		struct xr_send_wr *w = first;
 
 		for (int k = 0; k < i; k++)
@@ -207,7 +205,7 @@ static int post_send(struct xr_qp *qp, struct xr_send_wr *wr, struct xr_send_wr 
 			rc = ENOMEM;
 			break;
 		}
-		rc = build_wqe(qp, wr, &qp->sq[qp->sq_pi & (size - 1)], internal);
+		rc = build_wqe(qp, wr, xr_sq_wqe(qp, qp->sq_pi), internal);
 		if (rc)
 			break;
 		/* A type-2 bind: the window's key is the new one from now on,

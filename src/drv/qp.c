@@ -17,6 +17,20 @@ static uint32_t log2_at_least(uint32_t n)
 	return l;
 }
 
+/* The smallest send WQE slot whose body holds the SGEs and the inline
+ * data asked for (ring.h). */
+static uint8_t wqe_blocks_log(const struct xr_qp_cap *c)
+{
+	uint32_t need = c->max_send_sge * (uint32_t)sizeof(struct xr_sge);
+	uint8_t log = 0;
+
+	if (c->max_inline_data > need)
+		need = c->max_inline_data;
+	while (XR_WQE_BODY(log) < need)
+		log++;
+	return log;
+}
+
 uint32_t xr_qp_num(const struct xr_qp *qp)
 {
 	return qp->qpn;
@@ -76,7 +90,8 @@ struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr)
 	 * "no queue" to the engine (ibv_rc_pingpong asks for one send WR). */
 	qp->sq_log = log2_at_least(attr->cap.max_send_wr < 2 ? 2 : attr->cap.max_send_wr);
 	qp->rq_log = log2_at_least(attr->cap.max_recv_wr < 2 ? 2 : attr->cap.max_recv_wr);
-	qp->sq = aligned_alloc(64, (size_t)XR_WQE_SIZE << qp->sq_log);
+	qp->sq_blocks_log = wqe_blocks_log(&attr->cap);
+	qp->sq = aligned_alloc(64, (size_t)XR_WQE_SIZE << (qp->sq_log + qp->sq_blocks_log));
 	qp->rq = aligned_alloc(64, (size_t)XR_RWQE_SIZE << qp->rq_log);
 	if (!qp->sq || !qp->rq) {
 		free(qp->sq);
@@ -103,6 +118,7 @@ struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr)
 	qp->hw.sq_base = (uintptr_t)qp->sq;
 	qp->hw.rq_base = (uintptr_t)qp->rq;
 	qp->hw.sq_log_size = (uint8_t)qp->sq_log;
+	qp->hw.sq_wqe_blocks = qp->sq_blocks_log;
 	qp->hw.rq_log_size = (uint8_t)qp->rq_log;
 	qp->hw.pkey = XR_DEFAULT_PKEY;
 	qp->hw.dst_port = XR_ROCE_UDP_PORT;

@@ -418,7 +418,7 @@ static void fill_device_attr(struct xrv_context *x, struct ibv_device_attr *a)
 	a->max_qp_wr = 1 << 15;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_MEM_WINDOW |
 			      IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_SYS_IMAGE_GUID;
-	a->max_sge = XR_WQE_MAX_SGE;
+	a->max_sge = XR_RWQE_MAX_SGE < XR_WQE_MAX_SGE ? XR_RWQE_MAX_SGE : XR_WQE_MAX_SGE;   /* send and receive */
 	a->max_sge_rd = XR_WQE_MAX_SGE;
 	a->max_cq = XR_MAX_CQ - 1;
 	a->max_cqe = XR_CQ_MAX_CQE;

@@ -141,7 +141,7 @@ static void ack_upto(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 		if (psn_cmp(r->sent_end, m->last_psn) <= 0)
 			break;   /* not even fully sent yet (a stray ACK) */
 		/* byte_len: the WR's length (B23, rxe make_send_cqe) */
-		complete_tail(e, qp, XR_WC_SUCCESS, xr_sq_slot(qp, r->tail)->length);
+		complete_tail(e, qp, XR_WC_SUCCESS, m->length);
 	}
 	/* Not past the first READ/atomic still waiting, wherever it is: a
 	 * WRITE being resent may stand before it, and after a rewind it may
@@ -401,13 +401,13 @@ static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct
 	}
 	w = xr_sq_slot(qp, r->tail);
 	offset = m->read_done;
-	expect_len = w->length - offset < mtu ? w->length - offset : mtu;
+	expect_len = m->length - offset < mtu ? m->length - offset : mtu;
 	if (p->payload_len != expect_len) {
 		fail_tail(e, qp, XR_WC_BAD_RESP_ERR);
 		return;
 	}
 	if (p->payload_len) {
-		err = xr_sgl_write(e, qp->ctx.pd, w->sge, w->num_sge, offset, p->payload, p->payload_len);
+		err = xr_sgl_write(e, qp->ctx.pd, xr_wqe_sges(w), xr_sq_nsge(qp, w), offset, p->payload, p->payload_len);
 		if (err) {
 			fail_tail(e, qp, (uint8_t)err);
 			return;
@@ -416,7 +416,7 @@ static void rx_read_response(struct xr_engine *e, struct xr_qp *qp, const struct
 	m->read_done += p->payload_len;
 	made_progress(qp, psn_add(p->psn, 1));
 	if (p->psn == m->last_psn)
-		complete_tail(e, qp, XR_WC_SUCCESS, w->length);
+		complete_tail(e, qp, XR_WC_SUCCESS, m->length);
 	rearm(e, qp);
 }
 
@@ -446,7 +446,7 @@ static void rx_atomic_ack(struct xr_engine *e, struct xr_qp *qp, const struct xr
 		return;   /* duplicate */
 	}
 	w = xr_sq_slot(qp, r->tail);
-	err = xr_sgl_write(e, qp->ctx.pd, w->sge, w->num_sge, 0, &p->atomic_orig, 8);
+	err = xr_sgl_write(e, qp->ctx.pd, xr_wqe_sges(w), xr_sq_nsge(qp, w), 0, &p->atomic_orig, 8);
 	if (err) {
 		fail_tail(e, qp, (uint8_t)err);
 		return;

@@ -115,7 +115,8 @@ void xr_qp_to_sq_error(struct xr_engine *e, struct xr_qp *qp, uint8_t status)
 static const struct xr_hw_wqe *sq_slot(const struct xr_qp *qp, uint16_t idx)
 {
 	uint32_t mask = (1u << qp->ctx.sq_log_size) - 1;
-	return (const struct xr_hw_wqe *)(uintptr_t)(qp->ctx.sq_base + (uint64_t)(idx & mask) * XR_WQE_SIZE);
+	return (const struct xr_hw_wqe *)(uintptr_t)(qp->ctx.sq_base +
+						     ((uint64_t)(idx & mask) << (qp->ctx.sq_wqe_blocks + 8)));
 }
 
 static const struct xr_hw_rwqe *rq_slot(const struct xr_qp *qp, uint16_t idx)
@@ -140,6 +141,46 @@ static uint8_t wc_opcode_of(uint8_t wr)
 uint8_t xr_wc_opcode_of_wr(uint8_t wr)
 {
 	return wc_opcode_of(wr);
+}
+
+/* The SGEs a send WQE slot of the QP holds. */
+unsigned xr_sq_sge_room(const struct xr_qp *qp)
+{
+	return XR_WQE_BODY(qp->ctx.sq_wqe_blocks) / sizeof(struct xr_sge);
+}
+
+/* The SGEs of a WQE read where it lies, in host memory that the host may
+ * have written since the WQE was checked: never more than its slot holds. */
+unsigned xr_sq_nsge(const struct xr_qp *qp, const struct xr_hw_wqe *w)
+{
+	unsigned room = xr_sq_sge_room(qp);
+	return w->num_sge < room ? w->num_sge : room;
+}
+
+/* Copies the WQE in slot w to the engine's own, the header and as much
+ * of the body as the header says is used (bounded by the slot: the
+ * checks then refuse what does not fit), so a host writing the slot after
+ * the checks cannot change what they passed. A WQE started again after a
+ * rewind (`started`) is read again, as a NIC fetches it again, but keeps
+ * the opcode, flags and length its PSNs were counted from, and no more
+ * SGEs than its slot holds. */
+void xr_sq_copy(const struct xr_qp *qp, struct xr_hw_wqe *to, const struct xr_hw_wqe *w,
+		const struct xr_swqe_meta *started)
+{
+	uint32_t body = XR_WQE_BODY(qp->ctx.sq_wqe_blocks), used;
+
+	memcpy(to, w, XR_WQE_HDR_SIZE);
+	if (started) {
+		to->opcode = started->opcode;
+		to->flags = started->flags;
+		to->length = started->length;
+		if (to->num_sge > xr_sq_sge_room(qp))
+			to->num_sge = (uint8_t)xr_sq_sge_room(qp);
+	}
+	used = to->flags & XR_SEND_INLINE ? to->length : to->num_sge * (uint32_t)sizeof(struct xr_sge);
+	if (used < sizeof(to->bind))
+		used = sizeof(to->bind);
+	memcpy(xr_wqe_body(to), xr_wqe_inline(w), used < body ? used : body);
 }
 
 const struct xr_hw_wqe *xr_sq_slot(const struct xr_qp *qp, uint16_t idx)

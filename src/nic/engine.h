@@ -26,6 +26,7 @@
 struct xr_swqe_meta {
 	uint32_t first_psn, last_psn;
 	uint32_t read_done;          /* READ: response bytes already placed */
+	uint32_t length;             /* the message's, as checked at start */
 	uint8_t  opcode;             /* enum xr_wr_opcode, copied at start */
 	uint8_t  flags;              /* enum xr_send_flags */
 	uint8_t  status;             /* a local error found while sending it */
@@ -180,7 +181,10 @@ struct xr_tx_proto {
 };
 
 struct xr_qp_act {
-	struct xr_hw_wqe cur_wqe;            /* requester: the WQE being segmented */
+	union {                              /* requester: the WQE being segmented, */
+		struct xr_hw_wqe cur_wqe;    /* ...copied as far as it is used (xr_sq_copy) */
+		uint8_t cur_wqe_slot[XR_WQE_MAX_SIZE];
+	};
 	struct xr_hw_rwqe rwqe;              /* responder: the receive WQE being filled */
 	struct xr_resp_item q[XR_RESP_QUEUE];/* responder: what it owes, in PSN order */
 	struct xr_resp_held *held;           /* requests held behind READ responses (resp_tx.c) */
@@ -610,6 +614,10 @@ void xr_qp_flush(struct xr_engine *e, struct xr_qp *qp);
 void xr_qp_flush_sq(struct xr_engine *e, struct xr_qp *qp);
 uint8_t xr_wc_opcode_of_wr(uint8_t wr);
 const struct xr_hw_wqe *xr_sq_slot(const struct xr_qp *qp, uint16_t idx);
+unsigned xr_sq_sge_room(const struct xr_qp *qp);
+unsigned xr_sq_nsge(const struct xr_qp *qp, const struct xr_hw_wqe *w);
+void xr_sq_copy(const struct xr_qp *qp, struct xr_hw_wqe *to, const struct xr_hw_wqe *w,
+		const struct xr_swqe_meta *started);
 const struct xr_hw_rwqe *xr_rq_slot(const struct xr_qp *qp, uint16_t idx);
 
 /* req.c / resp.c / comp.c */

@@ -73,19 +73,19 @@ static int check_wqe(struct xr_engine *e, struct xr_qp *qp, const struct xr_hw_w
 		return XR_WC_LOC_QP_OP_ERR;
 	}
 	if (w->flags & XR_SEND_INLINE) {
-		if (w->opcode == XR_WR_RDMA_READ || w->length > XR_WQE_MAX_INLINE)
+		if (w->opcode == XR_WR_RDMA_READ || w->length > XR_WQE_BODY(qp->ctx.sq_wqe_blocks))
 			return XR_WC_LOC_LEN_ERR;
 		return 0;
 	}
-	if (w->num_sge > XR_WQE_MAX_SGE)
+	if (w->num_sge > xr_sq_sge_room(qp))
 		return XR_WC_LOC_LEN_ERR;
 	for (unsigned i = 0; i < w->num_sge; i++) {
-		struct xr_mr *mr;
+		const struct xr_sge *s = &xr_wqe_sges(w)[i];
 		uint32_t need = (w->opcode == XR_WR_RDMA_READ || is_rd_atomic(w->opcode)) ? XR_ACCESS_LOCAL_WRITE : 0;
-		if (w->sge[i].length && xr_dma_check(e, w->sge[i].lkey, qp->ctx.pd, w->sge[i].addr,
-						      w->sge[i].length, need, &mr) != XR_DMA_OK)
+		struct xr_mr *mr;
+		if (s->length && xr_dma_check(e, s->lkey, qp->ctx.pd, s->addr, s->length, need, &mr) != XR_DMA_OK)
 			return XR_WC_LOC_PROT_ERR;
-		sum += w->sge[i].length;
+		sum += s->length;
 	}
 	if (sum != w->length)
 		return XR_WC_LOC_LEN_ERR;
@@ -128,7 +128,7 @@ static void rewind_to(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 		struct xr_swqe_meta *m = xr_sq_meta(qp, i);
 		if (psn_cmp(psn, m->first_psn) < 0 || psn_cmp(psn, m->last_psn) > 0)
 			continue;
-		memcpy(&qp->act->cur_wqe, xr_sq_slot(qp, i), sizeof(qp->act->cur_wqe));
+		xr_sq_copy(qp, &qp->act->cur_wqe, xr_sq_slot(qp, i), m);
 		r->cur = i;
 		r->cur_active = true;
 		r->cur_psn = psn;
@@ -170,11 +170,8 @@ static bool start_wqe(struct xr_engine *e, struct xr_qp *qp)
 	if (!xr_qp_act_get(e, qp))
 		return false;   /* no memory: the WQE waits, the QP stays busy */
 	m = xr_sq_meta(qp, r->head);
-	if (m->started) {
-		/* Restarted after a rewind: same PSNs as the first time. */
-		memcpy(&qp->act->cur_wqe, w, sizeof(qp->act->cur_wqe));
-	} else {
-		memcpy(&qp->act->cur_wqe, w, sizeof(qp->act->cur_wqe));
+	xr_sq_copy(qp, &qp->act->cur_wqe, w, m->started ? m : NULL);
+	if (!m->started) {   /* else restarted after a rewind: same PSNs as the first time */
 		w = &qp->act->cur_wqe;
 		bool local = (w->opcode == XR_WR_LOCAL_INV || w->opcode == XR_WR_BIND_MW) &&
 			     opcode_allowed(qp->ctx.type, w->opcode);
@@ -208,6 +205,7 @@ static bool start_wqe(struct xr_engine *e, struct xr_qp *qp)
 			return false;
 		m->opcode = w->opcode;
 		m->flags = w->flags;
+		m->length = w->length;
 		m->status = 0;
 		m->read_done = 0;
 		m->first_psn = qp->ctx.sq_psn;
@@ -361,15 +359,15 @@ static bool send_packet(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx,
 		int err = 0;
 		const uint8_t *src = NULL;
 		if (w->flags & XR_SEND_INLINE)
-			memcpy(f->data + p.payload_off, w->inline_data + r->cur_offset, len);
+			memcpy(f->data + p.payload_off, xr_wqe_inline(w) + r->cur_offset, len);
 		else if (may_gather(e, qp, &p, len) &&
-			 !(err = xr_sgl_map(e, qp->ctx.pd, w->sge, w->num_sge, r->cur_offset, len, &src)) && src) {
+			 !(err = xr_sgl_map(e, qp->ctx.pd, xr_wqe_sges(w), w->num_sge, r->cur_offset, len, &src)) && src) {
 			xr_frame_set_gather(f, p.payload_off, src, len);
 			f->gather_seq = ++e->gather_seq ? e->gather_seq : ++e->gather_seq;   /* never 0 */
 			qp->act->gather_f = f;
 			qp->act->gather_seq = f->gather_seq;
 		} else if (!err)
-			err = xr_sgl_read(e, qp->ctx.pd, w->sge, w->num_sge, r->cur_offset, f->data + p.payload_off, len);
+			err = xr_sgl_read(e, qp->ctx.pd, xr_wqe_sges(w), w->num_sge, r->cur_offset, f->data + p.payload_off, len);
 		if (err) {
 			/* The region went away under a posted WQE: fail it in order. */
 			xr_link_frame_free(e->link, f);

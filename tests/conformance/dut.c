@@ -227,9 +227,9 @@ bool dut_connect(struct run *r)
 	ia.sq_sig_all = r->o.sig_all;
 	ia.cap.max_send_wr = r->o.sq_depth;
 	ia.cap.max_recv_wr = r->o.rq_depth;
-	ia.cap.max_send_sge = XR_WQE_MAX_SGE;
+	ia.cap.max_send_sge = XR_WQE_BLOCK_SGE;
 	ia.cap.max_recv_sge = XR_RWQE_MAX_SGE;
-	ia.cap.max_inline_data = XR_WQE_MAX_INLINE;
+	ia.cap.max_inline_data = XR_WQE_BODY(0);
 	r->qp = r->scq && r->rcq ? xr_create_qp(r->pd, &ia) : NULL;
 	if (!r->qp) {
 		fail(r, "cannot create the CQs and QP");

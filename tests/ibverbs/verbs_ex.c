@@ -480,6 +480,60 @@ static void ud(const union ibv_gid *gid)
 	ibv_destroy_ah(ah);
 }
 
+/* A QP that asks for 400 inline bytes and 30 SGEs (rxe's sizes) gets
+ * them: a 400-byte inline SEND and a WRITE gathered from 30 pieces; one
+ * inline byte more than the largest slot holds is refused at creation. */
+static void large_wqes(const union ibv_gid *gid)
+{
+	struct ibv_qp_init_attr ia = { .send_cq = scq, .recv_cq = rcq, .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 30,
+						.max_recv_sge = 1, .max_inline_data = 400 } };
+	struct ibv_qp *a = ibv_create_qp(pd, &ia), *b;
+	struct ibv_sge sg[30];
+	struct ibv_send_wr w = { .wr_id = 401, .sg_list = sg, .num_sge = 1, .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+	uint8_t msg[400];
+	int ok = 1;
+
+	check(a && ia.cap.max_inline_data >= 400 && ia.cap.max_send_sge >= 30, "an RC QP with 400 inline bytes and 30 SGEs");
+	ia.cap.max_inline_data = 961;
+	check(!ibv_create_qp(pd, &ia), "961 inline bytes: refused");
+	ia.cap.max_inline_data = 0;
+	b = ibv_create_qp(pd, &ia);
+	if (!a || !b || to_rts(a, b->qp_num, gid) || to_rts(b, a->qp_num, gid)) {
+		check(0, "the large-WQE pair connected");
+		return;
+	}
+	for (unsigned i = 0; i < sizeof(msg); i++)
+		msg[i] = (uint8_t)(i * 3 + 1);
+	post_recv(b, 4001, 40000, 4096);
+	sg[0] = (struct ibv_sge){ (uintptr_t)msg, sizeof(msg), 0 };
+	check(!ibv_post_send(a, &w, &bad), "a 400-byte inline SEND posted");
+	memset(msg, 0, sizeof(msg));   /* inline: the bytes were copied at post */
+	check(poll_n(scq, &wc, 1, 5000) == 1 && wc.status == IBV_WC_SUCCESS && poll_n(rcq, &wc, 1, 5000) == 1 &&
+	      wc.wr_id == 4001 && wc.byte_len == 400, "the inline SEND received");
+	for (unsigned i = 0; i < 400; i++)
+		ok &= dst[40000 + i] == (uint8_t)(i * 3 + 1);
+	check(ok, "its 400 bytes as posted");
+	for (unsigned i = 0; i < 30; i++) {
+		sg[i] = (struct ibv_sge){ (uintptr_t)src + 1000 * (29 - i), 10 + i, src_mr->lkey };
+		memset(src + 1000 * (29 - i), 0x20 + i, 10 + i);
+	}
+	w = (struct ibv_send_wr){ .wr_id = 402, .sg_list = sg, .num_sge = 30, .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma = { (uintptr_t)dst + 50000, dst_mr->rkey } };
+	check(!ibv_post_send(a, &w, &bad) && poll_n(scq, &wc, 1, 5000) == 1 && wc.status == IBV_WC_SUCCESS,
+	      "a WRITE of 30 SGEs");
+	ok = 1;
+	for (unsigned i = 0, at = 50000; i < 30; at += 10 + i, i++)
+		for (unsigned k = 0; k < 10 + i; k++)
+			ok &= dst[at + k] == 0x20 + i;
+	check(ok, "its 30 pieces in order");
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+}
+
 int main(void)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
@@ -521,6 +575,7 @@ int main(void)
 	whole_or_nothing(a);
 	cq_ex(a, b);
 	ud(&gid);
+	large_wqes(&gid);
 	ibv_destroy_qp(a);
 	ibv_destroy_qp(b);
 	ibv_dereg_mr(src_mr);

@@ -61,6 +61,7 @@ struct h_opts {
 	bool retry7_forever;                /* retry_cnt 7 = infinite, as rxe */
 	unsigned link_depth;                /* frames a mem link direction holds; 0: its default */
 	bool gather;                        /* a gather link (XR_MEM_GATHER; no fault then) */
+	uint32_t max_send_sge, max_inline;  /* 0: one-block WQE slots (12 SGEs, 192 bytes) */
 };
 
 /* RESET to RTS toward peer (on peer_ctx) with o's path and timers. */
@@ -111,9 +112,10 @@ static inline int h_end_open(struct end *e, struct xr_link *l, const char *addr,
 	ia.qp_type = XR_QPT_RC;
 	ia.cap.max_send_wr = o->sq_depth ? o->sq_depth : 256;
 	ia.cap.max_recv_wr = o->rq_depth ? o->rq_depth : 256;
-	ia.cap.max_send_sge = XR_WQE_MAX_SGE;
+	/* By default one-block WQE slots, as most programs' QPs get. */
+	ia.cap.max_send_sge = o->max_send_sge ? o->max_send_sge : XR_WQE_BLOCK_SGE;
 	ia.cap.max_recv_sge = XR_RWQE_MAX_SGE;
-	ia.cap.max_inline_data = XR_WQE_MAX_INLINE;
+	ia.cap.max_inline_data = o->max_inline ? o->max_inline : XR_WQE_BODY(0);
 	for (unsigned i = 0; i < e->nqp; i++) {
 		e->qp[i] = xr_create_qp(e->pd, &ia);
 		if (!e->qp[i])

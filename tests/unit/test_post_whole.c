@@ -84,7 +84,7 @@ static void test_a_bad_wr_takes_the_whole_list_back(void **state)
 	w[3].wr_id = 4;
 	w[3].bind_mw.rkey = xr_inc_rkey(xr_inc_rkey(key));
 	write_wr(&w[4], &s[1], 5, 0);
-	w[4].num_sge = XR_WQE_MAX_SGE + 1;
+	w[4].num_sge = XR_WQE_BLOCK_SGE + 1;   /* the harness's max_send_sge */
 	for (int i = 0; i < 4; i++)
 		w[i].next = &w[i + 1];
 	assert_int_equal(xr_post_send_whole(P.a.qp[0], w, &bad), EINVAL);

@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Send WQE slots of one, two or four 256-byte blocks (ring.h,
+ * QP_SQ_LOG_SIZE.wqe_blocks): a QP that asks for up to 960 bytes of inline
+ * data or 60 SGEs gets them, end to end; the engine refuses a slot size it
+ * does not know and a change of it on a live QP. And a host that writes a
+ * WQE after its doorbell: the engine reads no further than the slot, and a
+ * WQE it sends again keeps the length its PSNs were counted from.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "drv/drv.h"
+#include "rc_checks.h"
+
+static struct pair P;
+
+static struct h_opts slot_opts(uint32_t max_send_sge, uint32_t max_inline)
+{
+	struct h_opts o = base_opts(XR_MTU_256);   /* inline data over several packets */
+
+	o.mode = XR_PROGRESS_INLINE;
+	o.max_send_sge = max_send_sge;
+	o.max_inline = max_inline;
+	return o;
+}
+
+static void open_with(struct h_opts o)
+{
+	assert_int_equal(h_open(&P, &o), 0);
+	memset(h_data(&P.a), 0, 1u << 20);
+	memset(h_data(&P.b), 0, 1u << 20);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	h_close(&P);
+	return 0;
+}
+
+static void wait_ok(struct end *e, enum xr_wc_opcode op, uint32_t len)
+{
+	struct xr_wc wc;
+
+	assert_int_equal(h_wait(&P, e, &wc, 5000), 1);
+	if (wc.status != XR_WC_SUCCESS)
+		h_dump(&P);
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	assert_int_equal(wc.opcode, op);
+	if (op != XR_WC_RDMA_WRITE)
+		assert_int_equal(wc.byte_len, len);
+}
+
+/* The slot each QP got, as the engine holds it. */
+static unsigned blocks_of(const struct end *e)
+{
+	return h_qp_read(e).sq_wqe_blocks;
+}
+
+static void test_slot_fits_what_was_asked(void **state)
+{
+	static const struct { uint32_t sge, inl; unsigned blocks; } cases[] = {
+		{ 1, 0, 0 }, { 12, 192, 0 }, { 13, 0, 1 }, { 1, 193, 1 }, { 28, 448, 1 },
+		{ 29, 0, 2 }, { 1, 449, 2 }, { 60, 960, 2 },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		open_with(slot_opts(cases[i].sge, cases[i].inl));
+		assert_int_equal(blocks_of(&P.a), cases[i].blocks);
+		h_close(&P);
+	}
+	open_with(slot_opts(0, 0));
+}
+
+static void test_beyond_the_largest_slot_is_refused(void **state)
+{
+	struct xr_qp_init_attr ia = { .send_cq = P.a.cq, .recv_cq = P.a.cq, .qp_type = XR_QPT_RC,
+				      .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+					       .max_recv_sge = 1, .max_inline_data = XR_WQE_MAX_INLINE + 1 } };
+
+	(void)state;
+	open_with(slot_opts(0, 0));
+	errno = 0;
+	assert_null(xr_create_qp(P.a.pd, &ia));
+	assert_int_equal(errno, EINVAL);
+	ia.cap.max_inline_data = 0;
+	ia.cap.max_send_sge = XR_WQE_MAX_SGE + 1;
+	errno = 0;
+	assert_null(xr_create_qp(P.a.pd, &ia));
+	assert_int_equal(errno, EINVAL);
+}
+
+/* Inline WRITEs and SENDs of up to 960 bytes (four packets at MTU 256),
+ * the bytes checked where they land; one byte more than the QP's
+ * max_inline_data is refused at post. */
+static void test_large_inline_arrives_whole(void **state)
+{
+	uint8_t src[XR_WQE_MAX_INLINE + 1];
+	struct xr_sge s = { (uintptr_t)src, XR_WQE_MAX_INLINE, 0 };
+	struct xr_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+				.send_flags = XR_SEND_INLINE | XR_SEND_SIGNALED };
+	struct xr_sge rs = { 0, 4096, 0 };
+	struct xr_recv_wr rw = { .wr_id = 2, .sg_list = &rs, .num_sge = 1 };
+	struct xr_send_wr *bad;
+	struct xr_recv_wr *rbad;
+
+	(void)state;
+	open_with(slot_opts(0, XR_WQE_MAX_INLINE));
+	rs.addr = (uintptr_t)h_data(&P.b) + 8192;
+	rs.lkey = P.b.mr->lkey;
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 7 + 3);
+	w.wr.rdma.remote_addr = (uintptr_t)h_data(&P.b) + 100;
+	w.wr.rdma.rkey = P.b.mr->rkey;
+	assert_int_equal(xr_post_send(P.a.qp[0], &w, &bad), 0);
+	memset(src, 0, sizeof(src));   /* copied at post: changing it now changes nothing */
+	wait_ok(&P.a, XR_WC_RDMA_WRITE, 0);
+	for (size_t i = 0; i < XR_WQE_MAX_INLINE; i++)
+		assert_int_equal(h_data(&P.b)[100 + i], (uint8_t)(i * 7 + 3));
+	assert_int_equal(h_data(&P.b)[100 + XR_WQE_MAX_INLINE], 0);
+
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i ^ 0x5A);
+	assert_int_equal(xr_post_recv(P.b.qp[0], &rw, &rbad), 0);
+	s.length = 700;
+	w.opcode = XR_WR_SEND;
+	w.wr_id = 3;
+	assert_int_equal(xr_post_send(P.a.qp[0], &w, &bad), 0);
+	wait_ok(&P.a, XR_WC_SEND, 700);
+	wait_ok(&P.b, XR_WC_RECV, 700);
+	for (size_t i = 0; i < 700; i++)
+		assert_int_equal(h_data(&P.b)[8192 + i], (uint8_t)(i ^ 0x5A));
+
+	s.length = XR_WQE_MAX_INLINE + 1;
+	assert_int_equal(xr_post_send(P.a.qp[0], &w, &bad), EINVAL);
+	assert_ptr_equal(bad, &w);
+}
+
+/* A WRITE gathered from 60 SGEs and a READ scattered into 60. */
+static void test_sixty_sges_gather_and_scatter(void **state)
+{
+	struct xr_sge s[XR_WQE_MAX_SGE];
+	struct xr_send_wr w = { .wr_id = 1, .sg_list = s, .num_sge = XR_WQE_MAX_SGE,
+				.opcode = XR_WR_RDMA_WRITE, .send_flags = XR_SEND_SIGNALED };
+	uint32_t total = 0;
+	struct xr_send_wr *bad;
+
+	(void)state;
+	open_with(slot_opts(XR_WQE_MAX_SGE, 0));
+	assert_int_equal(blocks_of(&P.a), XR_WQE_MAX_BLOCKS_LOG);
+	for (unsigned i = 0; i < XR_WQE_MAX_SGE; i++) {
+		/* Uneven pieces, out of order in the buffer. */
+		uint32_t len = 37 + 11 * i, off = 4096 * (XR_WQE_MAX_SGE - i);
+		s[i] = (struct xr_sge){ (uintptr_t)h_data(&P.a) + off, len, P.a.mr->lkey };
+		for (uint32_t k = 0; k < len; k++)
+			h_data(&P.a)[off + k] = (uint8_t)(i + k * 3);
+		total += len;
+	}
+	w.wr.rdma.remote_addr = (uintptr_t)h_data(&P.b);
+	w.wr.rdma.rkey = P.b.mr->rkey;
+	assert_int_equal(xr_post_send(P.a.qp[0], &w, &bad), 0);
+	wait_ok(&P.a, XR_WC_RDMA_WRITE, total);
+	for (unsigned i = 0, at = 0; i < XR_WQE_MAX_SGE; at += s[i].length, i++)
+		for (uint32_t k = 0; k < s[i].length; k++)
+			assert_int_equal(h_data(&P.b)[at + k], (uint8_t)(i + k * 3));
+
+	/* Back again by READ, into the same pieces cleared. */
+	for (unsigned i = 0; i < XR_WQE_MAX_SGE; i++)
+		memset((void *)(uintptr_t)s[i].addr, 0, s[i].length);
+	w.opcode = XR_WR_RDMA_READ;
+	w.wr_id = 2;
+	assert_int_equal(xr_post_send(P.a.qp[0], &w, &bad), 0);
+	wait_ok(&P.a, XR_WC_RDMA_READ, total);
+	for (unsigned i = 0; i < XR_WQE_MAX_SGE; i++)
+		for (uint32_t k = 0; k < s[i].length; k++)
+			assert_int_equal(((uint8_t *)(uintptr_t)s[i].addr)[k], (uint8_t)(i + k * 3));
+	w.num_sge = XR_WQE_MAX_SGE + 1;
+	assert_int_equal(xr_post_send(P.a.qp[0], &w, &bad), EINVAL);
+}
+
+/* A QP COMMIT of the fields in mask: the command's status. */
+static uint32_t commit(struct xr_regio *regs, uint32_t qpn, const struct xr_qp_ctx *c, uint32_t mask)
+{
+	uint32_t st = 0xFFFF;
+
+	assert_int_equal(xr_regio_write(regs, XR_REG_QP_COMMIT_MASK, mask), 0);
+	(void)xr_regio_qp_commit(regs, qpn, c, &st);   /* an error when refused: st says why */
+	return st;
+}
+
+/* Through the registers: a slot size beyond four blocks is refused, and
+ * so is a new slot size for a QP out of RESET (its WQEs would be read at
+ * other addresses). */
+static void test_engine_checks_the_slot_size(void **state)
+{
+	struct xr_regio *regs;
+	struct xr_qp_ctx c;
+	uint32_t qpn;
+
+	(void)state;
+	open_with(slot_opts(0, 0));
+	regs = xr_context_regs(P.a.ctx);
+	qpn = xr_qp_num(P.a.qp[0]);
+	c = h_qp_read(&P.a);
+	c.sq_wqe_blocks = 1;
+	assert_int_equal(commit(regs, qpn, &c, XR_QPM_RINGS), XR_CMD_ST_BAD_STATE);
+	c.state = XR_QPS_RESET;
+	assert_int_equal(commit(regs, qpn, &c, XR_QPM_STATE), XR_CMD_ST_OK);
+	c.sq_wqe_blocks = XR_WQE_MAX_BLOCKS_LOG + 1;
+	assert_int_equal(commit(regs, qpn, &c, XR_QPM_RINGS), XR_CMD_ST_BAD_RANGE);
+	assert_int_equal(h_qp_read(&P.a).sq_wqe_blocks, 0);
+	c.sq_wqe_blocks = XR_WQE_MAX_BLOCKS_LOG;
+	assert_int_equal(commit(regs, qpn, &c, XR_QPM_RINGS), XR_CMD_ST_OK);
+	assert_int_equal(h_qp_read(&P.a).sq_wqe_blocks, XR_WQE_MAX_BLOCKS_LOG);
+}
+
+/* A READ in the ring's last slot whose SGEs the host clears and whose
+ * num_sge it sets to 255 once the request has left: the response is
+ * placed through no more SGEs than the slot holds, finds no room and fails
+ * the READ (the engine read up to 4 KiB past the ring before). */
+static void test_scribbled_read_stays_in_its_slot(void **state)
+{
+	struct h_opts o = slot_opts(0, 0);
+	struct xr_sge s = { 0, 512, 0 };
+	struct xr_send_wr w = { .sg_list = &s, .num_sge = 1, .send_flags = XR_SEND_SIGNALED };
+	struct xr_engine *ea;
+	struct xr_send_wr *bad;
+	struct xr_hw_wqe *q;
+	struct xr_wc wc;
+
+	(void)state;
+	o.sq_depth = 2;
+	open_with(o);
+	ea = xr_context_engine(P.a.ctx);
+	s.addr = (uintptr_t)h_data(&P.a);
+	s.lkey = P.a.mr->lkey;
+	w.wr.rdma.remote_addr = (uintptr_t)h_data(&P.b) + 8192;
+	w.wr.rdma.rkey = P.b.mr->rkey;
+	w.opcode = XR_WR_RDMA_WRITE;   /* fills slot 0 */
+	assert_int_equal(xr_post_send(P.a.qp[0], &w, &bad), 0);
+	wait_ok(&P.a, XR_WC_RDMA_WRITE, 512);
+	memset(h_data(&P.b), 0x77, 512);
+	w.wr.rdma.remote_addr = (uintptr_t)h_data(&P.b);
+	w.opcode = XR_WR_RDMA_READ;
+	assert_int_equal(xr_post_send(P.a.qp[0], &w, &bad), 0);
+	q = xr_sq_wqe(P.a.qp[0], 1);
+	assert_int_equal(q->opcode, XR_WR_RDMA_READ);
+	xr_engine_progress(ea);   /* the request leaves; b has not answered */
+	memset(xr_wqe_body(q), 0, XR_WQE_BODY(0));
+	q->num_sge = 255;
+	assert_int_equal(h_wait(&P, &P.a, &wc, 5000), 1);
+	assert_int_equal(wc.status, XR_WC_LOC_LEN_ERR);
+	for (unsigned i = 0; i < 512; i++)
+		assert_int_equal(h_data(&P.a)[i], 0);
+	assert_true(h_guards_ok(&P.a));
+}
+
+/* A WRITE the host rewrote after it left (inline, 100,000 bytes, 255
+ * SGEs), sent again when its ACK timer fires: the resend is the message
+ * that was checked, and it completes with that length. */
+static void test_scribbled_wqe_resent_as_checked(void **state)
+{
+	struct h_opts o = slot_opts(0, 0);
+	struct xr_sge s = { 0, 768, 0 };
+	struct xr_send_wr w = { .wr_id = 9, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+				.send_flags = XR_SEND_SIGNALED };
+	struct xr_engine *ea;
+	struct xr_send_wr *bad;
+	struct xr_hw_wqe *q;
+	struct xr_wc wc;
+
+	(void)state;
+	o.timeout = 8;    /* 1 ms */
+	open_with(o);
+	ea = xr_context_engine(P.a.ctx);
+	s.addr = (uintptr_t)h_data(&P.a);
+	s.lkey = P.a.mr->lkey;
+	for (unsigned i = 0; i < 768; i++)
+		h_data(&P.a)[i] = (uint8_t)(i * 13 + 1);
+	w.wr.rdma.remote_addr = (uintptr_t)h_data(&P.b) + 64;
+	w.wr.rdma.rkey = P.b.mr->rkey;
+	assert_int_equal(xr_post_send(P.a.qp[0], &w, &bad), 0);
+	xr_engine_progress(ea);   /* three packets leave; b does not run */
+	q = xr_sq_wqe(P.a.qp[0], 0);
+	q->flags |= XR_SEND_INLINE;
+	q->length = 100000;
+	q->num_sge = 255;
+	usleep(20000);
+	for (unsigned i = 0; i < 4; i++)
+		xr_engine_progress(ea);   /* the timer: the WQE is read again and resent */
+	assert_true(h_counter(&P.a, XR_CNT_RETRANSMITS) >= 1);
+	assert_int_equal(h_wait(&P, &P.a, &wc, 5000), 1);
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 9);
+	assert_int_equal(wc.byte_len, 768);
+	for (unsigned i = 0; i < 768; i++)
+		assert_int_equal(h_data(&P.b)[64 + i], (uint8_t)(i * 13 + 1));
+	assert_int_equal(h_data(&P.b)[64 + 768], 0);
+	/* The QP goes on. */
+	w.wr_id = 10;
+	assert_int_equal(xr_post_send(P.a.qp[0], &w, &bad), 0);
+	assert_int_equal(h_wait(&P, &P.a, &wc, 5000), 1);
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 10);
+}
+
+/* Rewritten before the engine took it, the WQE is checked as it is then:
+ * more SGEs or inline bytes than its slot holds fail it with LOC_LEN_ERR. */
+static void test_scribbled_before_start_is_checked(void **state)
+{
+	struct xr_sge s = { 0, 64, 0 };
+	struct xr_send_wr w = { .wr_id = 5, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_RDMA_WRITE,
+				.send_flags = XR_SEND_SIGNALED };
+	struct xr_send_wr *bad;
+	struct xr_wc wc;
+
+	(void)state;
+	open_with(slot_opts(0, 0));
+	s.addr = (uintptr_t)h_data(&P.a);
+	s.lkey = P.a.mr->lkey;
+	w.wr.rdma.remote_addr = (uintptr_t)h_data(&P.b);
+	w.wr.rdma.rkey = P.b.mr->rkey;
+	assert_int_equal(xr_post_send(P.a.qp[0], &w, &bad), 0);
+	xr_sq_wqe(P.a.qp[0], 0)->num_sge = XR_WQE_BLOCK_SGE + 1;
+	assert_int_equal(h_wait(&P, &P.a, &wc, 5000), 1);
+	assert_int_equal(wc.status, XR_WC_LOC_LEN_ERR);
+	assert_true(h_guards_ok(&P.a));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_slot_fits_what_was_asked, teardown),
+		cmocka_unit_test_teardown(test_beyond_the_largest_slot_is_refused, teardown),
+		cmocka_unit_test_teardown(test_large_inline_arrives_whole, teardown),
+		cmocka_unit_test_teardown(test_sixty_sges_gather_and_scatter, teardown),
+		cmocka_unit_test_teardown(test_engine_checks_the_slot_size, teardown),
+		cmocka_unit_test_teardown(test_scribbled_read_stays_in_its_slot, teardown),
+		cmocka_unit_test_teardown(test_scribbled_wqe_resent_as_checked, teardown),
+		cmocka_unit_test_teardown(test_scribbled_before_start_is_checked, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
