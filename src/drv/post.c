@@ -53,7 +53,7 @@ static bool opcode_ok(enum xr_qp_type type, enum xr_wr_opcode op)
 
 static int build_wqe(struct xr_qp *qp, const struct xr_send_wr *w, struct xr_hw_wqe *q, bool internal)
 {
-	uint32_t len = 0;
+	uint32_t len = 0, max_sge;
 
 	if (!opcode_ok(qp->init.qp_type, w->opcode))
 		return EINVAL;
@@ -62,7 +62,13 @@ static int build_wqe(struct xr_qp *qp, const struct xr_send_wr *w, struct xr_hw_
 		return EINVAL;
 	if (w->opcode == XR_WR_BIND_MW)
 		return build_bind(qp, w, q, internal);
-	if (w->num_sge < 0 || (unsigned)w->num_sge > qp->init.cap.max_send_sge || (w->num_sge && !w->sg_list))
+	/* An inline WR's buffers are copied now, never kept in the WQE: one
+	 * is always taken, so ibv_wr_set_inline_data (one buffer naming the
+	 * batch's bytes, wr_api.c) posts on a QP with max_send_sge 0 too. */
+	max_sge = qp->init.cap.max_send_sge;
+	if ((w->send_flags & XR_SEND_INLINE) && !max_sge)
+		max_sge = 1;
+	if (w->num_sge < 0 || (unsigned)w->num_sge > max_sge || (w->num_sge && !w->sg_list))
 		return EINVAL;
 	switch (w->opcode) {
 	case XR_WR_RDMA_WRITE: case XR_WR_RDMA_WRITE_WITH_IMM: case XR_WR_SEND: case XR_WR_SEND_WITH_IMM:

@@ -534,6 +534,49 @@ static void large_wqes(const union ibv_gid *gid)
 	ibv_destroy_qp(b);
 }
 
+/* ibv_wr_set_inline_data on a QP that asked for inline bytes and no SGEs
+ * (max_send_sge 0, as a QP that only ever sends inline may): the data is
+ * in the WQE, no SGE is posted, and the WR goes (mlx5 and rxe take it). */
+static void inline_without_sges(const union ibv_gid *gid)
+{
+	struct ibv_qp_init_attr_ex ea = {
+		.send_cq = scq, .recv_cq = rcq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 0, .max_recv_sge = 1,
+			 .max_inline_data = 64 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd, .send_ops_flags = IBV_QP_EX_WITH_SEND,
+	};
+	struct ibv_qp_init_attr ia = { .send_cq = scq, .recv_cq = rcq, .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+						.max_recv_sge = 1 } };
+	struct ibv_qp *a = ibv_create_qp_ex(ctx, &ea), *b = ibv_create_qp(pd, &ia);
+	struct ibv_qp_ex *x = a ? ibv_qp_to_qp_ex(a) : NULL;
+	char msg[32];
+	struct ibv_wc wc;
+	int rc;
+
+	if (!x || !b || to_rts(a, b->qp_num, gid) || to_rts(b, a->qp_num, gid)) {
+		check(0, "the inline-only pair connected");
+		return;
+	}
+	for (unsigned i = 0; i < sizeof(msg); i++)
+		msg[i] = (char)('a' + i % 26);
+	post_recv(b, 5001, 60000, 256);
+	ibv_wr_start(x);
+	x->wr_id = 501;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(x);
+	ibv_wr_set_inline_data(x, msg, sizeof(msg));
+	rc = ibv_wr_complete(x);
+	check(rc == 0, "ibv_wr_set_inline_data on a QP with max_send_sge 0: posted");
+	if (!rc)
+		check(poll_n(scq, &wc, 1, 5000) == 1 && wc.wr_id == 501 && wc.status == IBV_WC_SUCCESS &&
+		      poll_n(rcq, &wc, 1, 5000) == 1 && wc.wr_id == 5001 && wc.byte_len == sizeof(msg) &&
+		      !memcmp(dst + 60000, msg, sizeof(msg)), "its 32 bytes received");
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+}
+
 int main(void)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
@@ -576,6 +619,7 @@ int main(void)
 	cq_ex(a, b);
 	ud(&gid);
 	large_wqes(&gid);
+	inline_without_sges(&gid);
 	ibv_destroy_qp(a);
 	ibv_destroy_qp(b);
 	ibv_dereg_mr(src_mr);
