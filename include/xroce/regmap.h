@@ -27,8 +27,10 @@
  * out anew (issue 12); counters after srq_limit_reached moved.
  * 3.0: 2^20 QPs: the QP doorbells moved to 0x800000 (8 MiB of them), the
  * register space is XR_REG_SPACE; counter qp_mem_alloc_fail added after
- * srq_limit_reached (the parser's drop counters moved). */
-#define XR_REGMAP_VERSION    0x00030001u   /* map version 3.1 */
+ * srq_limit_reached (the parser's drop counters moved). 3.1: EVLOG_MASK.
+ * 3.2: QP_SQ_LOG_SIZE.wqe_blocks (send WQE slots of 512 and 1024 bytes; 0
+ * is the one 256-byte slot of before). */
+#define XR_REGMAP_VERSION    0x00030002u   /* map version 3.2 */
 
 /* Capacities of this engine model (also readable from CAP_* registers). */
 #define XR_MAX_QP        (1u << 20)     /* QPNs 2 .. XR_MAX_QP-1 are usable (24 on the wire) */

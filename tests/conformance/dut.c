@@ -321,9 +321,9 @@ static void act_post_send(struct run *r, char **tok, int ntok)
 			/* A line gives one SGE. More than the QP takes tests the
 			 * refusal (nothing is read); 2..max would read SGEs that
 			 * are not there. */
-			if (v > 1 && (v <= XR_WQE_MAX_SGE || v > INT_MAX)) {
+			if (v > 1 && (v <= XR_WQE_BLOCK_SGE || v > INT_MAX)) {
 				fail(r, "num_sge=%s: a line gives one SGE (num_sge 0 or 1, or above the QP's %d to test "
-					"the refusal)", val, XR_WQE_MAX_SGE);
+					"the refusal)", val, XR_WQE_BLOCK_SGE);
 				return;
 			}
 			wr.num_sge = (int)v;

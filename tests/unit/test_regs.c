@@ -105,7 +105,7 @@ static void test_slverr_decerr(void **state)
 	assert_int_equal(rd(XR_REG_REG_ERR_ADDR), XR_REG_DB_SQ + 8 * 77);
 }
 
-/* ---- the map's layout (version 3.1: 2^20 QPs, EVLOG_MASK) ---- */
+/* ---- the map's layout (version 3.2: 2^20 QPs, EVLOG_MASK, WQE slot sizes) ---- */
 
 /* The addresses a register (or every register of an array) answers at. */
 static uint64_t reg_end(const struct xr_reg_desc *d)
@@ -143,7 +143,7 @@ static void test_map_layout(void **state)
 	assert_string_equal(xr_reg_by_offset(XR_REG_DB_CQ_ARM + 8 * (XR_MAX_CQ - 1))->name, "DB_CQ_ARM");
 	assert_null(xr_reg_by_offset(XR_REG_DB_CQ_CI + 8 * XR_MAX_CQ));
 	assert_int_equal(rd(XR_REG_CAP_QP), XR_MAX_QP);
-	assert_int_equal(rd(XR_REG_VERSION), 0x00030001);
+	assert_int_equal(rd(XR_REG_VERSION), 0x00030002);
 }
 
 /* ---- bring-up (seed 000 §3.3) ---- */
