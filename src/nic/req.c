@@ -118,6 +118,25 @@ static void recount_rd_atomic(struct xr_qp *qp, uint16_t upto)
 	qp->req.rd_atomic_out = n;
 }
 
+/* A WQE read again from the ring to be resent must be the one started:
+ * the host may not touch it before its completion, but a buggy one can,
+ * and its inline length and SGE count bound what the packets read of the
+ * copy. One that changed fails (LOC_QP_OP_ERR), and the send queue. */
+static bool reread_ok(struct xr_engine *e, struct xr_qp *qp, uint16_t i)
+{
+	const struct xr_hw_wqe *w = &qp->act->cur_wqe;
+	struct xr_swqe_meta *m = xr_sq_meta(qp, i);
+	uint32_t span = qp->ctx.type == XR_QPT_UD ? 1 : packets_of(w, mtu_bytes(qp->ctx.path_mtu));
+
+	if (w->opcode == m->opcode && w->flags == m->flags && psn_add(m->first_psn, span - 1) == m->last_psn &&
+	    ((w->flags & XR_SEND_INLINE) ? w->length <= XR_WQE_MAX_INLINE : w->num_sge <= XR_WQE_MAX_SGE))
+		return true;
+	m->status = XR_WC_LOC_QP_OP_ERR;
+	qp->req.cur_active = false;
+	xr_qp_to_sq_error(e, qp, XR_WC_LOC_QP_OP_ERR);
+	return false;
+}
+
 /* Go-back-N: the next packet sent is PSN `psn`, of whichever WQE holds it. */
 static void rewind_to(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 {
@@ -129,6 +148,8 @@ static void rewind_to(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 		if (psn_cmp(psn, m->first_psn) < 0 || psn_cmp(psn, m->last_psn) > 0)
 			continue;
 		memcpy(&qp->act->cur_wqe, xr_sq_slot(qp, i), sizeof(qp->act->cur_wqe));
+		if (!reread_ok(e, qp, i))
+			return;
 		r->cur = i;
 		r->cur_active = true;
 		r->cur_psn = psn;
@@ -495,6 +516,8 @@ void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t
 				return;
 			if (!r->cur_active)
 				continue;   /* a LOCAL_INV ran */
+			if (restart && !reread_ok(e, qp, r->cur))
+				return;   /* read again after a rewind, and rewritten */
 		}
 		/* As rxe: no packet more than 128 PSNs beyond the oldest
 		 * unacknowledged one, so 129 in flight (B2). */
