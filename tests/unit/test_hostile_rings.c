@@ -11,7 +11,9 @@
  *    num_sge 255, the SGE walk read past it. Now a WQE read again must
  *    be the one started (opcode, flags, packets, bounds): otherwise it
  *    fails with LOC_QP_OP_ERR and the send queue with it, and the
- *    engine's other QPs are unharmed.
+ *    engine's other QPs are unharmed;
+ *  - a commit that moved a live requester's SQ PSN (registers written
+ *    by hand) left its next WQE waiting for good: now refused.
  * Inline progress only: the passes are the test's, so a's engine runs
  * while b's does not (the peer stays silent until the ACK timer fires).
  */
@@ -185,6 +187,35 @@ static void test_untouched_resend_completes(void **state)
 	expect_engine_fine(p, 0);
 }
 
+/* A commit that moves a live requester's SQ PSN (the verbs set it once,
+ * RTR->RTS; registers written by hand can do it any time): the next WQE
+ * got the new PSNs while the window still counted from the old, and
+ * waited for good, no timer running, nothing reported. Now refused
+ * (BAD_STATE), the QP as it was; the same value still passes. */
+static void test_sq_psn_moved_in_rts_is_refused(void **state)
+{
+	struct pair *p = open_pair(1);
+	struct xr_regio *r = xr_context_regs(p->a.ctx);
+	struct xr_qp_ctx c;
+	uint32_t st = 0;
+
+	(void)state;
+	post_write(p, 0, 0, 100, 1);
+	expect_wc(p, &p->a, 1, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "the first WRITE");
+	c = h_qp_read(&p->a);
+	assert_int_equal(c.state, XR_QPS_RTS);
+	assert_int_equal(xr_regio_write(r, XR_REG_QP_COMMIT_MASK, XR_QPM_SQ_PSN), 0);
+	assert_int_equal(xr_regio_qp_commit(r, xr_qp_num(p->a.qp[0]), &c, &st), 0);   /* the same: fine */
+	c.sq_psn = (c.sq_psn + 5000) & XR_PSN_MASK;
+	assert_int_equal(xr_regio_write(r, XR_REG_QP_COMMIT_MASK, XR_QPM_SQ_PSN), 0);
+	assert_int_not_equal(xr_regio_qp_commit(r, xr_qp_num(p->a.qp[0]), &c, &st), 0);
+	assert_int_equal(st, XR_CMD_ST_BAD_STATE);
+	assert_int_equal(h_qp_read(&p->a).sq_psn, (c.sq_psn - 5000) & XR_PSN_MASK);
+	post_write(p, 0, 4096, 100, 2);   /* before: no completion, ever */
+	expect_wc(p, &p->a, 2, XR_WC_SUCCESS, XR_WC_RDMA_WRITE, "the WRITE after the refused commit");
+	assert_memory_equal(h_data(&p->a) + 4096, h_data(&p->b) + 4096, 100);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -192,6 +223,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_resent_wqe_with_255_sges, teardown),
 		cmocka_unit_test_teardown(test_restarted_wqe_rewritten, teardown),
 		cmocka_unit_test_teardown(test_untouched_resend_completes, teardown),
+		cmocka_unit_test_teardown(test_sq_psn_moved_in_rts_is_refused, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
