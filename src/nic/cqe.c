@@ -160,23 +160,13 @@ unsigned xr_sq_nsge(const struct xr_qp *qp, const struct xr_hw_wqe *w)
 /* Copies the WQE in slot w to the engine's own, the header and as much
  * of the body as the header says is used (bounded by the slot: the
  * checks then refuse what does not fit), so a host writing the slot after
- * the checks cannot change what they passed. A WQE started again after a
- * rewind (`started`) is read again, as a NIC fetches it again, but keeps
- * the opcode, flags and length its PSNs were counted from, and no more
- * SGEs than its slot holds. */
-void xr_sq_copy(const struct xr_qp *qp, struct xr_hw_wqe *to, const struct xr_hw_wqe *w,
-		const struct xr_swqe_meta *started)
+ * the checks cannot change what they passed (a WQE copied again to be
+ * resent is held to the one started: req.c, reread_ok). */
+void xr_sq_copy(const struct xr_qp *qp, struct xr_hw_wqe *to, const struct xr_hw_wqe *w)
 {
 	uint32_t body = XR_WQE_BODY(qp->ctx.sq_wqe_blocks), used;
 
 	memcpy(to, w, XR_WQE_HDR_SIZE);
-	if (started) {
-		to->opcode = started->opcode;
-		to->flags = started->flags;
-		to->length = started->length;
-		if (to->num_sge > xr_sq_sge_room(qp))
-			to->num_sge = (uint8_t)xr_sq_sge_room(qp);
-	}
 	used = to->flags & XR_SEND_INLINE ? to->length : to->num_sge * (uint32_t)sizeof(struct xr_sge);
 	if (used < sizeof(to->bind))
 		used = sizeof(to->bind);

@@ -616,8 +616,7 @@ uint8_t xr_wc_opcode_of_wr(uint8_t wr);
 const struct xr_hw_wqe *xr_sq_slot(const struct xr_qp *qp, uint16_t idx);
 unsigned xr_sq_sge_room(const struct xr_qp *qp);
 unsigned xr_sq_nsge(const struct xr_qp *qp, const struct xr_hw_wqe *w);
-void xr_sq_copy(const struct xr_qp *qp, struct xr_hw_wqe *to, const struct xr_hw_wqe *w,
-		const struct xr_swqe_meta *started);
+void xr_sq_copy(const struct xr_qp *qp, struct xr_hw_wqe *to, const struct xr_hw_wqe *w);
 const struct xr_hw_rwqe *xr_rq_slot(const struct xr_qp *qp, uint16_t idx);
 
 /* req.c / resp.c / comp.c */

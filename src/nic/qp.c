@@ -465,6 +465,17 @@ static bool sq_draining(const struct xr_qp *qp)
 	return qp->ctx.state == XR_QPS_SQD && qp->req.tail != qp->req.started_end;
 }
 
+/* A live requester's SQ PSN moved (the verbs set it RTR->RTS only): its
+ * next WQE would take the new PSNs while its window counts from the old,
+ * and wait for good. The same value, or a QP leaving for RESET or ERR, passes. */
+static bool sq_psn_moves(const struct xr_qp *qp, const struct xr_qp_ctx *next)
+{
+	uint8_t s = qp->ctx.state;
+
+	return (s == XR_QPS_RTS || s == XR_QPS_SQD || s == XR_QPS_SQE) && next->state != XR_QPS_RESET &&
+	       next->state != XR_QPS_ERR && (next->sq_psn & XR_PSN_MASK) != qp->ctx.sq_psn;
+}
+
 /* What a QP's work hangs on (its rings, CQs, PD and SRQ) is chosen in
  * RESET only: on a live QP, WQEs posted and in flight would be read from
  * another ring, complete on another CQ, or be checked against another
@@ -506,7 +517,7 @@ static enum xr_cmd_status qp_commit(struct xr_engine *e, uint32_t qpn)
 		st = XR_CMD_ST_BAD_TYPE;
 	else if (!is_new && !(transitions[old_state] & (1u << next.state)))
 		st = XR_CMD_ST_BAD_TRANSITION;
-	else if (!is_new && old_state != XR_QPS_RESET && anchors_change(&qp->ctx, &next))
+	else if (!is_new && ((old_state != XR_QPS_RESET && anchors_change(&qp->ctx, &next)) || sq_psn_moves(qp, &next)))
 		st = XR_CMD_ST_BAD_STATE;
 	else if (!is_new && sq_draining(qp) && next.state != XR_QPS_ERR && next.state != XR_QPS_RESET)
 		st = XR_CMD_ST_BAD_STATE;   /* B28: SQD is left or changed once drained */

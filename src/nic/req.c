@@ -118,6 +118,25 @@ static void recount_rd_atomic(struct xr_qp *qp, uint16_t upto)
 	qp->req.rd_atomic_out = n;
 }
 
+/* A WQE read again from the ring to be resent (as a NIC fetches it
+ * again) must be the one started: the host may not touch it before its
+ * completion, but a buggy one can, and its length and SGE count bound
+ * what the packets read of the copy. One that changed fails
+ * (LOC_QP_OP_ERR), and the send queue. */
+static bool reread_ok(struct xr_engine *e, struct xr_qp *qp, uint16_t i)
+{
+	const struct xr_hw_wqe *w = &qp->act->cur_wqe;
+	struct xr_swqe_meta *m = xr_sq_meta(qp, i);
+
+	if (w->opcode == m->opcode && w->flags == m->flags && w->length == m->length &&
+	    ((w->flags & XR_SEND_INLINE) || w->num_sge <= xr_sq_sge_room(qp)))
+		return true;
+	m->status = XR_WC_LOC_QP_OP_ERR;
+	qp->req.cur_active = false;
+	xr_qp_to_sq_error(e, qp, XR_WC_LOC_QP_OP_ERR);
+	return false;
+}
+
 /* Go-back-N: the next packet sent is PSN `psn`, of whichever WQE holds it. */
 static void rewind_to(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 {
@@ -128,7 +147,9 @@ static void rewind_to(struct xr_engine *e, struct xr_qp *qp, uint32_t psn)
 		struct xr_swqe_meta *m = xr_sq_meta(qp, i);
 		if (psn_cmp(psn, m->first_psn) < 0 || psn_cmp(psn, m->last_psn) > 0)
 			continue;
-		xr_sq_copy(qp, &qp->act->cur_wqe, xr_sq_slot(qp, i), m);
+		xr_sq_copy(qp, &qp->act->cur_wqe, xr_sq_slot(qp, i));
+		if (!reread_ok(e, qp, i))
+			return;
 		r->cur = i;
 		r->cur_active = true;
 		r->cur_psn = psn;
@@ -170,7 +191,7 @@ static bool start_wqe(struct xr_engine *e, struct xr_qp *qp)
 	if (!xr_qp_act_get(e, qp))
 		return false;   /* no memory: the WQE waits, the QP stays busy */
 	m = xr_sq_meta(qp, r->head);
-	xr_sq_copy(qp, &qp->act->cur_wqe, w, m->started ? m : NULL);
+	xr_sq_copy(qp, &qp->act->cur_wqe, w);
 	if (!m->started) {   /* else restarted after a rewind: same PSNs as the first time */
 		w = &qp->act->cur_wqe;
 		bool local = (w->opcode == XR_WR_LOCAL_INV || w->opcode == XR_WR_BIND_MW) &&
@@ -493,6 +514,8 @@ void xr_req_tx(struct xr_engine *e, struct xr_qp *qp, struct xr_tx *tx, uint64_t
 				return;
 			if (!r->cur_active)
 				continue;   /* a LOCAL_INV ran */
+			if (restart && !reread_ok(e, qp, r->cur))
+				return;   /* read again after a rewind, and rewritten */
 		}
 		/* As rxe: no packet more than 128 PSNs beyond the oldest
 		 * unacknowledged one, so 129 in flight (B2). */

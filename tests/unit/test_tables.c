@@ -252,7 +252,7 @@ static void test_commit_is_atomic_under_traffic(void **state)
 	cfg_b.dest_qpn = 0x222;
 	xr_gid_from_ipv4(&cfg_b.peer_gid, 0x0A000003);
 	cfg_b.pkey = 0x8001;
-	cfg_b.sq_psn = cfg_b.rq_psn = 0xBBBBB;
+	cfg_b.rq_psn = 0xBBBBB;   /* a live QP's SQ PSN moves no more (qp.c, sq_psn_moves) */
 	cfg_b.timeout = 20;
 	cfg_b.access = XR_ACCESS_REMOTE_READ;
 	cfg_b.src_port = 0xC002;
