@@ -164,7 +164,7 @@ struct xr_pfc {
 	uint64_t xoff_ns;                  /* our last XOFF left (refresh) */
 };
 
-/* What only a QP with work in flight needs (qp.c: xr_qp_act_get and
+/* What only a QP with work in flight needs (qp_mem.c: xr_qp_act_get and
  * xr_qp_act_put): taken when it starts a WQE or a request arrives, given
  * back when the QP is idle again, so an idle QP is struct xr_qp alone. */
 struct xr_resp_held;
@@ -547,7 +547,7 @@ void xr_qp_mark_busy(struct xr_engine *e, struct xr_qp *qp);
 
 #include "ring_index.h"   /* the doorbells' indexes as the engine reads them */
 
-/* qp.c: a QP's active block (caller holds qp->lock). get: true when qp
+/* qp_mem.c: a QP's active block (caller holds qp->lock). get: true when qp
  * has one, taken now if needed; false when memory ran out (counted:
  * qp_mem_alloc_fail). put: gives it back when nothing in it is in use,
  * as the data path does when the QP leaves the busy list. */

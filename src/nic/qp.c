@@ -11,6 +11,7 @@
 
 #include "engine.h"
 #include "test_hooks.h"
+#include "qp_mem.h"
 #include "resp.h"
 
 void (*volatile xr_qp_commit_hook)(void *arg);
@@ -99,142 +100,6 @@ struct xr_qp *xr_qp_lookup(struct xr_engine *e, uint32_t qpn)
 	return (qp && __atomic_load_n(&qp->in_use, __ATOMIC_ACQUIRE)) ? qp : NULL;
 }
 
-/* ---- the active block: what only a QP with work in flight holds ---- */
-
-static uint32_t sq_slots(const struct xr_qp_ctx *c)
-{
-	return c->sq_log_size ? 1u << c->sq_log_size : 0;
-}
-
-static size_t act_size(uint32_t slots)
-{
-	return sizeof(struct xr_qp_act) + (size_t)slots * sizeof(struct xr_swqe_meta);
-}
-
-/* Nothing in the block is in use: no WQE started and not completed, no
- * receive WQE held, nothing owed, no request held (the metadata is all
- * zero then: completing a WQE clears its slot). A READ/atomic at the head
- * that got its PSNs but waits for max_rd_atomic keeps them: not at rest. */
-static bool act_at_rest(const struct xr_qp *qp)
-{
-	const struct xr_req *r = &qp->req;
-	const struct xr_resp *rs = &qp->resp;
-
-	if (r->cur_active || r->tail != r->head || r->head != r->started_end ||
-	    rs->have_rwqe || rs->q_len || rs->held_len)
-		return false;
-	return !qp->act->meta_slots || !xr_sq_meta(qp, r->head)->started;
-}
-
-static struct xr_qp_act *act_alloc(struct xr_engine *e, uint32_t slots)
-{
-	struct xr_qp_act *a = malloc(act_size(slots));
-
-	if (!a) {
-		xr_count(e, XR_CNT_QP_MEM_FAIL, 1);
-		return NULL;
-	}
-	/* The WQE copies and the queue are written before they are read. */
-	a->held = NULL;
-	a->gather_f = NULL;
-	a->gather_seq = 0;
-	a->proto.qp = NULL;   /* no template yet */
-	a->meta_slots = slots;
-	memset(a->meta, 0, slots * sizeof(a->meta[0]));
-	atomic_fetch_add(&e->qp_mem.act, 1);
-	atomic_fetch_add(&e->qp_mem.act_bytes, act_size(slots));
-	return a;
-}
-
-static void act_release(struct xr_engine *e, struct xr_qp_act *a)
-{
-	if (!a)
-		return;
-	if (a->held) {
-		atomic_fetch_sub(&e->qp_mem.act_bytes, XR_RESP_HELD * sizeof(*a->held));
-		free(a->held);
-	}
-	atomic_fetch_sub(&e->qp_mem.act_bytes, act_size(a->meta_slots));
-	atomic_fetch_sub(&e->qp_mem.act, 1);
-	free(a);
-}
-
-/* Blocks kept for reuse, at most this many bytes: a ping-pong takes one
- * and gives it back per message on each side, and a block given back at
- * rest has its metadata zero already (no malloc, no memset). The spare
- * lists belong to the data path (xr_qp_act_get and _put run in passes). */
-#define ACT_SPARE_BYTES (1u << 20)
-
-bool xr_qp_act_get(struct xr_engine *e, struct xr_qp *qp)
-{
-	uint8_t log = qp->ctx.sq_log_size & 15;
-	struct xr_qp_act *a;
-
-	if (qp->act)
-		return true;
-	a = e->qp_mem.spare[log];
-	if (a && a->meta_slots == sq_slots(&qp->ctx)) {
-		e->qp_mem.spare[log] = a->next_spare;
-		atomic_fetch_sub(&e->qp_mem.spare_bytes, act_size(a->meta_slots));
-		atomic_fetch_add(&e->qp_mem.act, 1);
-		atomic_fetch_add(&e->qp_mem.act_bytes, act_size(a->meta_slots));
-		a->gather_f = NULL;   /* another QP's frames are no concern of this one */
-	} else {
-		a = act_alloc(e, sq_slots(&qp->ctx));
-	}
-	qp->act = a;
-	return a != NULL;
-}
-
-void xr_qp_act_put(struct xr_engine *e, struct xr_qp *qp)
-{
-	struct xr_qp_act *a = qp->act;
-	uint8_t log = qp->ctx.sq_log_size & 15;
-
-	if (!a || !act_at_rest(qp))
-		return;
-	qp->act = NULL;
-	if (a->held || a->meta_slots != sq_slots(&qp->ctx) ||
-	    atomic_load(&e->qp_mem.spare_bytes) + act_size(a->meta_slots) > ACT_SPARE_BYTES) {
-		act_release(e, a);
-		return;
-	}
-	atomic_fetch_sub(&e->qp_mem.act, 1);
-	atomic_fetch_sub(&e->qp_mem.act_bytes, act_size(a->meta_slots));
-	atomic_fetch_add(&e->qp_mem.spare_bytes, act_size(a->meta_slots));
-	a->next_spare = e->qp_mem.spare[log];
-	e->qp_mem.spare[log] = a;
-}
-
-/* ---- READ/atomic resources: allocated at the first READ or atomic ---- */
-
-bool xr_qp_res_get(struct xr_engine *e, struct xr_qp *qp)
-{
-	struct xr_resp *rs = &qp->resp;
-
-	if (rs->res || !rs->nres)
-		return true;
-	rs->res = calloc(rs->nres, sizeof(*rs->res));
-	if (!rs->res) {
-		xr_count(e, XR_CNT_QP_MEM_FAIL, 1);
-		return false;
-	}
-	rs->res_cap = rs->nres;
-	atomic_fetch_add(&e->qp_mem.res_bytes, rs->res_cap * sizeof(*rs->res));
-	return true;
-}
-
-static void res_free(struct xr_engine *e, struct xr_qp *qp)
-{
-	struct xr_resp *rs = &qp->resp;
-
-	if (rs->res)
-		atomic_fetch_sub(&e->qp_mem.res_bytes, rs->res_cap * sizeof(*rs->res));
-	free(rs->res);
-	rs->res = NULL;
-	rs->res_cap = 0;
-}
-
 /* What a commit must allocate, taken before it changes anything: a failed
  * commit leaves the QP (and an SRQ it names) as it was. */
 struct commit_mem {
@@ -247,14 +112,14 @@ struct commit_mem {
 static bool commit_mem_take(struct xr_engine *e, struct xr_qp *qp, const struct xr_qp_ctx *next,
 			    struct commit_mem *m)
 {
-	uint32_t slots = sq_slots(next);
+	uint32_t slots = xr_qp_sq_slots(next);
 	uint32_t nres = next->max_dest_rd_atomic ? pow2_at_least(next->max_dest_rd_atomic) : 0;
 	bool reset = next->state == XR_QPS_RESET;   /* the block goes: nothing in flight stays */
 
 	memset(m, 0, sizeof(*m));
 	m->res_discard = qp->in_use && next->max_dest_rd_atomic != qp->ctx.max_dest_rd_atomic;
-	if (qp->act && !reset && qp->act->meta_slots != slots && !act_at_rest(qp)) {
-		m->act = act_alloc(e, slots);
+	if (qp->act && !reset && qp->act->meta_slots != slots && !xr_qp_act_at_rest(qp)) {
+		m->act = xr_qp_act_alloc(e, slots);
 		if (!m->act)
 			return false;
 	}
@@ -264,7 +129,7 @@ static bool commit_mem_take(struct xr_engine *e, struct xr_qp *qp, const struct 
 		m->res = calloc(nres, sizeof(*m->res));
 		if (!m->res) {
 			xr_count(e, XR_CNT_QP_MEM_FAIL, 1);
-			act_release(e, m->act);
+			xr_qp_act_release(e, m->act);
 			return false;
 		}
 		m->res_cap = nres;
@@ -275,7 +140,7 @@ static bool commit_mem_take(struct xr_engine *e, struct xr_qp *qp, const struct 
 
 static void commit_mem_drop(struct xr_engine *e, struct commit_mem *m)
 {
-	act_release(e, m->act);
+	xr_qp_act_release(e, m->act);
 	if (m->res)
 		atomic_fetch_sub(&e->qp_mem.res_bytes, m->res_cap * sizeof(*m->res));
 	free(m->res);
@@ -285,7 +150,7 @@ static void commit_mem_drop(struct xr_engine *e, struct commit_mem *m)
  * with what commit_mem_take allocated. */
 static void runtime_setup(struct xr_engine *e, struct xr_qp *qp, struct commit_mem *m)
 {
-	uint32_t slots = sq_slots(&qp->ctx);
+	uint32_t slots = xr_qp_sq_slots(&qp->ctx);
 	uint32_t nres = qp->ctx.max_dest_rd_atomic ? pow2_at_least(qp->ctx.max_dest_rd_atomic) : 0;
 	struct xr_resp *rs = &qp->resp;
 
@@ -302,7 +167,7 @@ static void runtime_setup(struct xr_engine *e, struct xr_qp *qp, struct commit_m
 		} else {
 			qp->act = NULL;   /* at rest: taken again, resized, at the next need */
 		}
-		act_release(e, old);
+		xr_qp_act_release(e, old);
 	}
 	if (nres != rs->nres || m->res_discard) {
 		/* max_dest_rd_atomic changed, even within the same number of
@@ -310,7 +175,7 @@ static void runtime_setup(struct xr_engine *e, struct xr_qp *qp, struct commit_m
 		 * under the old limit and is dropped too. */
 		xr_resp_flush(qp);
 		if (m->res) {
-			res_free(e, qp);
+			xr_qp_res_free(e, qp);
 			rs->res = m->res;
 			rs->res_cap = m->res_cap;
 			m->res = NULL;
@@ -330,10 +195,10 @@ static void runtime_reset(struct xr_engine *e, struct xr_qp *qp, bool keep_res)
 	struct xr_rd_res *res;
 	uint32_t nres = qp->resp.nres, cap;
 
-	act_release(e, qp->act);
+	xr_qp_act_release(e, qp->act);
 	qp->act = NULL;
 	if (!keep_res) {
-		res_free(e, qp);
+		xr_qp_res_free(e, qp);
 		nres = 0;
 	}
 	res = qp->resp.res;
@@ -696,8 +561,8 @@ void xr_tables_free(struct xr_engine *e)
 			struct xr_qp *qp = &page[i];
 			if (!qp->qpn)
 				continue;
-			act_release(e, qp->act);
-			res_free(e, qp);
+			xr_qp_act_release(e, qp->act);
+			xr_qp_res_free(e, qp);
 			pthread_mutex_destroy(&qp->lock);
 		}
 		free(page);
@@ -707,7 +572,7 @@ void xr_tables_free(struct xr_engine *e)
 		while (e->qp_mem.spare[l]) {
 			struct xr_qp_act *a = e->qp_mem.spare[l];
 			e->qp_mem.spare[l] = a->next_spare;
-			atomic_fetch_sub(&e->qp_mem.spare_bytes, act_size(a->meta_slots));
+			atomic_fetch_sub(&e->qp_mem.spare_bytes, xr_qp_act_size(a->meta_slots));
 			free(a);
 		}
 }
