@@ -35,4 +35,36 @@ JUDGEMENTS = [
     (r"^(SEND|WRITE)_(FIRST|MIDDLE)\w*: xroce \[pkt ACK aeth=NAK_INV; cqe recv REM_INV_REQ_ERR.*\] rxe \[\]$",
      "(b) rxe departs: a FIRST/MIDDLE packet off the path MTU (A8: exactly M bytes) without AckReq: xroce "
      "NAK61 and ERR, rxe 6.1 takes it silently (a08_send_first_short.pkt)"),
+
+    # ---- requester side (gen_req.py; diff_rxe.py --side req) ----
+    (r"^(ACK|AACK|RESP_\w+) beyond sent: xroce \[\] rxe \[.+\]$",
+     "(b) rxe departs: ⚠ B11, a response whose PSN lies beyond every PSN N sent answers nothing and is "
+     "ignored (b11_ghost_ack_beyond_sent.pkt, b11_ghost_read_response.pkt); rxe 6.1's check_psn does not "
+     "compare with the highest PSN sent, so it completes the fully sent SEND/WRITEs before it, or takes it "
+     "as an implied NAK for an outstanding READ/atomic and resends"),
+    (r"^(RESP_ONLY|RESP_FIRST|RESP_LAST|AACK): xroce \[cqe send BAD_RESP_ERR\] rxe \[cqe send FATAL_ERR\]$",
+     "(c) both legal: a response whose type does not match the WQE (B12): the WQE fails and the QP goes to "
+     "ERR on both; rxe reports FATAL_ERR, xroce BAD_RESP_ERR, which ibv_poll_cq(3) defines for an "
+     "unexpected transport opcode from the responder (b12_response_type_mismatch.pkt accepts either)"),
+    (r"^AACK: xroce \[cqe send BAD_RESP_ERR\] rxe \[cqe send SUCCESS RDMA_READ len\]",
+     "(b) rxe departs: B12, an atomic ACK at the PSN of an outstanding READ is a response of the wrong type: "
+     "the READ must fail (rxe's own check_ack gives FATAL_ERR for other mismatches). rxe 6.1 completes the "
+     "READ with SUCCESS and its full byte_len although no data arrived (lbuf unchanged), then moves to ERR; "
+     "b12_atomic_ack_read_mismatch.pkt (passes on xroce) fails on it"),
+    (r"^RESP_(ONLY|LAST): xroce \[cqe send BAD_RESP_ERR(; cqe send WR_FLUSH_ERR)*; state ERR\] rxe \[\]$",
+     "(b) rxe departs: ⚠ B13, a READ response ONLY/LAST that ends the message short of the requested "
+     "length: rxe 6.1 copies it and waits for data the response says will not come (the WQE stays "
+     "outstanding until the timer); xroce fails the READ (BAD_RESP_ERR) and moves to ERR "
+     "(b13_read_resp_short_first.pkt's rule)"),
+    (r"^RESP_(MIDDLE|FIRST): xroce \[cqe send BAD_RESP_ERR\] rxe \[\]$|"
+     r"^RESP_\w+: xroce \[cqe send BAD_RESP_ERR\] rxe \[cqe send LOC_PROT_ERR\]$",
+     "(b) rxe departs: ⚠ B13, a READ response FIRST/MIDDLE that is not exactly one path MTU: rxe 6.1 checks "
+     "only the total (an overrun later fails LOC_PROT_ERR), xroce fails the READ at the malformed packet "
+     "(BAD_RESP_ERR), as b13_read_resp_short_first.pkt requires"),
+    (r"^ACK inside a READ: xroce \[(pkt READ reth|cqe send RETRY_EXC_ERR(; cqe send WR_FLUSH_ERR)*; state ERR)\] rxe \[\]$",
+     "(c) both legal: a NAK60 naming a PSN inside an outstanding READ's response range (no "
+     "correct responder sends it: those PSNs are the responses'): xroce goes back to the READ's first "
+     "missing PSN at the cost of one retry (b14_nak_seq_inside_read.pkt), so with retry_cnt 0 the READ "
+     "fails RETRY_EXC_ERR; rxe 6.1 drops the NAK (check_psn: COMPST_DONE for a PSN past comp.psn while a "
+     "READ/atomic heads the queue)"),
 ]
