@@ -56,8 +56,11 @@ JUDGEMENTS = [
      "length: rxe 6.1 copies it and waits for data the response says will not come (the WQE stays "
      "outstanding until the timer); xroce fails the READ (BAD_RESP_ERR) and moves to ERR "
      "(b13_read_resp_short_first.pkt's rule)"),
-    (r"^RESP_(MIDDLE|FIRST): xroce \[cqe send BAD_RESP_ERR\] rxe \[\]$|"
-     r"^RESP_\w+: xroce \[cqe send BAD_RESP_ERR\] rxe \[cqe send LOC_PROT_ERR\]$",
+    (r"^RESP_(ONLY|LAST): xroce \[cqe send BAD_RESP_ERR\] rxe \[cqe send LOC_PROT_ERR\]$",
+     "(c) both legal: B13, a READ response carrying more data than the READ asked for: both fail the READ and "
+     "move to ERR, writing nothing past the buffer; rxe LOC_PROT_ERR (its copy fails), xroce BAD_RESP_ERR "
+     "(b13_read_resp_too_long.pkt accepts LOC_PROT_ERR, LOC_LEN_ERR or BAD_RESP_ERR)"),
+    (r"^RESP_(MIDDLE|FIRST): xroce \[cqe send BAD_RESP_ERR\] rxe \[\]$",
      "(b) rxe departs: ⚠ B13, a READ response FIRST/MIDDLE that is not exactly one path MTU: rxe 6.1 checks "
      "only the total (an overrun later fails LOC_PROT_ERR), xroce fails the READ at the malformed packet "
      "(BAD_RESP_ERR), as b13_read_resp_short_first.pkt requires"),
@@ -67,4 +70,9 @@ JUDGEMENTS = [
      "missing PSN at the cost of one retry (b14_nak_seq_inside_read.pkt), so with retry_cnt 0 the READ "
      "fails RETRY_EXC_ERR; rxe 6.1 drops the NAK (check_psn: COMPST_DONE for a PSN past comp.psn while a "
      "READ/atomic heads the queue)"),
+    (r"^ACK inside a READ: xroce \[cqe send REM_\w+_ERR(; cqe send WR_FLUSH_ERR)*; state ERR\] rxe \[.*\]$",
+     "(b) rxe 6.1 departs: B17/B18, a fatal NAK (61/62/63) naming a PSN inside an outstanding READ's "
+     "response range fails that READ with the NAK's status and moves the QP to ERR; newer rxe honours it "
+     "(B18 [ver]), rxe 6.1 drops it (check_psn: COMPST_DONE for a PSN past comp.psn while a READ heads "
+     "the queue) and carries on sending (b18_nak_during_read.pkt's rule)"),
 ]

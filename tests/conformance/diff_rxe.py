@@ -161,7 +161,7 @@ def response_context(steps, i, mtu):
     packets N sent before it (a READ counts its responses' PSNs, B1):
     " beyond sent" when it lies beyond every PSN N used (it answers nothing,
     B11), " inside a READ" for a NAK naming one of a READ's response PSNs
-    after the first (B14)."""
+    after the first (B14, B18)."""
     t = steps[i][0].split()
     if mtu is None or len(t) < 4 or t[1] != "<" or t[2] not in RESPONSES:
         return ""
@@ -182,7 +182,8 @@ def response_context(steps, i, mtu):
         return ""
     if psn_after(psn, hi):
         return " beyond sent"
-    if "syn=nak_seq" in t and any(psn_after(psn, f) and not psn_after(psn, l) for f, l in reads):
+    if any(x.startswith("syn=nak") for x in t) and any(psn_after(psn, f) and not psn_after(psn, l)
+                                                        for f, l in reads):
         return " inside a READ"
     return ""
 
@@ -300,6 +301,7 @@ def main():
     ap.add_argument("--faults", type=int, default=None, help="faults per script (default: random, 0-3)")
     ap.add_argument("--side", choices=["resp", "req"], default="resp",
                     help="N's responder (default) or requester (gen_req.py)")
+    ap.add_argument("--timers", action="store_true", help="--side req: every script with the ACK timer")
     ap.add_argument("--build", default=os.path.join(root, "build"))
     ap.add_argument("--out", default=None)
     ap.add_argument("--no-shrink", action="store_true")
@@ -325,7 +327,7 @@ def main():
         for k in range(a.count):
             s = a.seed + k
             with open(os.path.join(sdir, f"rnd_{s:06d}.pkt"), "w") as f:
-                f.write(gen_random.make(s, a.side, a.faults))
+                f.write(gen_random.make(s, a.side, a.faults, timer=True if a.timers else None))
         paths = sorted(glob.glob(os.path.join(sdir, "rnd_*.pkt")))
     run = Runner(build, strict=a.strict, runner=a.runner and os.path.abspath(a.runner))
     if a.rejudge:

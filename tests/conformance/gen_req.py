@@ -28,7 +28,8 @@ MASK = 0xFFFFFF
 TIMER_TIMEOUT, TIMER_WAIT = 19, "+2600ms"   # 4.096 us * 2^19 = 2.15 s
 RNR_CODE, RNR_WAIT = 29, "+400ms"            # 245.76 ms
 FAULTS = ["lose", "dup", "reorder", "nak_seq", "rnr", "fatal", "implied", "ghost", "stale",
-          "badlen", "wrongtype", "partial_ack", "modify_err", "nak_seq_twice", "lose", "nak_seq", "implied"]
+          "badlen", "wrongtype", "partial_ack", "modify_err", "nak_seq_twice", "lose", "nak_seq", "implied",
+          "rnr", "lose_mid_read", "lose_mid_read", "rnr"]
 
 
 class WR:
@@ -37,6 +38,7 @@ class WR:
         self.kind = "read" if op == "read" else "atomic" if op in ("cas", "faa") else "ack"
         self.npsn = 1 if self.kind == "atomic" else max(1, -(-length // mtu))
         self.done = False          # P's belief: N has completed it
+        self.got = 0               # READ: response PSNs N took in order (where a re-issue starts, B21)
 
     def psn(self, k):
         return (self.first + k) & MASK
@@ -47,13 +49,15 @@ class WR:
 
 
 class ReqGen:
-    def __init__(self, seed, faults=None):
+    def __init__(self, seed, faults=None, timer=None):
         self.rnd = r = random.Random(f"req-{seed}")
         self.seed = seed
         self.lines = []
         self.mtu = r.choice([256, 256, 512, 1024])
         self.sq_psn = r.choice([500, 500, 500, MASK - r.randrange(0, 4)])
         self.timer = r.random() < 0.25
+        if timer is not None:
+            self.timer = timer      # --timers: every script with the ACK timer
         self.max_rd = r.choice([1, 2, 4, 4, 4])
         self.retry_cnt = r.choice([0, 1, 2] if self.timer else [1, 2, 3])
         self.rnr_retry = r.choice([0, 1, 3, 7])
@@ -116,7 +120,7 @@ class ReqGen:
         for i in range(self.oldest_open(), j):
             w = self.wrs[i]
             if w.kind != "ack":
-                self.pos, self.restarted = (i, 0), True
+                self.pos, self.restarted = (i, w.got), True
                 return False
             w.done = True
         self.wrs[j].done = True
@@ -165,8 +169,9 @@ class ReqGen:
             self.emit(x)
 
     def resume_at_oldest(self):
-        """Timer or implied NAK: N resends from its oldest unacknowledged WR (B10, B19)."""
-        self.pos, self.restarted = (self.oldest_open(), 0), True
+        """Timer or implied NAK: N resends from its oldest unacknowledged PSN (B10, B19, B21)."""
+        i = self.oldest_open()
+        self.pos, self.restarted = (i, self.wrs[i].got if i < len(self.wrs) else 0), True
 
     # ---- faults ----
 
@@ -252,6 +257,16 @@ class ReqGen:
             self.emit(f"< ACK psn={w.psn(k)} syn=ack msn={self.msn}")   # B8: only moves the acked PSN
             self.pos = (j, k + 1)
             self.restarted = False
+        elif kind == "lose_mid_read" and open_wr and w.kind == "read" and w.npsn - off > 1:
+            lines = self.answer_lines(j, off, self.restarted)
+            k = r.randrange(1, len(lines))
+            self.emit_all(lines[:k])              # the responses from the k-th on are lost
+            w.got = off + k
+            if self.timer:
+                self.emit(TIMER_WAIT)
+                self.resume_at_oldest()           # B21: READ re-issued at the first missing PSN
+            else:
+                self.pos, self.restarted = (j + 1, 0), False   # a later answer: an implied NAK (B10)
         elif kind == "modify_err":
             self.emit("modify_qp state=ERR")
             self.dead = True
