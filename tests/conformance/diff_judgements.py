@@ -71,8 +71,27 @@ JUDGEMENTS = [
      "fails RETRY_EXC_ERR; rxe 6.1 drops the NAK (check_psn: COMPST_DONE for a PSN past comp.psn while a "
      "READ/atomic heads the queue)"),
     (r"^ACK inside a READ: xroce \[cqe send REM_\w+_ERR(; cqe send WR_FLUSH_ERR)*; state ERR\] rxe \[.*\]$",
-     "(b) rxe 6.1 departs: B17/B18, a fatal NAK (61/62/63) naming a PSN inside an outstanding READ's "
-     "response range fails that READ with the NAK's status and moves the QP to ERR; newer rxe honours it "
-     "(B18 [ver]), rxe 6.1 drops it (check_psn: COMPST_DONE for a PSN past comp.psn while a READ heads "
-     "the queue) and carries on sending (b18_nak_during_read.pkt's rule)"),
+     "(c) both legal: a fatal NAK (61/62/63) naming one of an outstanding READ's response PSNs, not a "
+     "request PSN (no correct responder sends it; a responder NAKs a READ at the READ's own PSN): xroce "
+     "applies B17 (the WQE whose PSN range holds the NAK's PSN fails with its status, the QP goes to ERR); "
+     "rxe 6.1 drops it (check_psn: COMPST_DONE for a PSN past comp.psn while a READ heads the queue) and "
+     "carries on. Newer rxe honours an error NAK once the READ's responses have begun (B18 [ver], "
+     "b18_nak_during_read.pkt)"),
+    (r"^ACK inside a READ: xroce \[cqe send REM_\w+_ERR\] rxe \[cqe send SUCCESS RDMA_READ len\]$",
+     "(b) rxe departs: B17/B18, an error NAK once part of a READ's responses came (after RESP_FIRST, at "
+     "the READ's next PSN or at the PSN of the READ re-issued there, B21): rxe 6.1 completes the READ with "
+     "SUCCESS and its full byte_len although the data is missing, then moves to ERR; the READ must fail "
+     "with the NAK's status, as xroce does (B18; b18_nak_during_read.pkt's NAK at the READ's own PSN rxe "
+     "6.1 ignores instead). Same apparent root as the atomic ACK "
+     "for a READ: a check_ack error path that leaves the WQE's status at SUCCESS"),
+    (r"^ACK NAK60 again at a later PSN: xroce \[pkt .+\] rxe \[\]$",
+     "(c) both legal: a NAK60 at a later PSN while the retry of an earlier NAK60 is under way (the "
+     "responder took the resent packets up to p-1 and asks for p again): xroce goes back to p at once, "
+     "rxe ignores every NAK60 until a timeout (B14 as rxe does it: started_retry). "
+     "b14_nak_seq_repeat_ignored.pkt covers the same PSN, where both ignore it; the timer recovers either way"),
+    (r"^end: xroce \[\] rxe \[cqe send RETRY_EXC_ERR(; cqe send WR_FLUSH_ERR)*; state ERR\]$",
+     "(c) timing, not behaviour: rxe's retransmit timer stays pending across an idle moment (it is armed "
+     "only when none is pending, B19), so in a timer script its next expiry comes earlier than xroce's, "
+     "here during the script's end (real time on rxe) with retry_cnt used up; both resent the same PSNs "
+     "in the same step before"),
 ]

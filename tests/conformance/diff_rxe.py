@@ -161,7 +161,8 @@ def response_context(steps, i, mtu):
     packets N sent before it (a READ counts its responses' PSNs, B1):
     " beyond sent" when it lies beyond every PSN N used (it answers nothing,
     B11), " inside a READ" for a NAK naming one of a READ's response PSNs
-    after the first (B14, B18)."""
+    after the first (B14, B18), " NAK60 again [at a later PSN]" for a NAK60
+    while the retry of an earlier one is under way (B14)."""
     t = steps[i][0].split()
     if mtu is None or len(t) < 4 or t[1] != "<" or t[2] not in RESPONSES:
         return ""
@@ -182,6 +183,13 @@ def response_context(steps, i, mtu):
         return ""
     if psn_after(psn, hi):
         return " beyond sent"
+    if "syn=nak_seq" in t:
+        # a NAK60 while the retry of an earlier one is under way: no completion since (B14)
+        for h, items in reversed(steps[:i]):
+            if any(x.startswith("cqe send") for x in items):
+                break
+            if "syn=nak_seq" in h.split():
+                return " NAK60 again" + ("" if f"psn={psn}" in h.split() else " at a later PSN")
     if any(x.startswith("syn=nak") for x in t) and any(psn_after(psn, f) and not psn_after(psn, l)
                                                         for f, l in reads):
         return " inside a READ"
