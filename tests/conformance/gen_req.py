@@ -4,7 +4,8 @@
 CAS, FA; several packets at a small path MTU; several outstanding) and the
 script plays the responder P, answering with plausible ACKs, READ responses
 and atomic ACKs, with 0-3 faults: a lost, duplicated or reordered response,
-a NAK sequence error at some PSN, an RNR NAK, a fatal NAK (NAK61/62/63), an
+part of a READ's responses lost (the READ re-issued, B21), a NAK sequence
+error at some PSN (sometimes twice), an RNR NAK, a fatal NAK (NAK61/62/63), an
 implied NAK (a later response while a READ/atomic is unanswered), a ghost
 or stale ACK, a READ response of the wrong length or type, a modify to ERR,
 and (in timer scripts) a lost response recovered by the local ACK timeout.
