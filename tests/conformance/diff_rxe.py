@@ -310,6 +310,8 @@ def main():
     ap.add_argument("--side", choices=["resp", "req"], default="resp",
                     help="N's responder (default) or requester (gen_req.py)")
     ap.add_argument("--timers", action="store_true", help="--side req: every script with the ACK timer")
+    ap.add_argument("--overdepth", action="store_true",
+                    help="--side req: N may post more READ/atomics than max_rd_atomic (held back, B4)")
     ap.add_argument("--build", default=os.path.join(root, "build"))
     ap.add_argument("--out", default=None)
     ap.add_argument("--no-shrink", action="store_true")
@@ -335,7 +337,8 @@ def main():
         for k in range(a.count):
             s = a.seed + k
             with open(os.path.join(sdir, f"rnd_{s:06d}.pkt"), "w") as f:
-                f.write(gen_random.make(s, a.side, a.faults, timer=True if a.timers else None))
+                f.write(gen_random.make(s, a.side, a.faults, timer=True if a.timers else None,
+                                        overdepth=a.overdepth))
         paths = sorted(glob.glob(os.path.join(sdir, "rnd_*.pkt")))
     run = Runner(build, strict=a.strict, runner=a.runner and os.path.abspath(a.runner))
     if a.rejudge:

@@ -321,10 +321,10 @@ class Gen:
         return "\n".join(self.lines) + "\n"
 
 
-def make(seed, side="resp", faults=None, rxe_safe=True, timer=None):
+def make(seed, side="resp", faults=None, rxe_safe=True, timer=None, overdepth=False):
     """One script's text: a responder-side (Gen) or requester-side (gen_req.ReqGen) one."""
     if side == "req":
-        return gen_req.ReqGen(seed, faults, timer).script()
+        return gen_req.ReqGen(seed, faults, timer, overdepth).script()
     return Gen(seed, faults, rxe_safe).script()
 
 

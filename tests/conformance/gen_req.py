@@ -50,7 +50,7 @@ class WR:
 
 
 class ReqGen:
-    def __init__(self, seed, faults=None, timer=None):
+    def __init__(self, seed, faults=None, timer=None, overdepth=False):
         self.rnd = r = random.Random(f"req-{seed}")
         self.seed = seed
         self.lines = []
@@ -63,6 +63,9 @@ class ReqGen:
         self.retry_cnt = r.choice([0, 1, 2] if self.timer else [1, 2, 3])
         self.rnr_retry = r.choice([0, 1, 3, 7])
         self.faults = faults if faults is not None else r.choices([0, 1, 2, 3], [2, 5, 3, 1])[0]
+        # --overdepth: READ/atomics beyond max_rd_atomic wait (B4) with every WR behind them; P still
+        # answers in post order, so a held WR is mostly sent by the time its answer comes
+        self.overdepth = overdepth
         self.wrs = []
         self.next_psn = self.sq_psn
         self.pos = (0, 0)          # the responder's next answer: (WR index, PSN offset)
@@ -84,7 +87,7 @@ class ReqGen:
         r, m = self.rnd, self.mtu
         ops = ["send", "send_imm", "write", "write_imm", "read", "cas", "faa"]
         op = r.choices(ops, [4, 1, 4, 1, 4, 1, 1])[0]
-        if op in ("read", "cas", "faa") and self.outstanding_rd() >= self.max_rd:
+        if op in ("read", "cas", "faa") and self.outstanding_rd() >= self.max_rd and not self.overdepth:
             op = "write"   # B4: one more would wait, and every WR behind it (b04_*)
         if op in ("cas", "faa"):
             length = 8
