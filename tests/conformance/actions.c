@@ -2,10 +2,11 @@
 /*
  * The action lines both devices under test serve, parsed once: the fixture's
  * defaults, `qp`, `mr`, `alloc_mw`, `post_recv`, `modify_qp`, `state`, `mem`,
- * `dereg_mr`, and the fields of a `cqe` line checked against a completion.
+ * `dereg_mr`, `post_send`, and the fields of a `cqe` line checked against a completion.
  * Each parse_* reports a bad line through fail() and returns false; the
  * backends (dut.c, dut_rxe.c) only carry out what was parsed.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -240,6 +241,93 @@ bool parse_alloc_mw(struct run *r, char **tok, int ntok, struct mw_args *m)
 
 /* post_recv [sge=REGION] [len=] [off=] [id=] [=> E]: without off=, the
  * next 64-byte-aligned piece of rbuf. */
+static const struct { const char *name; int v; } wr_opcodes[] = {
+	{ "write", XR_WR_RDMA_WRITE }, { "write_imm", XR_WR_RDMA_WRITE_WITH_IMM }, { "send", XR_WR_SEND },
+	{ "send_imm", XR_WR_SEND_WITH_IMM }, { "send_inv", XR_WR_SEND_WITH_INV }, { "read", XR_WR_RDMA_READ },
+	{ "cas", XR_WR_ATOMIC_CMP_AND_SWP }, { "faa", XR_WR_ATOMIC_FETCH_AND_ADD },
+	{ "local_inv", XR_WR_LOCAL_INV },
+};
+
+bool parse_send(struct run *r, char **tok, int ntok, struct send_args *a)
+{
+	struct region *mr = region_by_name(r, "mr");
+	uint64_t v;
+
+	memset(a, 0, sizeof(*a));
+	a->want_rc = expected_rc(tok, &ntok);
+	a->op = -1;
+	for (size_t i = 0; ntok >= 2 && i < sizeof(wr_opcodes) / sizeof(wr_opcodes[0]); i++)
+		if (!strcmp(tok[1], wr_opcodes[i].name)) {
+			a->op = wr_opcodes[i].v;
+			a->opname = wr_opcodes[i].name;
+		}
+	if (a->op < 0) {
+		fail(r, ntok < 2 ? "post_send OP [len= va= rkey= ...]" : "unknown work request '%s'", tok[1]);
+		return false;
+	}
+	a->src = region_by_name(r, "lbuf");
+	a->id = r->next_wr_id++;
+	a->flags = XR_SEND_SIGNALED;
+	a->num_sge = 1;
+	a->atomic = a->op == XR_WR_ATOMIC_CMP_AND_SWP || a->op == XR_WR_ATOMIC_FETCH_AND_ADD;
+	a->len = a->atomic ? 8 : 0;
+	a->va = r->ops->va(r, mr);
+	a->rkey = mr->rkey;
+	a->qkey = r->o.qkey;
+	a->dqpn = r->peer_qpn;
+	for (int i = 2; i < ntok; i++) {
+		char *k, *val;
+		if (!strcmp(tok[i], "fence")) { a->flags |= XR_SEND_FENCE; continue; }
+		if (!strcmp(tok[i], "solicited")) { a->flags |= XR_SEND_SOLICITED; continue; }
+		if (!strcmp(tok[i], "inline")) { a->flags |= XR_SEND_INLINE; continue; }
+		if (!strcmp(tok[i], "unsignaled")) { a->flags &= ~(unsigned)XR_SEND_SIGNALED; continue; }
+		if (!kv(r, tok[i], &k, &val))
+			return false;
+		if (!strcmp(k, "sge")) {
+			a->src = region_by_name(r, val);
+			if (!a->src) {
+				fail(r, "no region '%s'", val);
+				return false;
+			}
+			continue;
+		}
+		if (!eval(r, val, &v))
+			return false;
+		if (!strcmp(k, "len")) a->len = (uint32_t)v;
+		else if (!strcmp(k, "off")) a->off = v;
+		else if (!strcmp(k, "lkey")) { a->lkey = (uint32_t)v; a->lkey_set = true; }
+		else if (!strcmp(k, "va")) a->va = v;
+		else if (!strcmp(k, "rkey")) a->rkey = (uint32_t)v;
+		else if (!strcmp(k, "id")) a->id = v;
+		else if (!strcmp(k, "imm")) a->imm = (uint32_t)v;
+		else if (!strcmp(k, "inv")) a->inv = (uint32_t)v;
+		else if (!strcmp(k, "swap")) a->swap = v;
+		else if (!strcmp(k, "cmp") || !strcmp(k, "add")) a->cmp_add = v;
+		else if (!strcmp(k, "num_sge")) {
+			/* A line gives one SGE. More than the QP takes tests the
+			 * refusal (nothing is read); 2..max would read SGEs that
+			 * are not there. */
+			if (v > 1 && (v <= XR_WQE_BLOCK_SGE || v > INT_MAX)) {
+				fail(r, "num_sge=%s: a line gives one SGE (num_sge 0 or 1, or above the QP's %d to test "
+					"the refusal)", val, XR_WQE_BLOCK_SGE);
+				return false;
+			}
+			a->num_sge = (int)v;
+		}
+		else if (!strcmp(k, "qkey")) a->qkey = (uint32_t)v;
+		else if (!strcmp(k, "dqpn")) a->dqpn = (uint32_t)v;
+		else {
+			fail(r, "unknown post_send option '%s'", k);
+			return false;
+		}
+	}
+	if (!a->lkey_set)
+		a->lkey = a->src->lkey;
+	if (a->op == XR_WR_LOCAL_INV)
+		a->num_sge = 0;
+	return true;
+}
+
 bool parse_recv(struct run *r, char **tok, int ntok, struct recv_args *a)
 {
 	uint64_t v;

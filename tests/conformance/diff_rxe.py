@@ -12,13 +12,17 @@ Normalized unless --strict: positive ACKs that follow one another within
 a step collapse to the last (coalescing is allowed, the last names the
 newest PSN), the RNR NAK's timer value is dropped (N's choice), and the
 flush of a receive WQE posted in ERR is not compared (rxe 6.1 does it
-late, a known departure).
+late, a known departure), and a send completion's immediate is dropped
+(rxe sets WITH_IMM on the send CQE of a *_WITH_IMM WR, with value 0;
+ibv_poll_cq(3): the flag is for receive completions).
 
   diff_rxe.py [--seed S] [--count N] [--build DIR] [--out DIR] [--no-shrink]
               [--xroce-only] [--scripts FILE...]
 
 --xroce-only runs the scripts on xroce alone and checks the runner never
-fails and every guard holds (a smoke test; no VM, no root).
+fails and every guard holds (a smoke test; no VM, no root); with --side
+req also the requester invariants (req_invariants: B24, B26), which the
+campaign checks on both devices' transcripts too.
 """
 import argparse
 import collections
@@ -76,6 +80,9 @@ def normalize(steps, strict):
             items = [x for x in items if not (x.startswith("cqe recv") and x.endswith("WR_FLUSH_ERR"))]
         if not strict:
             items = [re.sub(r"aeth=RNR:\d+", "aeth=RNR", x) for x in items]
+            # rxe flags a send CQE of a *_WITH_IMM WR WITH_IMM (value 0); ibv_poll_cq(3): the
+            # flag and imm_data are for receive completions (transport-rules B23)
+            items = [re.sub(r" imm=\S+$", "", x) if x.startswith("cqe send") else x for x in items]
             keep = []
             for x in items:
                 if (x.startswith("pkt ACK ") and " aeth=ACK " in x + " " and keep and
@@ -88,9 +95,44 @@ def normalize(steps, strict):
     return out
 
 
+def req_invariants(steps):
+    """What every RC requester keeps, on one transcript (a list of faults):
+    send CQEs in post order, each WR at most once (B24); no request sent
+    once the QP is in ERR (B26)."""
+    errs, last, seen, err = [], -1, set(), False
+    for head, items in steps:
+        for x in items:
+            if x.startswith("state "):
+                err = x == "state ERR"
+            elif x.startswith("cqe send"):
+                wid = int(re.search(r"id=(\d+)", x).group(1))
+                if wid in seen:
+                    errs.append(f"{head}: WR {wid} completed twice")
+                elif wid < last:
+                    errs.append(f"{head}: WR {wid} completed after WR {last} (B24)")
+                seen.add(wid)
+                last = max(last, wid)
+            elif x.startswith("pkt ") and err and not x.startswith("pkt ACK "):
+                errs.append(f"{head}: {x.split()[1]} sent in ERR (B26)")
+    return errs
+
+
+def script_mtu(path):
+    """The path MTU of a script's `qp` line (the fixture's 1024 without one)."""
+    try:
+        for ln in open(path):
+            m = re.match(r"qp .*\bmtu=(\d+)", ln)
+            if m:
+                return int(m.group(1))
+    except OSError:
+        return None
+    return 1024
+
+
 def abstract(item):
     """An item without its numbers (PSNs, MSNs, hashes): what kind of thing it is."""
-    x = re.sub(r"\b(psn|msn|fnv|id|imm|orig)=\S+", "", item)
+    x = re.sub(r"\b(psn|msn|fnv|id|imm|orig|swap|cmp)=\S+", "", item)
+    x = re.sub(r"\b(reth|atomic)=\S+", r"\1", x)
     x = re.sub(r"len=\d+", "len", x)
     x = re.sub(r"\[0x[0-9a-f]+,0x[0-9a-f]+\)", "", x)
     x = re.sub(r"fnv=\S+|changed=\S*", "", x)
@@ -106,7 +148,55 @@ def step_op(head):
     return t[1] if len(t) > 1 else t[0]
 
 
-def compare(a, b):
+RESPONSES = ("ACK", "AACK", "RESP_FIRST", "RESP_MIDDLE", "RESP_LAST", "RESP_ONLY")
+
+
+def psn_after(x, y):
+    """x comes after y in 24-bit PSN order."""
+    return 0 < ((x - y) & 0xFFFFFF) < 0x800000
+
+
+def response_context(steps, i, mtu):
+    """What the kind of step i should say about a response's PSN, from the
+    packets N sent before it (a READ counts its responses' PSNs, B1):
+    " beyond sent" when it lies beyond every PSN N used (it answers nothing,
+    B11), " inside a READ" for a NAK naming one of a READ's response PSNs
+    after the first (B14, B18), " NAK60 again [at a later PSN]" for a NAK60
+    while the retry of an earlier one is under way (B14)."""
+    t = steps[i][0].split()
+    if mtu is None or len(t) < 4 or t[1] != "<" or t[2] not in RESPONSES:
+        return ""
+    psn = next((int(x[4:]) for x in t if x.startswith("psn=")), None)
+    hi, reads = None, []
+    for _, items in steps[:i]:
+        for x in items:
+            m = re.match(r"pkt (\w+) psn=(\d+)(?: reth=\S+/(\d+))?", x)
+            if not m or m.group(1) in RESPONSES:
+                continue
+            first = int(m.group(2))
+            last = first + (max(1, -(-int(m.group(3)) // mtu)) - 1 if m.group(1) == "READ" else 0)
+            if m.group(1) == "READ":
+                reads.append((first, last & 0xFFFFFF))
+            if hi is None or psn_after(last, hi):
+                hi = last & 0xFFFFFF
+    if psn is None or hi is None:
+        return ""
+    if psn_after(psn, hi):
+        return " beyond sent"
+    if "syn=nak_seq" in t:
+        # a NAK60 while the retry of an earlier one is under way: no completion since (B14)
+        for h, items in reversed(steps[:i]):
+            if any(x.startswith("cqe send") for x in items):
+                break
+            if "syn=nak_seq" in h.split():
+                return " NAK60 again" + ("" if f"psn={psn}" in h.split() else " at a later PSN")
+    if any(x.startswith("syn=nak") for x in t) and any(psn_after(psn, f) and not psn_after(psn, l)
+                                                        for f, l in reads):
+        return " inside a READ"
+    return ""
+
+
+def compare(a, b, mtu=None):
     """First differing step of two normalized transcripts: (index, kind) or None."""
     for i in range(max(len(a), len(b))):
         if i >= len(a) or i >= len(b):
@@ -117,7 +207,8 @@ def compare(a, b):
         if ia != ib:
             xa = [abstract(x) for x in ia if x not in ib]
             xb = [abstract(x) for x in ib if x not in ia]
-            return i, f"{step_op(ha)}: xroce [{'; '.join(xa)}] rxe [{'; '.join(xb)}]"
+            op = step_op(ha) + response_context(a, i, mtu)
+            return i, f"{op}: xroce [{'; '.join(xa)}] rxe [{'; '.join(xb)}]"
     return None
 
 
@@ -161,7 +252,7 @@ class Runner:
         vr, sr = tr[path]
         if vx == "n/a" or vr == "n/a":
             return None, "n/a"
-        d = compare(normalize(sx, self.strict), normalize(sr, self.strict))
+        d = compare(normalize(sx, self.strict), normalize(sr, self.strict), script_mtu(path))
         if vx != vr:
             return (d[0] if d else 0), f"runner: xroce {vx}, rxe {vr}"
         return d if d else (None, None)
@@ -216,6 +307,11 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=50)
     ap.add_argument("--faults", type=int, default=None, help="faults per script (default: random, 0-3)")
+    ap.add_argument("--side", choices=["resp", "req"], default="resp",
+                    help="N's responder (default) or requester (gen_req.py)")
+    ap.add_argument("--timers", action="store_true", help="--side req: every script with the ACK timer")
+    ap.add_argument("--overdepth", action="store_true",
+                    help="--side req: N may post more READ/atomics than max_rd_atomic (held back, B4)")
     ap.add_argument("--build", default=os.path.join(root, "build"))
     ap.add_argument("--out", default=None)
     ap.add_argument("--no-shrink", action="store_true")
@@ -225,6 +321,8 @@ def main():
     ap.add_argument("--xroce-only", action="store_true")
     ap.add_argument("--runner", help="the conformance_run binary (default BUILD/bin/conformance_run)")
     ap.add_argument("--scripts", nargs="*", help="these scripts instead of random ones")
+    ap.add_argument("--rejudge", action="store_true",
+                    help="no runs: group OUT/transcripts.txt again (after a new normalization or judgement)")
     a = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))   # the VM and namespace go with us
     build = os.path.abspath(a.build)
@@ -239,17 +337,25 @@ def main():
         for k in range(a.count):
             s = a.seed + k
             with open(os.path.join(sdir, f"rnd_{s:06d}.pkt"), "w") as f:
-                f.write(gen_random.Gen(s, a.faults).script())
+                f.write(gen_random.make(s, a.side, a.faults, timer=True if a.timers else None,
+                                        overdepth=a.overdepth))
         paths = sorted(glob.glob(os.path.join(sdir, "rnd_*.pkt")))
     run = Runner(build, strict=a.strict, runner=a.runner and os.path.abspath(a.runner))
+    if a.rejudge:
+        return rejudge(out, run, a)
     tx, err = run.xroce(paths)
     bad = [p for p in paths if p not in tx or tx[p][0] != "ok" or
            not any("guards ok" in i for _, it in tx[p][1][-1:] for i in it)]
     if a.xroce_only:
-        for p in bad:
+        for p in paths if a.side == "req" else []:
+            for e in req_invariants(tx.get(p, ["?", []])[1]):
+                print(f"{os.path.basename(p)}: {e}")
+                bad.append(p)
+        for p in sorted(set(bad)):
             print(f"FAIL {p}")
         print(err[-2000:] if bad else "", end="")
-        print(f"{len(paths) - len(bad)} of {len(paths)} random scripts ran on xroce, guards intact")
+        print(f"{len(paths) - len(set(bad))} of {len(paths)} random scripts ran on xroce, guards intact" +
+              (", requester invariants kept" if a.side == "req" else ""))
         return 1 if bad else 0
     from rxe_agent_vm import RxeAgentVM
     t0 = time.time()
@@ -260,6 +366,9 @@ def main():
         for i in range(0, len(paths), 10):
             tr.update(run.rxe(paths[i:i + 10])[0])
             print(f"rxe: {min(i + 10, len(paths))}/{len(paths)} scripts ({time.time() - t0:.0f} s)", flush=True)
+        run.invariants = [(os.path.basename(p), name, e) for p in paths if a.side == "req"
+                          for name, t in (("xroce", tx), ("rxe", tr))
+                          for e in req_invariants(t.get(p, ["?", []])[1])]
         for p in paths:
             step, kind = run.kind(tx, tr, p)
             if kind and kind != "n/a":
@@ -297,6 +406,36 @@ def main():
     return 0
 
 
+def read_transcripts(path):
+    """transcripts.txt -> ({path: [verdict, steps]} for xroce, the same for rxe)."""
+    tx, tr, cur = {}, {}, None
+    for ln in open(path).read().splitlines():
+        m = re.match(r"==== (xroce|rxe) (\S+): (\S+)$", ln)
+        if m:
+            cur = []
+            (tx if m.group(1) == "xroce" else tr)[m.group(2)] = [m.group(3), cur]
+        elif ln.startswith("  ") and cur:
+            cur[-1][1].append(ln.strip())
+        elif cur is not None and ln:
+            cur.append((ln, []))
+    return tx, tr
+
+
+def rejudge(out, run, a):
+    tx, tr = read_transcripts(os.path.join(out, "transcripts.txt"))
+    paths = sorted(tx)
+    groups = collections.OrderedDict()
+    for p in paths:
+        step, kind = run.kind(tx, tr, p)
+        if kind and kind != "n/a":
+            groups.setdefault(kind, []).append((p, step))
+    run.invariants = [(os.path.basename(p), name, e) for p in paths if a.side == "req"
+                      for name, t in (("xroce", tx), ("rxe", tr)) for e in req_invariants(t.get(p, ["?", []])[1])]
+    write_report(out, paths, groups, {}, "(rejudged)", run, 0, a)
+    print(f"{len(paths)} scripts; {sum(len(h) for h in groups.values())} diverged, {len(groups)} kind(s)")
+    return 0
+
+
 def fmt_tx(t):
     if not t:
         return "(none)\n"
@@ -305,11 +444,15 @@ def fmt_tx(t):
 
 def write_report(out, paths, groups, minimal, kernel, run, secs, a):
     with open(os.path.join(out, "report.md"), "w") as f:
-        f.write("# xroce against rxe: random responder scripts\n\n")
+        f.write(f"# xroce against rxe: random {'requester' if a.side == 'req' else 'responder'} scripts\n\n")
         f.write(f"- scripts: {len(paths)} (seed {a.seed}, gen_random.py), run on xroce and on rxe "
                 f"(kernel `{kernel}`); {run.rxe_runs} rxe runs in {secs:.0f} s; the VM died {run.crashes} time(s)\n")
         f.write(f"- normalization: {'none (--strict)' if a.strict else 'coalesced ACKs, RNR timer value'}\n")
         f.write(f"- diverged: {sum(len(h) for h in groups.values())} script(s), {len(groups)} kind(s)\n\n")
+        inv = getattr(run, "invariants", [])
+        if a.side == "req":
+            f.write(f"- requester invariants (B24, B26) broken: {len(inv)}\n" +
+                    "".join(f"  - {n} on {dev}: {e}\n" for n, dev, e in inv[:40]) + "\n")
         for kind, hits in sorted(groups.items(), key=lambda kv: -len(kv[1])):
             f.write(f"## {kind}\n\n- scripts: {len(hits)}: " +
                     ", ".join(f"{os.path.basename(p)} (step {s})" for p, s in hits[:12]) +

@@ -20,13 +20,6 @@ static uint64_t script_clock(void *ctx)
 	return ((struct run *)ctx)->now_ns;
 }
 
-static const struct { const char *name; int v; } wr_opcodes[] = {
-	{ "write", XR_WR_RDMA_WRITE }, { "write_imm", XR_WR_RDMA_WRITE_WITH_IMM }, { "send", XR_WR_SEND },
-	{ "send_imm", XR_WR_SEND_WITH_IMM }, { "send_inv", XR_WR_SEND_WITH_INV }, { "read", XR_WR_RDMA_READ },
-	{ "cas", XR_WR_ATOMIC_CMP_AND_SWP }, { "faa", XR_WR_ATOMIC_FETCH_AND_ADD },
-	{ "local_inv", XR_WR_LOCAL_INV },
-};
-
 static bool add_region(struct run *r, const char *name, size_t len, int access, bool other_pd)
 {
 	struct region *g;
@@ -262,93 +255,31 @@ static void act_post_send(struct run *r, char **tok, int ntok)
 {
 	struct xr_send_wr wr, *bad = NULL;
 	struct xr_sge sge;
-	struct region *src = region_by_name(r, "lbuf");
-	uint64_t off = 0, v;
-	int want = expected_rc(tok, &ntok), op = -1;
-	bool lkey_set = false, len_set = false;
-	uint32_t ud_qkey = r->o.qkey, ud_dqpn = r->peer_qpn;
+	struct send_args a;
 
-	if (ntok < 2) {
-		fail(r, "post_send OP [len= va= rkey= ...]");
+	if (!parse_send(r, tok, ntok, &a))
 		return;
-	}
-	for (size_t i = 0; i < sizeof(wr_opcodes) / sizeof(wr_opcodes[0]); i++)
-		if (!strcmp(tok[1], wr_opcodes[i].name))
-			op = wr_opcodes[i].v;
-	if (op < 0) {
-		fail(r, "unknown work request '%s'", tok[1]);
-		return;
-	}
 	memset(&wr, 0, sizeof(wr));
 	memset(&sge, 0, sizeof(sge));
-	wr.opcode = (enum xr_wr_opcode)op;
-	wr.wr_id = r->next_wr_id++;
-	wr.send_flags = XR_SEND_SIGNALED;
+	wr.opcode = (enum xr_wr_opcode)a.op;
+	wr.wr_id = a.id;
+	wr.send_flags = a.flags;
 	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	sge.length = (op == XR_WR_ATOMIC_CMP_AND_SWP || op == XR_WR_ATOMIC_FETCH_AND_ADD) ? 8 : 0;
-	wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)region_by_name(r, "mr")->mem;
-	wr.wr.rdma.rkey = region_by_name(r, "mr")->rkey;
-	for (int i = 2; i < ntok; i++) {
-		char *k, *val;
-		if (!strcmp(tok[i], "fence")) { wr.send_flags |= XR_SEND_FENCE; continue; }
-		if (!strcmp(tok[i], "solicited")) { wr.send_flags |= XR_SEND_SOLICITED; continue; }
-		if (!strcmp(tok[i], "inline")) { wr.send_flags |= XR_SEND_INLINE; continue; }
-		if (!strcmp(tok[i], "unsignaled")) { wr.send_flags &= ~(unsigned)XR_SEND_SIGNALED; continue; }
-		if (!kv(r, tok[i], &k, &val))
-			return;
-		if (!strcmp(k, "sge")) {
-			src = region_by_name(r, val);
-			if (!src) {
-				fail(r, "no region '%s'", val);
-				return;
-			}
-			continue;
-		}
-		if (!eval(r, val, &v))
-			return;
-		if (!strcmp(k, "len")) { sge.length = (uint32_t)v; len_set = true; }
-		else if (!strcmp(k, "off")) off = v;
-		else if (!strcmp(k, "lkey")) { sge.lkey = (uint32_t)v; lkey_set = true; }
-		else if (!strcmp(k, "va")) wr.wr.rdma.remote_addr = v;
-		else if (!strcmp(k, "rkey")) wr.wr.rdma.rkey = (uint32_t)v;
-		else if (!strcmp(k, "id")) wr.wr_id = v;
-		else if (!strcmp(k, "imm")) wr.imm_data = (uint32_t)v;
-		else if (!strcmp(k, "inv")) wr.invalidate_rkey = (uint32_t)v;
-		else if (!strcmp(k, "swap")) wr.wr.atomic.swap = v;
-		else if (!strcmp(k, "cmp") || !strcmp(k, "add")) wr.wr.atomic.compare_add = v;
-		else if (!strcmp(k, "num_sge")) {
-			/* A line gives one SGE. More than the QP takes tests the
-			 * refusal (nothing is read); 2..max would read SGEs that
-			 * are not there. */
-			if (v > 1 && (v <= XR_WQE_BLOCK_SGE || v > INT_MAX)) {
-				fail(r, "num_sge=%s: a line gives one SGE (num_sge 0 or 1, or above the QP's %d to test "
-					"the refusal)", val, XR_WQE_BLOCK_SGE);
-				return;
-			}
-			wr.num_sge = (int)v;
-		}
-		else if (!strcmp(k, "qkey")) ud_qkey = (uint32_t)v;
-		else if (!strcmp(k, "dqpn")) ud_dqpn = (uint32_t)v;
-		else {
-			fail(r, "unknown post_send option '%s'", k);
-			return;
-		}
+	wr.num_sge = a.num_sge;
+	sge.addr = (uint64_t)(uintptr_t)a.src->mem + a.off;
+	sge.length = a.len;
+	sge.lkey = a.lkey;
+	wr.imm_data = a.imm;
+	wr.invalidate_rkey = a.inv;
+	if (a.atomic) {
+		wr.wr.atomic.remote_addr = a.va;
+		wr.wr.atomic.rkey = a.rkey;
+		wr.wr.atomic.compare_add = a.cmp_add;
+		wr.wr.atomic.swap = a.swap;
+	} else {
+		wr.wr.rdma.remote_addr = a.va;
+		wr.wr.rdma.rkey = a.rkey;
 	}
-	(void)len_set;
-	sge.addr = (uint64_t)(uintptr_t)src->mem + off;
-	if (!lkey_set)
-		sge.lkey = src->lkey;
-	if (op == XR_WR_ATOMIC_CMP_AND_SWP || op == XR_WR_ATOMIC_FETCH_AND_ADD) {
-		uint64_t va = wr.wr.rdma.remote_addr, cmp_add = wr.wr.atomic.compare_add, swap = wr.wr.atomic.swap;
-		uint32_t rkey = wr.wr.rdma.rkey;
-		wr.wr.atomic.remote_addr = va;
-		wr.wr.atomic.rkey = rkey;
-		wr.wr.atomic.compare_add = cmp_add;
-		wr.wr.atomic.swap = swap;
-	}
-	if (op == XR_WR_LOCAL_INV)
-		wr.num_sge = 0;
 	if (r->o.type == XR_QPT_UD) {
 		/* UD: to P through an address handle (made once) */
 		if (!r->ah) {
@@ -362,10 +293,10 @@ static void act_post_send(struct run *r, char **tok, int ntok)
 			}
 		}
 		wr.wr.ud.ah = r->ah;
-		wr.wr.ud.remote_qpn = ud_dqpn;
-		wr.wr.ud.remote_qkey = ud_qkey;
+		wr.wr.ud.remote_qpn = a.dqpn;
+		wr.wr.ud.remote_qkey = a.qkey;
 	}
-	check_rc(r, "post_send", xr_post_send(r->qp, &wr, &bad), want);
+	check_rc(r, "post_send", xr_post_send(r->qp, &wr, &bad), a.want_rc);
 	settle(r);
 }
 

@@ -6,7 +6,9 @@
  * UDP link bound to the host's address. Time is real: `>` waits for a
  * packet (up to RXE_WAIT_MS), `> none`, `cqe ... none` and the end of a
  * script wait a guard time (RXE_GUARD_MS) in which nothing may come.
- * Only lines the agent can serve reach here (script.c: eligible()).
+ * Only lines the agent can serve reach here (script.c: eligible()); in
+ * record mode that includes the requester side (post_send, injected
+ * responses, `+T` as a real wait) for diff_rxe.py's requester campaign.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -331,6 +333,44 @@ static void act_post_recv(struct run *r, char **tok, int ntok)
 	rxe_settle(r);
 }
 
+/* Record mode only (script.c: eligible()): the requester side. */
+static void act_post_send(struct run *r, char **tok, int ntok)
+{
+	struct send_args a;
+	char ans[128], lkey[16] = "-";
+
+	if (!parse_send(r, tok, ntok, &a))
+		return;
+	if (a.num_sge != 1 || (a.flags & XR_SEND_INLINE) || a.op == XR_WR_SEND_WITH_INV || a.op == XR_WR_LOCAL_INV) {
+		fail(r, "post_send on rxe: one SGE, not inline, no send_inv or local_inv");
+		return;
+	}
+	if (a.lkey_set)
+		snprintf(lkey, sizeof(lkey), "0x%x", a.lkey);
+	if (agent(r, ans, sizeof(ans), "post_send %s %s %llu %u %s 0x%llx 0x%x %llu 0x%x 0x%llx 0x%llx %u", a.opname,
+		  a.src->name, (unsigned long long)a.off, a.len, lkey, (unsigned long long)a.va, a.rkey,
+		  (unsigned long long)a.id, a.imm, (unsigned long long)a.cmp_add, (unsigned long long)a.swap, a.flags))
+		check_rc(r, "post_send", ans, a.want_rc);
+	rxe_settle(r);
+}
+
+/* `+T`: rxe's timers run in real time, so the script's clock is the wall
+ * clock here: wait T (at most 20 s), then collect what rxe did. */
+static void act_time(struct run *r, const char *t)
+{
+	char *end;
+	double v = strtod(t + 1, &end);
+	double ms = !strcmp(end, "ns") ? v / 1e6 : !strcmp(end, "us") ? v / 1e3 : !strcmp(end, "ms") ? v :
+		    !strcmp(end, "s") ? v * 1e3 : -1;
+
+	if (end == t + 1 || ms < 0 || ms > 20000) {
+		fail(r, "time step on rxe is +N(ns|us|ms|s), at most 20 s: '%s'", t);
+		return;
+	}
+	sleep_ms((unsigned)ms);
+	rxe_settle(r);
+}
+
 static void act_modify(struct run *r, char **tok, int ntok)
 {
 	int want = expected_rc(tok, &ntok), s = -1;
@@ -481,6 +521,8 @@ static bool rxe_action(struct run *r, char **tok, int ntok)
 	if (!strcmp(c, "qp")) qp_line(r, tok, ntok);   /* only the options, into r->o */
 	else if (!strcmp(c, "mr")) act_mr(r, tok, ntok);
 	else if (!strcmp(c, "post_recv")) act_post_recv(r, tok, ntok);
+	else if (!strcmp(c, "post_send")) act_post_send(r, tok, ntok);
+	else if (c[0] == '+') act_time(r, c);
 	else if (!strcmp(c, "modify_qp")) act_modify(r, tok, ntok);
 	else if (!strcmp(c, "cqe")) act_cqe(r, tok, ntok);
 	else if (!strcmp(c, "state")) act_state(r, tok, ntok);

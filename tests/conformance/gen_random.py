@@ -12,11 +12,16 @@ expectations: conformance_run --record prints what N did.
 
 Deterministic: the same seed gives the same script.
 
-  gen_random.py [--seed S] [--count N] [--faults F] OUTDIR
+  gen_random.py [--seed S] [--count N] [--faults F] [--side resp|req] OUTDIR
+
+--side req writes requester-side scripts instead (gen_req.py: N posts
+send WRs, the script answers as the responder, with faults).
 """
 import argparse
 import os
 import random
+
+import gen_req
 
 MASK = 0xFFFFFF
 MR_LEN = 65536
@@ -316,19 +321,27 @@ class Gen:
         return "\n".join(self.lines) + "\n"
 
 
+def make(seed, side="resp", faults=None, rxe_safe=True, timer=None, overdepth=False):
+    """One script's text: a responder-side (Gen) or requester-side (gen_req.ReqGen) one."""
+    if side == "req":
+        return gen_req.ReqGen(seed, faults, timer, overdepth).script()
+    return Gen(seed, faults, rxe_safe).script()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=1)
     ap.add_argument("--faults", type=int, default=None, help="faults per script (default: random, 0-3)")
     ap.add_argument("--unsafe", action="store_true", help="also what crashes rxe 6.1 (a payload on a WRITE of DMA length 0)")
+    ap.add_argument("--side", choices=["resp", "req"], default="resp", help="N's responder (default) or requester")
     ap.add_argument("outdir")
     a = ap.parse_args()
     os.makedirs(a.outdir, exist_ok=True)
     for k in range(a.count):
         s = a.seed + k
         with open(os.path.join(a.outdir, f"rnd_{s:06d}.pkt"), "w") as f:
-            f.write(Gen(s, a.faults, not a.unsafe).script())
+            f.write(make(s, a.side, a.faults, not a.unsafe))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@
  *
  *   @L<line> <the line>
  *     pkt OPCODE psn=N [aeth=ACK|RNR:T|NAK_SEQ|NAK_INV|NAK_ACC|NAK_OP|..] [msn=N]
- *         [len=N fnv=H] [orig=0x..]
+ *         [reth=REGION+OFF/DLEN] [atomic=REGION+OFF swap=0x.. cmp=0x..] [imm=0x..]
+ *         [len=N fnv=H] [orig=0x..]      (a request N sent: where it points, by region)
  *     cqe send|recv id=N STATUS [OPCODE len=N] [imm=0x..|inv=REGION.rkey] [flags=..]
  *     rc WHAT=N
  *     state S                       (when it changed)
@@ -63,18 +64,42 @@ static void aeth_text(uint8_t syn, char *buf, size_t n)
 	}
 }
 
+/* A remote address by the region it falls in (addresses differ per device). */
+static void va_text(struct run *r, uint64_t va, uint32_t rkey, char *buf, size_t n)
+{
+	for (int i = 0; i < r->nreg; i++) {
+		uint64_t base = r->ops->va(r, &r->reg[i]);
+		if (r->reg[i].rkey == rkey && va >= base && va - base <= r->reg[i].len) {
+			snprintf(buf, n, "%s+%llu", r->reg[i].name, (unsigned long long)(va - base));
+			return;
+		}
+	}
+	snprintf(buf, n, "other");
+}
+
 static void print_packets(struct run *r)
 {
 	while (held_count(r)) {
 		struct held *h = &r->held[r->held_head++];
 		struct xr_pkt p;
-		char a[24];
+		char a[48];
 
 		if (xr_pkt_parse(h->data, h->len, 0, 0, &p) != XR_PARSE_OK) {
 			printf("  pkt unparsable len=%u\n", h->len);
 			continue;
 		}
 		printf("  pkt %s psn=%u", peer_opname(p.opcode), p.psn);
+		if (p.op->hdrs & XR_H_RETH) {
+			va_text(r, p.reth.va, p.reth.rkey, a, sizeof(a));
+			printf(" reth=%s/%u", a, p.reth.len);
+		}
+		if (p.op->hdrs & XR_H_ATMETH) {
+			va_text(r, p.atomic.va, p.atomic.rkey, a, sizeof(a));
+			printf(" atomic=%s swap=0x%llx cmp=0x%llx", a, (unsigned long long)p.atomic.swap_add,
+			       (unsigned long long)p.atomic.compare);
+		}
+		if (p.op->hdrs & XR_H_IMMDT)
+			printf(" imm=0x%x", p.imm);
 		if (p.op->hdrs & XR_H_AETH) {
 			aeth_text(p.aeth.syndrome, a, sizeof(a));
 			printf(" aeth=%s msn=%u", a, p.aeth.msn);

@@ -142,6 +142,16 @@ struct modify_args { struct xr_qp_attr a; int mask, want_rc; };
 struct mem_args { uint64_t addr, len; bool set; const char *spec; };   /* set: `:=` */
 struct mw_args { const char *name; uint64_t type; bool other_pd; };
 struct cqe_args { bool send, none; };
+struct send_args {               /* a post_send line: one WR, one SGE in src+off */
+	int op;                      /* XR_WR_* */
+	const char *opname;          /* its name in the line (write, read, ...) */
+	struct region *src;
+	uint64_t off, va, id, swap, cmp_add;
+	uint32_t len, lkey, rkey, imm, inv, qkey, dqpn;
+	unsigned flags;              /* XR_SEND_* (ibv_send_flags' values) */
+	int num_sge, want_rc;
+	bool lkey_set, atomic;
+};
 struct cqe_got {                 /* a completion, as the device reports it */
 	uint64_t wr_id, byte_len, imm, src_qp;
 	int status;
@@ -164,6 +174,7 @@ void qp_line(struct run *r, char **tok, int ntok);
 void mr_line(struct run *r, char **tok, int ntok, add_region_fn add);
 bool parse_alloc_mw(struct run *r, char **tok, int ntok, struct mw_args *m);
 bool parse_recv(struct run *r, char **tok, int ntok, struct recv_args *a);
+bool parse_send(struct run *r, char **tok, int ntok, struct send_args *a);
 bool parse_modify(struct run *r, char **tok, int ntok, struct modify_args *m);
 struct region *parse_dereg(struct run *r, char **tok, int ntok, int *want_rc);
 int parse_state(struct run *r, char **tok, int ntok);

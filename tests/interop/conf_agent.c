@@ -14,6 +14,9 @@
  *              max_rd_atomic max_dest_rd_atomic access sq_depth rq_depth scq_depth
  *              rcq_depth sig_all
  *   post_recv NAME OFF LEN WR_ID          -> ok
+ *   post_send OP NAME OFF LEN LKEY VA RKEY WR_ID IMM CMP_ADD SWAP FLAGS -> ok
+ *        OP: write write_imm send send_imm read cas faa; LKEY "-" for the region's;
+ *        FLAGS: ibv_send_flags (the requester side, record mode only)
  *   poll send|recv                        -> none | wc WR_ID STATUS OPCODE BYTE_LEN IMM FLAGS SRC_QP
  *   query                                 -> ok STATE RQ_PSN
  *   modify STATE                          -> ok          (STATE: ibv_qp_state number)
@@ -311,6 +314,52 @@ static const char *wc_opcode_name(enum ibv_wc_opcode o)
 	}
 }
 
+/* One send WR with one SGE in region NAME (the script's post_send line). */
+static void cmd_post_send(FILE *out, char **tok, int ntok)
+{
+	static const struct { const char *name; enum ibv_wr_opcode op; } ops[] = {
+		{ "write", IBV_WR_RDMA_WRITE }, { "write_imm", IBV_WR_RDMA_WRITE_WITH_IMM },
+		{ "send", IBV_WR_SEND }, { "send_imm", IBV_WR_SEND_WITH_IMM }, { "read", IBV_WR_RDMA_READ },
+		{ "cas", IBV_WR_ATOMIC_CMP_AND_SWP }, { "faa", IBV_WR_ATOMIC_FETCH_AND_ADD },
+	};
+	struct ibv_send_wr wr, *bad = NULL;
+	struct ibv_sge sge;
+	struct reg *g;
+	int op = -1, rc;
+
+	for (size_t i = 0; ntok == 13 && i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (!strcmp(tok[1], ops[i].name))
+			op = (int)ops[i].op;
+	if (op < 0 || !qp || !(g = reg_by_name(tok[2])) || !g->mr) {
+		reply(out, "err %d usage: post_send OP NAME OFF LEN LKEY VA RKEY WR_ID IMM CMP_ADD SWAP FLAGS", EINVAL);
+		return;
+	}
+	memset(&wr, 0, sizeof(wr));
+	sge.addr = (uint64_t)(uintptr_t)g->mem + strtoull(tok[3], NULL, 0);
+	sge.length = (uint32_t)strtoul(tok[4], NULL, 0);
+	sge.lkey = strcmp(tok[5], "-") ? (uint32_t)strtoul(tok[5], NULL, 0) : g->mr->lkey;
+	wr.opcode = (enum ibv_wr_opcode)op;
+	wr.wr_id = strtoull(tok[8], NULL, 0);
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.imm_data = htonl((uint32_t)strtoul(tok[9], NULL, 0));   /* as the script's, on the wire */
+	wr.send_flags = (unsigned)strtoul(tok[12], NULL, 0);
+	if (op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = strtoull(tok[6], NULL, 0);
+		wr.wr.atomic.rkey = (uint32_t)strtoul(tok[7], NULL, 0);
+		wr.wr.atomic.compare_add = strtoull(tok[10], NULL, 0);
+		wr.wr.atomic.swap = strtoull(tok[11], NULL, 0);
+	} else {
+		wr.wr.rdma.remote_addr = strtoull(tok[6], NULL, 0);
+		wr.wr.rdma.rkey = (uint32_t)strtoul(tok[7], NULL, 0);
+	}
+	rc = ibv_post_send(qp, &wr, &bad);
+	if (rc)
+		reply(out, "err %d post_send", rc);
+	else
+		reply(out, "ok");
+}
+
 static void handle(FILE *out, char *line)
 {
 	char *tok[40], *save = NULL;
@@ -362,6 +411,8 @@ static void handle(FILE *out, char *line)
 			reply(out, "err %d post_recv", rc);
 		else
 			reply(out, "ok");
+	} else if (!strcmp(tok[0], "post_send")) {
+		cmd_post_send(out, tok, ntok);
 	} else if (!strcmp(tok[0], "poll")) {
 		struct ibv_wc wc;
 		struct ibv_cq *cq = ntok == 2 && !strcmp(tok[1], "send") ? scq : rcq;
