@@ -107,9 +107,12 @@ static void test_rnr_recovers_and_exhausts(void **state)
 	rs = (struct xr_sge){ (uintptr_t)h_data(&p.b) + 65536, 4096, p.b.mr->lkey };
 	fill(h_data(&p.a), 3000, 9);
 	assert_int_equal(xr_post_send(p.a.qp[0], &w, NULL), 0);
-	/* Nothing posted for 30 ms: RNR NAKs, no completion. */
+	/* Nothing posted for 30 ms, and until two RNR NAKs came (a thread
+	 * starved on a loaded machine may see fewer in 30 ms; at most 10 s):
+	 * RNR NAKs, no completion. */
 	until = h_now_ms() + 30;
-	while (h_now_ms() < until) {
+	for (uint64_t cap = until + 10000; h_now_ms() < cap &&
+	     (h_now_ms() < until || cnt(&p.a, XR_CNT_RX_RNR_NAK) < 2);) {
 		h_progress(&p);
 		if (xr_poll_cq(p.a.cq, 1, &wc))
 			fail_msg("completion during RNR: id %llu status %s (timeouts %llu, seq naks %llu, rnr %llu)",
