@@ -164,13 +164,16 @@ unsigned xr_sq_nsge(const struct xr_qp *qp, const struct xr_hw_wqe *w)
  * resent is held to the one started: req.c, reread_ok). */
 void xr_sq_copy(const struct xr_qp *qp, struct xr_hw_wqe *to, const struct xr_hw_wqe *w)
 {
+	enum { FIRST = 64 };   /* four SGEs, 64 inline bytes or a bind: most WQEs whole */
 	uint32_t body = XR_WQE_BODY(qp->ctx.sq_wqe_blocks), used;
 
-	memcpy(to, w, XR_WQE_HDR_SIZE);
+	/* One copy of fixed size, which the compiler inlines, then the rest. */
+	memcpy(to, w, XR_WQE_HDR_SIZE + FIRST);
 	used = to->flags & XR_SEND_INLINE ? to->length : to->num_sge * (uint32_t)sizeof(struct xr_sge);
-	if (used < sizeof(to->bind))
-		used = sizeof(to->bind);
-	memcpy(xr_wqe_body(to), xr_wqe_inline(w), used < body ? used : body);
+	if (used > body)
+		used = body;
+	if (used > FIRST)
+		memcpy(xr_wqe_body(to) + FIRST, xr_wqe_inline(w) + FIRST, used - FIRST);
 }
 
 const struct xr_hw_wqe *xr_sq_slot(const struct xr_qp *qp, uint16_t idx)
