@@ -92,7 +92,7 @@ struct xr_hw_wqe {
 		struct xr_hw_ud_av ud;    /* UD QPs: the datagram's address (docs/ud-uc-srq.md) */
 	};
 	/* The body, as in a one-block slot; larger slots go on past it:
-	 * reach SGEs and inline data through xr_wqe_sge and xr_wqe_inline. */
+	 * reach them through xr_wqe_body, xr_wqe_sges and xr_wqe_inline. */
 	union {
 		struct xr_sge sge[XR_WQE_BLOCK_SGE];
 		uint8_t inline_data[XR_WQE_BODY(0)];
