@@ -94,6 +94,7 @@ struct xr_qp_ctx {
 	uint64_t sq_base, rq_base;
 	uint8_t  sq_log_size, rq_log_size;
 	uint8_t  sq_wqe_blocks;           /* send WQE slot: XR_WQE_SIZE << this (ring.h) */
+	uint8_t  rq_wqe_blocks;           /* receive WQE slot: XR_RWQE_SIZE << this */
 	uint16_t sq_ci, rq_ci;            /* read-only: engine progress */
 	uint32_t qkey;                    /* UD Q_Key */
 	uint32_t srqn;                    /* 0: the QP's own receive queue */
@@ -144,6 +145,7 @@ int xr_regio_mr_invalidate(struct xr_regio *r, uint32_t index);
 struct xr_srq_ctx {
 	uint64_t base;                    /* ring of struct xr_hw_rwqe */
 	uint8_t  log_size;
+	uint8_t  wqe_blocks;              /* WQE slot: XR_RWQE_SIZE << this (ring.h) */
 	uint16_t limit;                   /* 0: disarmed */
 	uint32_t pd;
 	bool     valid;                   /* read-only */

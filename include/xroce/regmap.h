@@ -28,8 +28,8 @@
  * 3.0: 2^20 QPs: the QP doorbells moved to 0x800000 (8 MiB of them), the
  * register space is XR_REG_SPACE; counter qp_mem_alloc_fail added after
  * srq_limit_reached (the parser's drop counters moved). 3.1: EVLOG_MASK.
- * 3.2: QP_SQ_LOG_SIZE.wqe_blocks (send WQE slots of 512 and 1024 bytes; 0
- * is the one 256-byte slot of before). */
+ * 3.2: wqe_blocks in QP_SQ_LOG_SIZE, QP_RQ_LOG_SIZE and SRQ_LOG_SIZE (WQE
+ * slots of 512 and 1024 bytes; 0 is the one 256-byte slot of before). */
 #define XR_REGMAP_VERSION    0x00030002u   /* map version 3.2 */
 
 /* Capacities of this engine model (also readable from CAP_* registers). */
@@ -165,7 +165,7 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	X(QP_SQ_LOG_SIZE,  0x320, XR_RW, 0x00000000, "log_entries:0:5 wqe_blocks:8:2", "Send queue ring size, log2 of entries; wqe_blocks: a WQE slot's size, log2 of 256-byte blocks (0: 256 bytes, 1: 512, 2: 1024), whose body after the 64-byte header holds 12, 28 or 60 SGEs or 192, 448 or 960 bytes of inline data.") \
 	X(QP_RQ_BASE_LO,   0x324, XR_RW, 0x00000000, "", "Receive queue ring host address, bits 31:0.") \
 	X(QP_RQ_BASE_HI,   0x328, XR_RW, 0x00000000, "", "Receive queue ring host address, bits 63:32.") \
-	X(QP_RQ_LOG_SIZE,  0x32C, XR_RW, 0x00000000, "log_entries:0:5", "Receive queue ring size, log2 of entries.") \
+	X(QP_RQ_LOG_SIZE,  0x32C, XR_RW, 0x00000000, "log_entries:0:5 wqe_blocks:8:2", "Receive queue ring size, log2 of entries; wqe_blocks: a WQE slot's size, log2 of 256-byte blocks (0: 256 bytes, 1: 512, 2: 1024), whose body after the 16-byte header holds 15, 31 or 63 SGEs.") \
 	X(QP_SQ_CI,        0x330, XR_RO, 0x00000000, "index:0:16", "Send queue consumer index (WQEs the engine has completed).") \
 	X(QP_RQ_CI,        0x334, XR_RO, 0x00000000, "index:0:16", "Receive queue consumer index.") \
 	X(QP_COMMIT_MASK,  0x338, XR_RW, 0xFFFFFFFF, "", \
@@ -197,7 +197,7 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	  "SRQ command: 1 COMMIT (create from the shadow; on an existing SRQ only SRQ_LIMIT is applied), 2 READ, 3 DESTROY (refused with BUSY while QPs use it), 4 CLEAR.") \
 	X(SRQ_BASE_LO,     0x388, XR_RW, 0x00000000, "", "Receive WQE ring host address, bits 31:0 (receive WQE format).") \
 	X(SRQ_BASE_HI,     0x38C, XR_RW, 0x00000000, "", "Receive WQE ring host address, bits 63:32.") \
-	X(SRQ_LOG_SIZE,    0x390, XR_RW, 0x00000000, "log_entries:0:5", "Ring size, log2 of entries (1..15).") \
+	X(SRQ_LOG_SIZE,    0x390, XR_RW, 0x00000000, "log_entries:0:5 wqe_blocks:8:2", "Ring size, log2 of entries (1..15); wqe_blocks as QP_RQ_LOG_SIZE's.") \
 	X(SRQ_LIMIT,       0x394, XR_RW, 0x00000000, "limit:0:16", \
 	  "Limit (0: disarmed). When taking a WQE leaves fewer than this posted, the engine logs an srq_limit event once and clears the limit (ibv_modify_srq IBV_SRQ_LIMIT).") \
 	X(SRQ_PD,          0x398, XR_RW, 0x00000000, "pd:0:24", "Protection domain.") \

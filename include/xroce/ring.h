@@ -26,8 +26,15 @@
 #define XR_WQE_BLOCK_SGE   (XR_WQE_BODY(0) / 16)             /* 12 */
 #define XR_WQE_MAX_SGE     (XR_WQE_BODY(XR_WQE_MAX_BLOCKS_LOG) / 16)   /* 60 */
 #define XR_WQE_MAX_INLINE  XR_WQE_BODY(XR_WQE_MAX_BLOCKS_LOG)           /* 960 */
-#define XR_RWQE_SIZE       256
-#define XR_RWQE_MAX_SGE    15
+/* A receive WQE is a 16-byte header and its SGEs, in slots of one, two
+ * or four 256-byte blocks too (QP_RQ_LOG_SIZE.wqe_blocks,
+ * SRQ_LOG_SIZE.wqe_blocks). */
+#define XR_RWQE_SIZE       256       /* one block: the smallest slot */
+#define XR_RWQE_HDR_SIZE   16
+#define XR_RWQE_MAX_SIZE   (XR_RWQE_SIZE << XR_WQE_MAX_BLOCKS_LOG)
+#define XR_RWQE_BODY(blocks_log) (((unsigned)XR_RWQE_SIZE << (blocks_log)) - XR_RWQE_HDR_SIZE)
+#define XR_RWQE_BLOCK_SGE  (XR_RWQE_BODY(0) / 16)                        /* 15 */
+#define XR_RWQE_MAX_SGE    (XR_RWQE_BODY(XR_WQE_MAX_BLOCKS_LOG) / 16)   /* 63 */
 #define XR_CQE_SIZE        64
 
 /* Send WQE opcodes (values of ibv_wr_opcode). */
@@ -111,7 +118,7 @@ struct xr_hw_rwqe {
 	uint64_t wr_id;
 	uint32_t num_sge;
 	uint32_t length;          /* sum of the SGE lengths */
-	struct xr_sge sge[XR_RWQE_MAX_SGE];
+	struct xr_sge sge[XR_RWQE_BLOCK_SGE];   /* as in a one-block slot: xr_rwqe_sges */
 };
 
 /* Completion opcodes and status (values of ibv_wc_opcode, ibv_wc_status). */
@@ -173,7 +180,19 @@ static inline const struct xr_sge *xr_wqe_sges(const struct xr_hw_wqe *w)
 	return (const struct xr_sge *)(const void *)xr_wqe_inline(w);
 }
 
+/* The SGEs of a receive WQE whose slot may be larger than the struct. */
+static inline struct xr_sge *xr_rwqe_sges(struct xr_hw_rwqe *w)
+{
+	return (struct xr_sge *)(void *)((uint8_t *)w + XR_RWQE_HDR_SIZE);
+}
+
+static inline const struct xr_sge *xr_rwqe_sges_const(const struct xr_hw_rwqe *w)
+{
+	return (const struct xr_sge *)(const void *)((const uint8_t *)w + XR_RWQE_HDR_SIZE);
+}
+
 _Static_assert(sizeof(struct xr_hw_ud_av) == 40, "UD address vector size");
+_Static_assert(__builtin_offsetof(struct xr_hw_rwqe, sge) == XR_RWQE_HDR_SIZE, "receive WQE header size");
 _Static_assert(__builtin_offsetof(struct xr_hw_wqe, sge) == XR_WQE_HDR_SIZE, "send WQE header size");
 _Static_assert(sizeof(struct xr_hw_wqe) == XR_WQE_SIZE, "send WQE size");
 _Static_assert(sizeof(struct xr_hw_rwqe) == XR_RWQE_SIZE, "receive WQE size");

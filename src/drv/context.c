@@ -32,7 +32,7 @@ struct field {
 	X(hop_limit, QP_NET, "hop_limit") X(pcp, QP_NET, "pcp") X(vlan, QP_NET, "vlan") \
 	X(vid, QP_NET, "vid") X(sq_cqn, QP_SQ_CQN, "cqn") X(rq_cqn, QP_RQ_CQN, "cqn") X(pd, QP_PD, "pd") \
 	X(sq_log_size, QP_SQ_LOG_SIZE, "log_entries") X(rq_log_size, QP_RQ_LOG_SIZE, "log_entries") \
-	X(sq_wqe_blocks, QP_SQ_LOG_SIZE, "wqe_blocks") \
+	X(sq_wqe_blocks, QP_SQ_LOG_SIZE, "wqe_blocks") X(rq_wqe_blocks, QP_RQ_LOG_SIZE, "wqe_blocks") \
 	X(sq_ci, QP_SQ_CI, "index") X(rq_ci, QP_RQ_CI, "index") X(srqn, QP_SRQN, "srqn") \
 	X(rate_limit, QP_RATE_LIMIT, "mbps") X(cc_rate, QP_CC_RATE, "mbps") X(cc_target, QP_CC_TARGET, "mbps") \
 	X(cc_alpha, QP_CC_ALPHA, "alpha") X(ce_rcvd, QP_CE_RCVD, "count") X(cnp_sent, QP_CNP_SENT, "count") \
@@ -48,7 +48,8 @@ struct field {
 	X(overflow, CQ_STATE, "overflow")
 
 #define SRQ_FIELDS(X) \
-	X(log_size, SRQ_LOG_SIZE, "log_entries") X(limit, SRQ_LIMIT, "limit") X(pd, SRQ_PD, "pd") \
+	X(log_size, SRQ_LOG_SIZE, "log_entries") X(wqe_blocks, SRQ_LOG_SIZE, "wqe_blocks") \
+	X(limit, SRQ_LIMIT, "limit") X(pd, SRQ_PD, "pd") \
 	X(valid, SRQ_STATE, "valid") X(nqps, SRQ_STATE, "qps") X(ci, SRQ_CI, "index")
 
 #define FIELD_ENTRY(member, reg, fname) { XR_REG_##reg, fname, 0, 0, false },

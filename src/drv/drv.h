@@ -81,8 +81,9 @@ struct xr_srq {
 	struct xr_context *ctx;
 	struct xr_pd *pd;
 	uint32_t srqn;
-	struct xr_hw_rwqe *ring;
+	struct xr_hw_rwqe *ring;       /* slots of XR_RWQE_SIZE << blocks_log bytes: xr_rwqe_at */
 	uint32_t log, max_sge, limit;
+	uint8_t blocks_log;
 	uint16_t pi, ci;               /* ci: WQEs the engine took, as last read */
 	uint32_t nqps;                 /* QPs attached (destroy: EBUSY) */
 	pthread_mutex_t lock;
@@ -105,7 +106,7 @@ struct xr_qp {
 	struct xr_hw_wqe *sq;          /* slots of XR_WQE_SIZE << sq_blocks_log bytes: xr_sq_wqe */
 	struct xr_hw_rwqe *rq;
 	uint32_t sq_log, rq_log;
-	uint8_t sq_blocks_log;         /* the slot's size, log2 of 256-byte blocks */
+	uint8_t sq_blocks_log, rq_blocks_log;   /* the slots' sizes, log2 of 256-byte blocks */
 	uint16_t sq_pi, sq_ci, rq_pi, rq_ci;
 	pthread_mutex_t sq_lock, rq_lock;
 };
@@ -115,6 +116,24 @@ static inline struct xr_hw_wqe *xr_sq_wqe(const struct xr_qp *qp, uint32_t idx)
 {
 	size_t slot = (size_t)(idx & ((1u << qp->sq_log) - 1)) << (qp->sq_blocks_log + 8);
 	return (struct xr_hw_wqe *)(void *)((uint8_t *)qp->sq + slot);
+}
+
+/* Receive WQE slot idx (free-running) of a ring of 2^log slots of
+ * XR_RWQE_SIZE << blocks_log bytes. */
+static inline struct xr_hw_rwqe *xr_rwqe_at(struct xr_hw_rwqe *ring, uint32_t idx, uint32_t log, uint8_t blocks_log)
+{
+	size_t slot = (size_t)(idx & ((1u << log) - 1)) << (blocks_log + 8);
+	return (struct xr_hw_rwqe *)(void *)((uint8_t *)ring + slot);
+}
+
+/* The smallest receive WQE slot holding max_sge SGEs (ring.h). */
+static inline uint8_t xr_rwqe_blocks_log(uint32_t max_sge)
+{
+	uint8_t log = 0;
+
+	while (XR_RWQE_BODY(log) / sizeof(struct xr_sge) < max_sge)
+		log++;
+	return log;
 }
 
 /* The driver's locks hold the thread's interrupts, as a kernel driver's

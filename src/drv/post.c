@@ -269,7 +269,8 @@ int xr_post_recv(struct xr_qp *qp, struct xr_recv_wr *wr, struct xr_recv_wr **ba
 			rc = ENOMEM;
 			break;
 		}
-		rc = xr_rwqe_fill(&qp->rq[qp->rq_pi & (size - 1)], wr, qp->init.cap.max_recv_sge);
+		rc = xr_rwqe_fill(xr_rwqe_at(qp->rq, qp->rq_pi, qp->rq_log, qp->rq_blocks_log), wr,
+				  qp->init.cap.max_recv_sge);
 		if (rc)
 			break;
 		qp->rq_pi++;
@@ -299,8 +300,8 @@ int xr_rwqe_fill(struct xr_hw_rwqe *q, const struct xr_recv_wr *wr, unsigned max
 	}
 	q->wr_id = wr->wr_id;
 	q->num_sge = (uint32_t)wr->num_sge;
-	for (int i = 0; i < wr->num_sge; i++)
-		q->sge[i] = wr->sg_list[i];
+	if (wr->num_sge)
+		memcpy(xr_rwqe_sges(q), wr->sg_list, (size_t)wr->num_sge * sizeof(struct xr_sge));
 	q->length = len;
 	return 0;
 }

@@ -92,7 +92,8 @@ struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr)
 	qp->rq_log = log2_at_least(attr->cap.max_recv_wr < 2 ? 2 : attr->cap.max_recv_wr);
 	qp->sq_blocks_log = wqe_blocks_log(&attr->cap);
 	qp->sq = aligned_alloc(64, (size_t)XR_WQE_SIZE << (qp->sq_log + qp->sq_blocks_log));
-	qp->rq = aligned_alloc(64, (size_t)XR_RWQE_SIZE << qp->rq_log);
+	qp->rq_blocks_log = xr_rwqe_blocks_log(attr->cap.max_recv_sge);
+	qp->rq = aligned_alloc(64, (size_t)XR_RWQE_SIZE << (qp->rq_log + qp->rq_blocks_log));
 	if (!qp->sq || !qp->rq) {
 		free(qp->sq);
 		free(qp->rq);
@@ -119,6 +120,7 @@ struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr)
 	qp->hw.rq_base = (uintptr_t)qp->rq;
 	qp->hw.sq_log_size = (uint8_t)qp->sq_log;
 	qp->hw.sq_wqe_blocks = qp->sq_blocks_log;
+	qp->hw.rq_wqe_blocks = qp->rq_blocks_log;
 	qp->hw.rq_log_size = (uint8_t)qp->rq_log;
 	qp->hw.pkey = XR_DEFAULT_PKEY;
 	qp->hw.dst_port = XR_ROCE_UDP_PORT;

@@ -41,7 +41,8 @@ struct xr_srq *xr_create_srq(struct xr_pd *pd, struct xr_srq_init_attr *attr)
 	srq->pd = pd;
 	srq->log = log2_at_least(attr->attr.max_wr < 2 ? 2 : attr->attr.max_wr);
 	srq->max_sge = attr->attr.max_sge ? attr->attr.max_sge : 1;
-	srq->ring = aligned_alloc(64, (size_t)XR_RWQE_SIZE << srq->log);
+	srq->blocks_log = xr_rwqe_blocks_log(srq->max_sge);
+	srq->ring = aligned_alloc(64, (size_t)XR_RWQE_SIZE << (srq->log + srq->blocks_log));
 	if (!srq->ring) {
 		free(srq);
 		errno = ENOMEM;
@@ -51,6 +52,7 @@ struct xr_srq *xr_create_srq(struct xr_pd *pd, struct xr_srq_init_attr *attr)
 	memset(&hw, 0, sizeof(hw));
 	hw.base = (uintptr_t)srq->ring;
 	hw.log_size = (uint8_t)srq->log;
+	hw.wqe_blocks = srq->blocks_log;
 	hw.pd = pd->pdn;
 	/* srq_limit is not armed at create (ibv_create_srq(3)). */
 	drv_lock(&ctx->lock);
@@ -87,6 +89,7 @@ int xr_modify_srq(struct xr_srq *srq, struct xr_srq_attr *attr, int mask)
 	memset(&hw, 0, sizeof(hw));
 	hw.base = (uintptr_t)srq->ring;
 	hw.log_size = (uint8_t)srq->log;
+	hw.wqe_blocks = srq->blocks_log;
 	hw.pd = srq->pd->pdn;
 	hw.limit = (uint16_t)attr->srq_limit;
 	drv_lock(&srq->ctx->lock);
@@ -168,7 +171,7 @@ int xr_post_srq_recv(struct xr_srq *srq, struct xr_recv_wr *wr, struct xr_recv_w
 			rc = ENOMEM;
 			break;
 		}
-		rc = xr_rwqe_fill(&srq->ring[srq->pi & (size - 1)], wr, srq->max_sge);
+		rc = xr_rwqe_fill(xr_rwqe_at(srq->ring, srq->pi, srq->log, srq->blocks_log), wr, srq->max_sge);
 		if (rc)
 			break;
 		srq->pi++;

@@ -122,7 +122,8 @@ static const struct xr_hw_wqe *sq_slot(const struct xr_qp *qp, uint16_t idx)
 static const struct xr_hw_rwqe *rq_slot(const struct xr_qp *qp, uint16_t idx)
 {
 	uint32_t mask = (1u << qp->ctx.rq_log_size) - 1;
-	return (const struct xr_hw_rwqe *)(uintptr_t)(qp->ctx.rq_base + (uint64_t)(idx & mask) * XR_RWQE_SIZE);
+	return (const struct xr_hw_rwqe *)(uintptr_t)(qp->ctx.rq_base +
+						      ((uint64_t)(idx & mask) << (qp->ctx.rq_wqe_blocks + 8)));
 }
 
 static uint8_t wc_opcode_of(uint8_t wr)
@@ -174,6 +175,19 @@ void xr_sq_copy(const struct xr_qp *qp, struct xr_hw_wqe *to, const struct xr_hw
 		used = body;
 	if (used > FIRST)
 		memcpy(xr_wqe_body(to) + FIRST, xr_wqe_inline(w) + FIRST, used - FIRST);
+}
+
+void xr_rwqe_copy(struct xr_hw_rwqe *to, const struct xr_hw_rwqe *w, unsigned blocks)
+{
+	unsigned room = XR_RWQE_BODY(blocks) / sizeof(struct xr_sge);
+
+	/* The header and the first 15 SGEs in one copy of fixed size. */
+	memcpy(to, w, XR_RWQE_SIZE);
+	if (to->num_sge > room)
+		to->num_sge = room;
+	if (to->num_sge > XR_RWQE_BLOCK_SGE)
+		memcpy(xr_rwqe_sges(to) + XR_RWQE_BLOCK_SGE, xr_rwqe_sges_const(w) + XR_RWQE_BLOCK_SGE,
+		       (to->num_sge - XR_RWQE_BLOCK_SGE) * sizeof(struct xr_sge));
 }
 
 const struct xr_hw_wqe *xr_sq_slot(const struct xr_qp *qp, uint16_t idx)

@@ -180,12 +180,21 @@ struct xr_tx_proto {
 	struct xr_hdr_tmpl tmpl;             /* the same as Ethernet, IP and UDP bytes */
 };
 
+/* Room for a receive WQE copied from the largest slot (xr_rwqe_copy). */
+union xr_rwqe_copy {
+	struct xr_hw_rwqe w;
+	uint8_t slot[XR_RWQE_MAX_SIZE];
+};
+
 struct xr_qp_act {
 	union {                              /* requester: the WQE being segmented, */
 		struct xr_hw_wqe cur_wqe;    /* ...copied as far as it is used (xr_sq_copy) */
 		uint8_t cur_wqe_slot[XR_WQE_MAX_SIZE];
 	};
-	struct xr_hw_rwqe rwqe;              /* responder: the receive WQE being filled */
+	union {                              /* responder: the receive WQE being filled */
+		struct xr_hw_rwqe rwqe;
+		union xr_rwqe_copy rwqe_slot;
+	};
 	struct xr_resp_item q[XR_RESP_QUEUE];/* responder: what it owes, in PSN order */
 	struct xr_resp_held *held;           /* requests held behind READ responses (resp_tx.c) */
 	struct xr_qp_act *next_spare;        /* kept for reuse (qp.c) */
@@ -446,6 +455,11 @@ void xr_srq_detach(struct xr_engine *e, uint32_t srqn);
 enum xr_srq_take { XR_SRQ_TAKEN, XR_SRQ_EMPTY, XR_SRQ_TOO_SMALL };
 enum xr_srq_take xr_srq_take(struct xr_engine *e, struct xr_qp *qp, uint32_t min_len,
 			     struct xr_hw_rwqe *out, uint16_t *index);
+/* A receive WQE in a slot of XR_RWQE_SIZE << blocks bytes, copied: its
+ * header and its SGEs, no more than the slot holds (a bad WQE's length
+ * check then fails). `to` has room for the largest slot (union
+ * xr_rwqe_copy). */
+void xr_rwqe_copy(struct xr_hw_rwqe *to, const struct xr_hw_rwqe *w, unsigned blocks);
 void xr_tables_reset(struct xr_engine *e);
 void xr_tables_free(struct xr_engine *e);
 /* A QP not in RESET still completes into CQ cqn (its DESTROY is refused). */

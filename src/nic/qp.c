@@ -246,7 +246,7 @@ static enum xr_cmd_status validate(struct xr_engine *e, const struct xr_qp_ctx *
 		return XR_CMD_ST_BAD_CQ;
 	if (c->sq_log_size > 15 || c->rq_log_size > 15)   /* 16-bit doorbell indexes */
 		return XR_CMD_ST_BAD_RANGE;
-	if (c->sq_wqe_blocks > XR_WQE_MAX_BLOCKS_LOG)
+	if (c->sq_wqe_blocks > XR_WQE_MAX_BLOCKS_LOG || c->rq_wqe_blocks > XR_WQE_MAX_BLOCKS_LOG)
 		return XR_CMD_ST_BAD_RANGE;
 	/* Responder resources: as many as the response queue can always hold. */
 	if (c->max_dest_rd_atomic > XR_MAX_DEST_RD_ATOMIC || c->max_rd_atomic > XR_MAX_DEST_RD_ATOMIC)
@@ -301,6 +301,7 @@ static void merge(struct xr_qp_ctx *live, const struct xr_qp_ctx *s, uint32_t ma
 		live->rq_base = s->rq_base;
 		live->sq_log_size = s->sq_log_size;
 		live->sq_wqe_blocks = s->sq_wqe_blocks;
+		live->rq_wqe_blocks = s->rq_wqe_blocks;
 		live->rq_log_size = s->rq_log_size;
 	}
 #undef TAKE
@@ -348,7 +349,7 @@ static bool sq_psn_moves(const struct xr_qp *qp, const struct xr_qp_ctx *next)
 static bool anchors_change(const struct xr_qp_ctx *a, const struct xr_qp_ctx *b)
 {
 	return a->sq_base != b->sq_base || a->rq_base != b->rq_base || a->sq_log_size != b->sq_log_size ||
-	       a->sq_wqe_blocks != b->sq_wqe_blocks ||
+	       a->sq_wqe_blocks != b->sq_wqe_blocks || a->rq_wqe_blocks != b->rq_wqe_blocks ||
 	       a->rq_log_size != b->rq_log_size || a->sq_cqn != b->sq_cqn || a->rq_cqn != b->rq_cqn ||
 	       a->pd != b->pd || a->srqn != b->srqn;
 }

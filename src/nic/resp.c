@@ -146,9 +146,7 @@ bool xr_resp_take_rwqe(struct xr_engine *e, struct xr_qp *qp)
 	} else {
 		if (qp->rq_head == xr_qp_rq_pi(qp))
 			return false;
-		memcpy(&qp->act->rwqe, xr_rq_slot(qp, qp->rq_head), sizeof(qp->act->rwqe));
-		if (qp->act->rwqe.num_sge > XR_RWQE_MAX_SGE)
-			qp->act->rwqe.num_sge = XR_RWQE_MAX_SGE;   /* a bad WQE: its length check fails below */
+		xr_rwqe_copy(&qp->act->rwqe, xr_rq_slot(qp, qp->rq_head), qp->ctx.rq_wqe_blocks);
 		rs->rwqe_index = xr_rq_take_index(qp);
 	}
 	rs->have_rwqe = true;
@@ -292,7 +290,7 @@ static void rx_send(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *
 		nak(e, qp, XR_AETH_NAK_INV_REQ, p->psn, XR_WC_LOC_LEN_ERR);
 		return;
 	}
-	if (p->payload_len && (err = xr_sgl_write(e, qp->ctx.pd, qp->act->rwqe.sge, qp->act->rwqe.num_sge,
+	if (p->payload_len && (err = xr_sgl_write(e, qp->ctx.pd, xr_rwqe_sges(&qp->act->rwqe), qp->act->rwqe.num_sge,
 						  rs->recv_offset, p->payload, p->payload_len)) != 0) {
 		/* An unusable receive WQE (key, rights): remote operational error. */
 		nak(e, qp, XR_AETH_NAK_REM_OP, p->psn, (uint8_t)err);

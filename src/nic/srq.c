@@ -40,7 +40,8 @@ static enum xr_cmd_status srq_commit(struct xr_engine *e, struct xr_srq *srq)
 			st = XR_CMD_ST_BAD_RANGE;
 		else
 			srq->ctx.limit = c.limit;
-	} else if (c.log_size < 1 || c.log_size > 15 || !c.base || c.limit > (1u << c.log_size)) {
+	} else if (c.log_size < 1 || c.log_size > 15 || !c.base || c.limit > (1u << c.log_size) ||
+		   c.wqe_blocks > XR_WQE_MAX_BLOCKS_LOG) {
 		st = XR_CMD_ST_BAD_RANGE;
 	} else {
 		srq->ctx = c;
@@ -162,13 +163,11 @@ enum xr_srq_take xr_srq_take(struct xr_engine *e, struct xr_qp *qp, uint32_t min
 	if (srq->in_use && srq->head != srq->pi) {
 		uint32_t mask = (1u << srq->ctx.log_size) - 1;
 		const struct xr_hw_rwqe *w = (const struct xr_hw_rwqe *)(uintptr_t)
-			(srq->ctx.base + (uint64_t)(srq->head & mask) * XR_RWQE_SIZE);
+			(srq->ctx.base + ((uint64_t)(srq->head & mask) << (srq->ctx.wqe_blocks + 8)));
 		if (w->length < min_len) {
 			got = XR_SRQ_TOO_SMALL;
 		} else {
-			memcpy(out, w, sizeof(*out));
-			if (out->num_sge > XR_RWQE_MAX_SGE)
-				out->num_sge = XR_RWQE_MAX_SGE;   /* a bad WQE: its length check fails */
+			xr_rwqe_copy(out, w, srq->ctx.wqe_blocks);
 			*index = srq->head++;
 			srq->ctx.ci = srq->head;
 			got = XR_SRQ_TAKEN;

@@ -69,7 +69,7 @@ static bool uc_send(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *
 		drop_msg(e, qp, XR_CNT_DROP_UC_INVALID, XR_WC_REM_INV_REQ_ERR);   /* longer than the buffer */
 		return false;
 	}
-	if (p->payload_len && (err = xr_sgl_write(e, qp->ctx.pd, qp->act->rwqe.sge, qp->act->rwqe.num_sge,
+	if (p->payload_len && (err = xr_sgl_write(e, qp->ctx.pd, xr_rwqe_sges(&qp->act->rwqe), qp->act->rwqe.num_sge,
 						  rs->recv_offset, p->payload, p->payload_len)) != 0) {
 		abandon(qp);
 		xr_resp_fail_rwqe(e, qp, (uint8_t)err);

@@ -79,9 +79,7 @@ static bool take_for(struct xr_engine *e, struct xr_qp *qp, uint32_t len, struct
 	} else if (xr_rq_slot(qp, qp->rq_head)->length < len) {
 		got = XR_SRQ_TOO_SMALL;
 	} else {
-		memcpy(w, xr_rq_slot(qp, qp->rq_head), sizeof(*w));
-		if (w->num_sge > XR_RWQE_MAX_SGE)
-			w->num_sge = XR_RWQE_MAX_SGE;
+		xr_rwqe_copy(w, xr_rq_slot(qp, qp->rq_head), qp->ctx.rq_wqe_blocks);
 		*idx = xr_rq_take_index(qp);
 		got = XR_SRQ_TAKEN;
 	}
@@ -97,19 +95,20 @@ void xr_ud_rx(struct xr_engine *e, struct xr_qp *qp, const struct xr_pkt *p)
 	uint32_t len = GRH_LEN + p->payload_len;
 	struct xr_wc_info wc = { .status = XR_WC_SUCCESS, .opcode = XR_WC_RECV, .byte_len = len,
 				 .src_qp = p->deth.src_qp, .flags = XR_WC_GRH };
-	struct xr_hw_rwqe w;
+	union xr_rwqe_copy c;
+	struct xr_hw_rwqe *w = &c.w;
 	uint8_t grh[GRH_LEN];
 	int err;
 
 	if (!(p->op->flags & XR_OPF_SEND) || !(p->op->hdrs & XR_H_DETH))
 		return;   /* recv.c lets only UD opcodes through; be safe */
-	if (!take_for(e, qp, len, &w, &wc.wqe_index))
+	if (!take_for(e, qp, len, w, &wc.wqe_index))
 		return;
-	wc.wr_id = w.wr_id;
+	wc.wr_id = w->wr_id;
 	grh_of(p, grh);
-	err = xr_sgl_write(e, qp->ctx.pd, w.sge, w.num_sge, 0, grh, GRH_LEN);
+	err = xr_sgl_write(e, qp->ctx.pd, xr_rwqe_sges(w), w->num_sge, 0, grh, GRH_LEN);
 	if (!err && p->payload_len)
-		err = xr_sgl_write(e, qp->ctx.pd, w.sge, w.num_sge, GRH_LEN, p->payload, p->payload_len);
+		err = xr_sgl_write(e, qp->ctx.pd, xr_rwqe_sges(w), w->num_sge, GRH_LEN, p->payload, p->payload_len);
 	if (err) {
 		/* An unusable receive WQE (key, rights): it fails and the QP
 		 * with it, as on RC (A41; rxe uses no SQE, G4). */

@@ -323,14 +323,14 @@ static void scribble(struct in *in)
 			return;
 		base = c.base;
 		log = c.log_size;
+		stride = (uint64_t)XR_RWQE_SIZE << c.wqe_blocks;
 	} else {
 		struct xr_qp_ctx c;
 		if (xr_regio_qp_read(s->regs, xr_qp_num(s->qp[q]), &c))
 			return;
 		base = (how & 16) ? c.rq_base : c.sq_base;
 		log = (how & 16) ? c.rq_log_size : c.sq_log_size;
-		if (!(how & 16))
-			stride = (uint64_t)XR_WQE_SIZE << c.sq_wqe_blocks;
+		stride = (how & 16) ? (uint64_t)XR_RWQE_SIZE << c.rq_wqe_blocks : (uint64_t)XR_WQE_SIZE << c.sq_wqe_blocks;
 	}
 	if (!base || !log)
 		return;

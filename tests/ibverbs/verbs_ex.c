@@ -480,9 +480,10 @@ static void ud(const union ibv_gid *gid)
 	ibv_destroy_ah(ah);
 }
 
-/* A QP that asks for 400 inline bytes and 30 SGEs (rxe's sizes) gets
- * them: a 400-byte inline SEND and a WRITE gathered from 30 pieces; one
- * inline byte more than the largest slot holds is refused at creation. */
+/* A QP that asks for 400 inline bytes and 30 send SGEs (rxe's sizes)
+ * gets them, and one that asks for 32 receive SGEs: a 400-byte inline
+ * SEND scattered into 32 pieces, a WRITE gathered from 30; one inline
+ * byte more than the largest slot holds is refused at creation. */
 static void large_wqes(const union ibv_gid *gid)
 {
 	struct ibv_qp_init_attr ia = { .send_cq = scq, .recv_cq = rcq, .qp_type = IBV_QPT_RC,
@@ -500,14 +501,22 @@ static void large_wqes(const union ibv_gid *gid)
 	ia.cap.max_inline_data = 961;
 	check(!ibv_create_qp(pd, &ia), "961 inline bytes: refused");
 	ia.cap.max_inline_data = 0;
+	ia.cap.max_recv_sge = 32;
 	b = ibv_create_qp(pd, &ia);
+	check(b && ia.cap.max_recv_sge >= 32, "an RC QP with 32 receive SGEs");
 	if (!a || !b || to_rts(a, b->qp_num, gid) || to_rts(b, a->qp_num, gid)) {
 		check(0, "the large-WQE pair connected");
 		return;
 	}
 	for (unsigned i = 0; i < sizeof(msg); i++)
 		msg[i] = (uint8_t)(i * 3 + 1);
-	post_recv(b, 4001, 40000, 4096);
+	{
+		struct ibv_sge rs[32];
+		struct ibv_recv_wr r = { .wr_id = 4001, .sg_list = rs, .num_sge = 32 }, *rbad;
+		for (unsigned i = 0; i < 32; i++)   /* 13 bytes each, 416 in all, in order */
+			rs[i] = (struct ibv_sge){ (uintptr_t)dst + 40000 + 13 * i, 13, dst_mr->lkey };
+		check(!ibv_post_recv(b, &r, &rbad), "a receive of 32 SGEs posted");
+	}
 	sg[0] = (struct ibv_sge){ (uintptr_t)msg, sizeof(msg), 0 };
 	check(!ibv_post_send(a, &w, &bad), "a 400-byte inline SEND posted");
 	memset(msg, 0, sizeof(msg));   /* inline: the bytes were copied at post */

@@ -62,6 +62,7 @@ struct h_opts {
 	unsigned link_depth;                /* frames a mem link direction holds; 0: its default */
 	bool gather;                        /* a gather link (XR_MEM_GATHER; no fault then) */
 	uint32_t max_send_sge, max_inline;  /* 0: one-block WQE slots (12 SGEs, 192 bytes) */
+	uint32_t max_recv_sge;              /* 0: one-block receive WQE slots (15 SGEs) */
 };
 
 /* RESET to RTS toward peer (on peer_ctx) with o's path and timers. */
@@ -114,7 +115,7 @@ static inline int h_end_open(struct end *e, struct xr_link *l, const char *addr,
 	ia.cap.max_recv_wr = o->rq_depth ? o->rq_depth : 256;
 	/* By default one-block WQE slots, as most programs' QPs get. */
 	ia.cap.max_send_sge = o->max_send_sge ? o->max_send_sge : XR_WQE_BLOCK_SGE;
-	ia.cap.max_recv_sge = XR_RWQE_MAX_SGE;
+	ia.cap.max_recv_sge = o->max_recv_sge ? o->max_recv_sge : XR_RWQE_BLOCK_SGE;
 	ia.cap.max_inline_data = o->max_inline ? o->max_inline : XR_WQE_BODY(0);
 	for (unsigned i = 0; i < e->nqp; i++) {
 		e->qp[i] = xr_create_qp(e->pd, &ia);

@@ -588,7 +588,7 @@ static void test_completions_of_a_destroyed_qp(void **state)
 	ia.qp_type = XR_QPT_RC;
 	ia.cap.max_send_wr = ia.cap.max_recv_wr = SQ_DEPTH;
 	ia.cap.max_send_sge = XR_WQE_BLOCK_SGE;
-	ia.cap.max_recv_sge = XR_RWQE_MAX_SGE;
+	ia.cap.max_recv_sge = XR_RWQE_BLOCK_SGE;
 	p->a.qp[0] = xr_create_qp(p->a.pd, &ia);
 	assert_non_null(p->a.qp[0]);
 	assert_int_equal(xr_qp_num(p->a.qp[0]), qpn);   /* else this tests nothing */

@@ -194,7 +194,101 @@ static uint32_t commit(struct xr_regio *regs, uint32_t qpn, const struct xr_qp_c
 	return st;
 }
 
-/* Through the registers: a slot size beyond four blocks is refused, and
+/* n receive SGEs of uneven lengths, out of order in e's buffer from
+ * byte 1 MiB; their lengths' sum. */
+static uint32_t scatter_list(struct end *e, struct xr_sge *s, unsigned n)
+{
+	uint32_t total = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		s[i] = (struct xr_sge){ (uintptr_t)h_data(e) + (1u << 20) + 2048 * (n - i), 11 + 5 * i, e->mr->lkey };
+		total += s[i].length;
+	}
+	return total;
+}
+
+/* The bytes of a message of `total` bytes, byte k = k * 7 + 1, landed in
+ * the SGEs in order. */
+static void expect_scattered(const struct xr_sge *s, unsigned n)
+{
+	for (unsigned i = 0, at = 0; i < n; at += s[i].length, i++)
+		for (uint32_t k = 0; k < s[i].length; k++)
+			assert_int_equal(((uint8_t *)(uintptr_t)s[i].addr)[k], (uint8_t)((at + k) * 7 + 1));
+}
+
+static void send_pattern(struct xr_qp *qp, uint32_t len, uint64_t id)
+{
+	struct xr_sge s = { (uintptr_t)h_data(&P.a), len, P.a.mr->lkey };
+	struct xr_send_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1, .opcode = XR_WR_SEND,
+				.send_flags = XR_SEND_SIGNALED };
+	struct xr_send_wr *bad;
+
+	for (uint32_t k = 0; k < len; k++)
+		h_data(&P.a)[k] = (uint8_t)(k * 7 + 1);
+	assert_int_equal(xr_post_send(qp, &w, &bad), 0);
+}
+
+/* A SEND of several packets scattered into 63 receive SGEs: its own
+ * receive queue's (four-block slots), then an SRQ's; 64 are refused. */
+static void test_sixty_three_receive_sges(void **state)
+{
+	struct h_opts o = slot_opts(0, 0);
+	struct xr_sge s[XR_RWQE_MAX_SGE + 1];
+	struct xr_recv_wr r = { .wr_id = 7, .sg_list = s, .num_sge = XR_RWQE_MAX_SGE };
+	struct xr_srq_init_attr sa = { { 4, XR_RWQE_MAX_SGE, 0 } };
+	struct xr_qp_init_attr ia = { .send_cq = NULL, .qp_type = XR_QPT_RC,
+				      .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
+	struct xr_srq_ctx sc;
+	struct xr_qp *a2, *b2;
+	struct xr_srq *srq;
+	struct xr_recv_wr *rbad;
+	uint32_t total;
+
+	(void)state;
+	o.max_recv_sge = XR_RWQE_MAX_SGE;
+	open_with(o);
+	assert_int_equal(h_qp_read(&P.b).rq_wqe_blocks, XR_WQE_MAX_BLOCKS_LOG);
+	total = scatter_list(&P.b, s, XR_RWQE_MAX_SGE);
+	assert_int_equal(xr_post_recv(P.b.qp[0], &r, &rbad), 0);
+	send_pattern(P.a.qp[0], total, 1);
+	wait_ok(&P.a, XR_WC_SEND, total);
+	wait_ok(&P.b, XR_WC_RECV, total);
+	expect_scattered(s, XR_RWQE_MAX_SGE);
+	r.num_sge = XR_RWQE_MAX_SGE + 1;
+	assert_int_equal(xr_post_recv(P.b.qp[0], &r, &rbad), EINVAL);
+
+	/* The same through an SRQ of four-block slots. */
+	srq = xr_create_srq(P.b.pd, &sa);
+	assert_non_null(srq);
+	assert_int_equal(xr_regio_srq_read(xr_context_regs(P.b.ctx), xr_srq_num(srq), &sc), 0);
+	assert_int_equal(sc.wqe_blocks, XR_WQE_MAX_BLOCKS_LOG);
+	ia.send_cq = ia.recv_cq = P.a.cq;
+	a2 = xr_create_qp(P.a.pd, &ia);
+	ia.send_cq = ia.recv_cq = P.b.cq;
+	ia.srq = srq;
+	b2 = xr_create_qp(P.b.pd, &ia);
+	assert_non_null(a2);
+	assert_non_null(b2);
+	assert_int_equal(h_connect(a2, b2, P.b.ctx, &o, 300, 900), 0);
+	assert_int_equal(h_connect(b2, a2, P.a.ctx, &o, 900, 300), 0);
+	memset(h_data(&P.b) + (1u << 20), 0, 1u << 18);
+	r.num_sge = XR_RWQE_MAX_SGE;
+	r.wr_id = 8;
+	assert_int_equal(xr_post_srq_recv(srq, &r, &rbad), 0);
+	send_pattern(a2, total, 2);
+	wait_ok(&P.a, XR_WC_SEND, total);
+	wait_ok(&P.b, XR_WC_RECV, total);
+	expect_scattered(s, XR_RWQE_MAX_SGE);
+	r.num_sge = XR_RWQE_MAX_SGE + 1;
+	assert_int_equal(xr_post_srq_recv(srq, &r, &rbad), EINVAL);
+	assert_int_equal(xr_destroy_qp(a2), 0);
+	assert_int_equal(xr_destroy_qp(b2), 0);
+	assert_int_equal(xr_destroy_srq(srq), 0);
+	sa.attr.max_sge = XR_RWQE_MAX_SGE + 1;
+	assert_null(xr_create_srq(P.b.pd, &sa));
+}
+
+/* Through the registers: a send or receive slot size beyond four blocks is refused, and
  * so is a new slot size for a QP out of RESET (its WQEs would be read at
  * other addresses). */
 static void test_engine_checks_the_slot_size(void **state)
@@ -215,9 +309,13 @@ static void test_engine_checks_the_slot_size(void **state)
 	c.sq_wqe_blocks = XR_WQE_MAX_BLOCKS_LOG + 1;
 	assert_int_equal(commit(regs, qpn, &c, XR_QPM_RINGS), XR_CMD_ST_BAD_RANGE);
 	assert_int_equal(h_qp_read(&P.a).sq_wqe_blocks, 0);
-	c.sq_wqe_blocks = XR_WQE_MAX_BLOCKS_LOG;
+	c.sq_wqe_blocks = 0;
+	c.rq_wqe_blocks = XR_WQE_MAX_BLOCKS_LOG + 1;
+	assert_int_equal(commit(regs, qpn, &c, XR_QPM_RINGS), XR_CMD_ST_BAD_RANGE);
+	c.sq_wqe_blocks = c.rq_wqe_blocks = XR_WQE_MAX_BLOCKS_LOG;
 	assert_int_equal(commit(regs, qpn, &c, XR_QPM_RINGS), XR_CMD_ST_OK);
 	assert_int_equal(h_qp_read(&P.a).sq_wqe_blocks, XR_WQE_MAX_BLOCKS_LOG);
+	assert_int_equal(h_qp_read(&P.a).rq_wqe_blocks, XR_WQE_MAX_BLOCKS_LOG);
 }
 
 /* A READ in the ring's last slot whose SGEs the host clears and whose
@@ -291,6 +389,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_beyond_the_largest_slot_is_refused, teardown),
 		cmocka_unit_test_teardown(test_large_inline_arrives_whole, teardown),
 		cmocka_unit_test_teardown(test_sixty_sges_gather_and_scatter, teardown),
+		cmocka_unit_test_teardown(test_sixty_three_receive_sges, teardown),
 		cmocka_unit_test_teardown(test_engine_checks_the_slot_size, teardown),
 		cmocka_unit_test_teardown(test_scribbled_read_stays_in_its_slot, teardown),
 		cmocka_unit_test_teardown(test_scribbled_before_start_is_checked, teardown),
