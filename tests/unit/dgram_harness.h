@@ -15,7 +15,7 @@ static inline uint64_t d_counter(struct end *e, enum xr_counter c)
 }
 
 /* A UD QP on e (its CQ, or srq's WQEs), in RTS with Q_Key qkey. */
-static inline struct xr_qp *d_ud_qp(struct end *e, uint32_t qkey, struct xr_srq *srq)
+static inline struct xr_qp *d_ud_qp_sge(struct end *e, uint32_t qkey, struct xr_srq *srq, uint32_t max_recv_sge)
 {
 	struct xr_qp_init_attr ia;
 	struct xr_qp_attr a;
@@ -28,7 +28,7 @@ static inline struct xr_qp *d_ud_qp(struct end *e, uint32_t qkey, struct xr_srq 
 	ia.cap.max_send_wr = 256;
 	ia.cap.max_recv_wr = 256;
 	ia.cap.max_send_sge = 4;
-	ia.cap.max_recv_sge = 4;
+	ia.cap.max_recv_sge = max_recv_sge;
 	qp = xr_create_qp(e->pd, &ia);
 	if (!qp)
 		return NULL;
@@ -46,6 +46,11 @@ static inline struct xr_qp *d_ud_qp(struct end *e, uint32_t qkey, struct xr_srq 
 	if (xr_modify_qp(qp, &a, XR_QP_STATE | XR_QP_SQ_PSN))
 		return NULL;
 	return qp;
+}
+
+static inline struct xr_qp *d_ud_qp(struct end *e, uint32_t qkey, struct xr_srq *srq)
+{
+	return d_ud_qp_sge(e, qkey, srq, 4);
 }
 
 /* A UC QP on e, optionally on an SRQ, not yet connected. */

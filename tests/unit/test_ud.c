@@ -10,6 +10,7 @@
 
 #include "wire/bytes.h"
 #include "dgram_harness.h"
+#include "drv/drv.h"
 
 #define QKEY 0x1111u
 #define SLOT 2048   /* receive buffer stride in b's region */
@@ -549,6 +550,78 @@ static void test_no_wqe_and_refusals(void **state)
 	h_close(&p);
 }
 
+/* A UD receive WQE of 63 SGEs (a four-block slot): the GRH into the
+ * first, the payload scattered over the other 62. Then a host that sets
+ * num_sge to 255 in the last slot of a one-block ring: the engine reads
+ * no SGE past the slot (ASan) and the datagram fails the WQE. */
+static void test_ud_receive_slots(void **state)
+{
+	struct h_opts o = d_opts(false);
+	struct xr_sge s[XR_RWQE_MAX_SGE];
+	struct xr_recv_wr r = { .wr_id = 40, .sg_list = s, .num_sge = XR_RWQE_MAX_SGE };
+	struct pair p;
+	struct xr_qp *dst, *dst1, *src;
+	struct xr_ah *ah;
+	struct xr_hw_rwqe *w;
+	struct xr_wc wc;
+	uint32_t len = 0, at = 0;
+
+	(void)state;
+	assert_int_equal(h_open(&p, &o), 0);
+	dst = d_ud_qp_sge(&p.b, QKEY, NULL, XR_RWQE_MAX_SGE);
+	dst1 = d_ud_qp_sge(&p.b, QKEY, NULL, 1);
+	src = d_ud_qp(&p.a, QKEY, NULL);
+	ah = d_ah(&p.a, &p.b, 64, 0);
+	assert_non_null(dst);
+	assert_non_null(dst1);
+	assert_non_null(src);
+	assert_non_null(ah);
+	assert_int_equal(dst->rq_blocks_log, XR_WQE_MAX_BLOCKS_LOG);
+	s[0] = (struct xr_sge){ (uintptr_t)h_data(&p.b), 40, p.b.mr->lkey };
+	for (unsigned i = 1; i < XR_RWQE_MAX_SGE; i++) {
+		s[i] = (struct xr_sge){ (uintptr_t)h_data(&p.b) + 4096 + 64 * (XR_RWQE_MAX_SGE - i), 1 + i % 13,
+					p.b.mr->lkey };
+		len += s[i].length;
+	}
+	assert_true(len <= 1024);
+	fill(&p.a, 0, len, 3);
+	assert_int_equal(xr_post_recv(dst, &r, NULL), 0);
+	assert_int_equal(d_ud_send(src, &p.a, ah, xr_qp_num(dst), QKEY, 0, len, 0, 1), 0);
+	assert_true(next_recv(&p, &p.b, &wc, 1000));
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 40);
+	assert_int_equal(wc.byte_len, 40 + len);
+	for (unsigned i = 1; i < XR_RWQE_MAX_SGE; at += s[i].length, i++)
+		for (uint32_t k = 0; k < s[i].length; k++)
+			assert_int_equal(((uint8_t *)(uintptr_t)s[i].addr)[k], (uint8_t)(3 * 31 + (at + k) * 7 + 1));
+
+	/* one-block slots: the ring's last slot scribbled */
+	for (unsigned i = 0; i < (1u << dst1->rq_log); i++)
+		assert_int_equal(d_post_recv(dst1, &p.b, 65536 + SLOT * i, SLOT, 50 + i), 0);
+	for (unsigned i = 0; i + 1 < (1u << dst1->rq_log); i++) {
+		assert_int_equal(d_ud_send(src, &p.a, ah, xr_qp_num(dst1), QKEY, 0, 8, 0, 2), 0);
+		assert_true(next_recv(&p, &p.b, &wc, 1000));
+		assert_int_equal(wc.status, XR_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, 50 + i);
+		while (xr_poll_cq(p.a.cq, 1, &wc) == 1)   /* the sender's */
+			assert_int_equal(wc.status, XR_WC_SUCCESS);
+	}
+	w = xr_rwqe_at(dst1->rq, (1u << dst1->rq_log) - 1, dst1->rq_log, dst1->rq_blocks_log);
+	assert_int_equal(dst1->rq_blocks_log, 0);
+	memset(xr_rwqe_sges(w), 0, XR_RWQE_BODY(0));
+	w->num_sge = 255;
+	assert_int_equal(d_ud_send(src, &p.a, ah, xr_qp_num(dst1), QKEY, 0, 8, 0, 3), 0);
+	assert_true(next_recv(&p, &p.b, &wc, 1000));
+	assert_int_not_equal(wc.status, XR_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 50 + (1u << dst1->rq_log) - 1);
+	assert_true(h_guards_ok(&p.b));
+	xr_destroy_ah(ah);
+	xr_destroy_qp(src);
+	xr_destroy_qp(dst);
+	xr_destroy_qp(dst1);
+	h_close(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -561,6 +634,7 @@ int main(void)
 		cmocka_unit_test(test_grh_ipv4),
 		cmocka_unit_test(test_grh_ipv6),
 		cmocka_unit_test(test_no_wqe_and_refusals),
+		cmocka_unit_test(test_ud_receive_slots),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

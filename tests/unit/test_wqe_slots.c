@@ -382,6 +382,190 @@ static void test_scribbled_before_start_is_checked(void **state)
 	assert_true(h_guards_ok(&P.a));
 }
 
+/* Receive WQEs in two-block slots (16 SGEs: 512 bytes) around a ring of
+ * four more than once: each SEND lands in the WQE posted for it, then the
+ * WQEs left are flushed with their own wr_ids (the engine's RQ reads, the
+ * flush's included, at the slot's stride). */
+static void test_receive_slots_wrap_and_flush(void **state)
+{
+	struct h_opts o = slot_opts(0, 0);
+	enum { N = 16, DEPTH = 4 };
+	struct xr_sge s[N];
+	struct xr_recv_wr r = { .sg_list = s, .num_sge = N };
+	struct xr_recv_wr *rbad;
+	struct xr_qp_attr a;
+	struct xr_wc wc;
+	uint32_t total;
+
+	(void)state;
+	o.max_recv_sge = N;
+	o.rq_depth = DEPTH;
+	open_with(o);
+	assert_int_equal(h_qp_read(&P.b).rq_wqe_blocks, 1);
+	total = scatter_list(&P.b, s, N);
+	for (unsigned i = 0; i < 3 * DEPTH; i++) {
+		r.wr_id = 100 + i;
+		assert_int_equal(xr_post_recv(P.b.qp[0], &r, &rbad), 0);
+		memset(h_data(&P.b) + (1u << 20), 0, 2048 * (N + 1));
+		send_pattern(P.a.qp[0], total, i);
+		wait_ok(&P.a, XR_WC_SEND, total);
+		assert_int_equal(h_wait(&P, &P.b, &wc, 5000), 1);
+		assert_int_equal(wc.status, XR_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, 100 + i);
+		assert_int_equal(wc.byte_len, total);
+		expect_scattered(s, N);
+	}
+	for (unsigned i = 0; i < DEPTH; i++) {
+		r.wr_id = 200 + i;
+		assert_int_equal(xr_post_recv(P.b.qp[0], &r, &rbad), 0);
+	}
+	memset(&a, 0, sizeof(a));
+	a.qp_state = XR_QPS_ERR;
+	assert_int_equal(xr_modify_qp(P.b.qp[0], &a, XR_QP_STATE), 0);
+	for (unsigned i = 0; i < DEPTH; i++) {
+		assert_int_equal(h_wait(&P, &P.b, &wc, 5000), 1);
+		assert_int_equal(wc.status, XR_WC_WR_FLUSH_ERR);
+		assert_int_equal(wc.wr_id, 200 + i);
+	}
+	assert_true(h_guards_ok(&P.b));
+}
+
+/* A host that sets num_sge to 255 in a posted receive WQE, in the ring's
+ * last slot, of one- and two-block slots (an RQ, an SRQ): the engine
+ * reads no SGE past the slot (ASan: the ring is the driver's own
+ * allocation) and the message fails the WQE, as its bytes do not fit. */
+static void scribbled_receive(unsigned max_recv_sge, bool use_srq)
+{
+	struct h_opts o = slot_opts(0, 0);
+	struct xr_sge s = { 0, 64, 0 };
+	struct xr_recv_wr r = { .wr_id = 9, .sg_list = &s, .num_sge = 1 };
+	struct xr_srq_init_attr sa = { { 2, max_recv_sge, 0 } };
+	struct xr_qp_init_attr ia = { .qp_type = XR_QPT_RC,
+				      .cap = { .max_send_wr = 4, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1 } };
+	struct xr_recv_wr *rbad;
+	struct xr_srq *srq = NULL;
+	struct xr_qp *sender, *a2 = NULL, *b2 = NULL;
+	struct xr_hw_rwqe *w;
+	struct xr_wc wc;
+	unsigned blocks = max_recv_sge > XR_RWQE_BLOCK_SGE ? 1 : 0;
+
+	o.max_recv_sge = max_recv_sge;
+	o.rq_depth = 2;
+	open_with(o);
+	sender = P.a.qp[0];
+	s.addr = (uintptr_t)h_data(&P.b);
+	s.lkey = P.b.mr->lkey;
+	if (use_srq) {
+		srq = xr_create_srq(P.b.pd, &sa);
+		assert_non_null(srq);
+		ia.send_cq = ia.recv_cq = P.a.cq;
+		a2 = xr_create_qp(P.a.pd, &ia);
+		ia.send_cq = ia.recv_cq = P.b.cq;
+		ia.srq = srq;
+		b2 = xr_create_qp(P.b.pd, &ia);
+		assert_non_null(a2);
+		assert_non_null(b2);
+		assert_int_equal(h_connect(a2, b2, P.b.ctx, &o, 300, 900), 0);
+		assert_int_equal(h_connect(b2, a2, P.a.ctx, &o, 900, 300), 0);
+		sender = a2;
+	}
+	/* Slot 0 takes a good message, slot 1 (the last) is scribbled. */
+	for (unsigned i = 0; i < 2; i++) {
+		r.wr_id = 9 + i;
+		if (use_srq)
+			assert_int_equal(xr_post_srq_recv(srq, &r, &rbad), 0);
+		else
+			assert_int_equal(xr_post_recv(P.b.qp[0], &r, &rbad), 0);
+	}
+	w = use_srq ? xr_rwqe_at(srq->ring, 1, srq->log, srq->blocks_log)
+		    : xr_rwqe_at(P.b.qp[0]->rq, 1, P.b.qp[0]->rq_log, P.b.qp[0]->rq_blocks_log);
+	assert_int_equal(use_srq ? srq->blocks_log : P.b.qp[0]->rq_blocks_log, blocks);
+	assert_int_equal(w->wr_id, 10);
+	memset(xr_rwqe_sges(w), 0, XR_RWQE_BODY(blocks));
+	w->num_sge = 255;
+	w->length = 64;
+	send_pattern(sender, 64, 1);
+	wait_ok(&P.a, XR_WC_SEND, 64);
+	assert_int_equal(h_wait(&P, &P.b, &wc, 5000), 1);
+	assert_int_equal(wc.status, XR_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 9);
+	send_pattern(sender, 64, 2);
+	assert_int_equal(h_wait(&P, &P.b, &wc, 5000), 1);
+	assert_int_equal(wc.wr_id, 10);
+	assert_int_not_equal(wc.status, XR_WC_SUCCESS);
+	assert_true(h_guards_ok(&P.b));
+	if (use_srq) {
+		/* the sender's QP saw a NAK: drain what it reports */
+		while (h_wait(&P, &P.a, &wc, 200) == 1)
+			;
+		assert_int_equal(xr_destroy_qp(a2), 0);
+		assert_int_equal(xr_destroy_qp(b2), 0);
+		assert_int_equal(xr_destroy_srq(srq), 0);
+	}
+}
+
+static void test_scribbled_receive_stays_in_its_slot(void **state)
+{
+	(void)state;
+	scribbled_receive(XR_RWQE_BLOCK_SGE, false);
+}
+
+static void test_scribbled_receive_stays_in_its_slot_2blocks(void **state)
+{
+	(void)state;
+	scribbled_receive(XR_RWQE_BLOCK_SGE + 1, false);
+}
+
+static void test_scribbled_srq_receive_stays_in_its_slot(void **state)
+{
+	(void)state;
+	scribbled_receive(XR_RWQE_BLOCK_SGE + 1, true);
+}
+
+/* A live QP's receive slot size does not change (its posted WQEs would
+ * be read at other addresses); an SRQ's neither: ibv_modify_srq keeps
+ * it, a COMMIT of the live SRQ with another is only a limit change, and
+ * a new SRQ of a size beyond four blocks is refused. */
+static void test_receive_slot_size_stays(void **state)
+{
+	struct xr_srq_init_attr sa = { { 4, XR_RWQE_BLOCK_SGE + 1, 0 } };
+	struct xr_srq_attr ma = { .srq_limit = 2 };
+	struct xr_regio *regs;
+	struct xr_srq_ctx sc;
+	struct xr_qp_ctx c;
+	struct xr_srq *srq;
+	uint32_t st = 0xFFFF;
+
+	(void)state;
+	open_with(slot_opts(0, 0));
+	regs = xr_context_regs(P.a.ctx);
+	c = h_qp_read(&P.a);
+	assert_int_equal(c.rq_wqe_blocks, 0);
+	c.rq_wqe_blocks = 2;
+	assert_int_equal(commit(regs, xr_qp_num(P.a.qp[0]), &c, XR_QPM_RINGS), XR_CMD_ST_BAD_STATE);
+	assert_int_equal(h_qp_read(&P.a).rq_wqe_blocks, 0);
+
+	srq = xr_create_srq(P.a.pd, &sa);
+	assert_non_null(srq);
+	assert_int_equal(xr_modify_srq(srq, &ma, XR_SRQ_LIMIT), 0);
+	assert_int_equal(xr_regio_srq_read(regs, xr_srq_num(srq), &sc), 0);
+	assert_int_equal(sc.wqe_blocks, 1);
+	assert_int_equal(sc.limit, 2);
+	sc.wqe_blocks = 2;
+	sc.limit = 1;
+	assert_int_equal(xr_regio_srq_commit(regs, xr_srq_num(srq), &sc, &st), 0);
+	assert_int_equal(xr_regio_srq_read(regs, xr_srq_num(srq), &sc), 0);
+	assert_int_equal(sc.wqe_blocks, 1);
+	assert_int_equal(sc.limit, 1);
+	assert_int_equal(xr_destroy_srq(srq), 0);
+	/* a new SRQ, through the registers: four blocks at most */
+	sc.wqe_blocks = XR_WQE_MAX_BLOCKS_LOG + 1;
+	sc.limit = 0;
+	st = 0xFFFF;
+	(void)xr_regio_srq_commit(regs, 1, &sc, &st);
+	assert_int_equal(st, XR_CMD_ST_BAD_RANGE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -393,6 +577,11 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_checks_the_slot_size, teardown),
 		cmocka_unit_test_teardown(test_scribbled_read_stays_in_its_slot, teardown),
 		cmocka_unit_test_teardown(test_scribbled_before_start_is_checked, teardown),
+		cmocka_unit_test_teardown(test_receive_slots_wrap_and_flush, teardown),
+		cmocka_unit_test_teardown(test_scribbled_receive_stays_in_its_slot, teardown),
+		cmocka_unit_test_teardown(test_scribbled_receive_stays_in_its_slot_2blocks, teardown),
+		cmocka_unit_test_teardown(test_scribbled_srq_receive_stays_in_its_slot, teardown),
+		cmocka_unit_test_teardown(test_receive_slot_size_stays, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
