@@ -28,9 +28,11 @@
  * 3.0: 2^20 QPs: the QP doorbells moved to 0x800000 (8 MiB of them), the
  * register space is XR_REG_SPACE; counter qp_mem_alloc_fail added after
  * srq_limit_reached (the parser's drop counters moved). 3.1: EVLOG_MASK.
- * 3.2: wqe_blocks in QP_SQ_LOG_SIZE, QP_RQ_LOG_SIZE and SRQ_LOG_SIZE (WQE
- * slots of 512 and 1024 bytes; 0 is the one 256-byte slot of before). */
-#define XR_REGMAP_VERSION    0x00030002u   /* map version 3.2 */
+ * 3.2: QP_SQ_LOG_SIZE.wqe_blocks (send WQE slots of 512 and 1024 bytes; 0
+ * is the one 256-byte slot of before). 3.3: the same in QP_RQ_LOG_SIZE and
+ * SRQ_LOG_SIZE for receive WQEs (an engine of 3.2 ignores those bits and
+ * reads receive WQEs at a 256-byte stride). */
+#define XR_REGMAP_VERSION    0x00030003u   /* map version 3.3 */
 
 /* Capacities of this engine model (also readable from CAP_* registers). */
 #define XR_MAX_QP        (1u << 20)     /* QPNs 2 .. XR_MAX_QP-1 are usable (24 on the wire) */
