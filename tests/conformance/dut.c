@@ -221,7 +221,7 @@ bool dut_connect(struct run *r)
 	ia.cap.max_send_wr = r->o.sq_depth;
 	ia.cap.max_recv_wr = r->o.rq_depth;
 	ia.cap.max_send_sge = XR_WQE_BLOCK_SGE;
-	ia.cap.max_recv_sge = XR_RWQE_MAX_SGE;
+	ia.cap.max_recv_sge = XR_RWQE_BLOCK_SGE;   /* one-block slots, as the send side's: a line posts one SGE */
 	ia.cap.max_inline_data = XR_WQE_BODY(0);
 	r->qp = r->scq && r->rcq ? xr_create_qp(r->pd, &ia) : NULL;
 	if (!r->qp) {
