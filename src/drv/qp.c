@@ -92,7 +92,8 @@ struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr)
 	qp->rq_log = log2_at_least(attr->cap.max_recv_wr < 2 ? 2 : attr->cap.max_recv_wr);
 	qp->sq_blocks_log = wqe_blocks_log(&attr->cap);
 	qp->sq = aligned_alloc(64, (size_t)XR_WQE_SIZE << (qp->sq_log + qp->sq_blocks_log));
-	qp->rq_blocks_log = xr_rwqe_blocks_log(attr->cap.max_recv_sge);
+	/* A QP on an SRQ posts no receive WQE of its own: one-block slots. */
+	qp->rq_blocks_log = attr->srq ? 0 : xr_rwqe_blocks_log(attr->cap.max_recv_sge);
 	qp->rq = aligned_alloc(64, (size_t)XR_RWQE_SIZE << (qp->rq_log + qp->rq_blocks_log));
 	if (!qp->sq || !qp->rq) {
 		free(qp->sq);

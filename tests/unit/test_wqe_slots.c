@@ -566,6 +566,33 @@ static void test_receive_slot_size_stays(void **state)
 	assert_int_equal(st, XR_CMD_ST_BAD_RANGE);
 }
 
+/* A QP on an SRQ never posts to its own receive queue: asking for 63
+ * receive SGEs (as programs passing one cap to every QP do) does not give
+ * it 1024-byte slots of a ring nobody writes. */
+static void test_srq_qp_keeps_one_block_rq(void **state)
+{
+	struct xr_srq_init_attr sa = { { 4, 1, 0 } };
+	struct xr_qp_init_attr ia = { .qp_type = XR_QPT_RC,
+				      .cap = { .max_send_wr = 4, .max_recv_wr = 1024, .max_send_sge = 1,
+					       .max_recv_sge = XR_RWQE_MAX_SGE } };
+	struct xr_srq *srq;
+	struct xr_qp *qp;
+	struct xr_qp_ctx c;
+
+	(void)state;
+	open_with(slot_opts(0, 0));
+	srq = xr_create_srq(P.a.pd, &sa);
+	assert_non_null(srq);
+	ia.send_cq = ia.recv_cq = P.a.cq;
+	ia.srq = srq;
+	qp = xr_create_qp(P.a.pd, &ia);
+	assert_non_null(qp);
+	assert_int_equal(xr_regio_qp_read(xr_context_regs(P.a.ctx), xr_qp_num(qp), &c), 0);
+	assert_int_equal(c.rq_wqe_blocks, 0);
+	assert_int_equal(xr_destroy_qp(qp), 0);
+	assert_int_equal(xr_destroy_srq(srq), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -582,6 +609,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_scribbled_receive_stays_in_its_slot_2blocks, teardown),
 		cmocka_unit_test_teardown(test_scribbled_srq_receive_stays_in_its_slot, teardown),
 		cmocka_unit_test_teardown(test_receive_slot_size_stays, teardown),
+		cmocka_unit_test_teardown(test_srq_qp_keeps_one_block_rq, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
