@@ -27,24 +27,16 @@
 #include "xroce/verbs.h"
 #include "xroce/wire.h"
 
-#define check(c, ...) do { if (!(c)) { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } } while (0)
+#include "fuzz_util.h"
 
 enum { QP_RC, QP_RC_SRQ, QP_UC, QP_UD, NQP };
 enum { REG_ALL, REG_READ_ONLY, REG_LOCAL, REG_OTHER_PD, NREG };
-#define GUARD     64
-#define GUARD_VAL 0xA5
 #define PEER_QPN  0x100
 #define QKEY      0x11111111u
 #define MTU_BYTES 1024u
 #define MAX_STEPS 64
 #define ALL_ACCESS (XR_ACCESS_LOCAL_WRITE | XR_ACCESS_REMOTE_WRITE | XR_ACCESS_REMOTE_READ | \
 		    XR_ACCESS_REMOTE_ATOMIC)
-
-struct region {
-	uint8_t *alloc, *mem;
-	size_t len;
-	struct xr_mr *mr;
-};
 
 static struct {
 	struct xr_link *dut, *peer;
@@ -68,48 +60,6 @@ static struct {
 	unsigned touched;            /* QPs an input may have changed: brought up again */
 	bool reregistered;           /* REG_ALL's key changed: the SRQ's WQEs name the old */
 } F;
-
-/* The fuzzer's bytes, read in order; zeros once they run out. */
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint64_t rd(struct in *in, unsigned bytes)
-{
-	uint64_t v = 0;
-
-	for (unsigned i = 0; i < bytes; i++) {
-		v = v << 8 | (in->n ? *in->p : 0);
-		if (in->n)
-			in->p++, in->n--;
-	}
-	return v;
-}
-
-static uint64_t fuzz_clock(void *ctx)
-{
-	(void)ctx;
-	return F.now;
-}
-
-static uint8_t pattern(size_t i)
-{
-	return (uint8_t)(i * 13 + 5);
-}
-
-static void region_open(struct region *g, struct xr_pd *pd, size_t len, int access)
-{
-	g->len = len;
-	g->alloc = malloc(len + 2 * GUARD);
-	check(g->alloc, "out of memory");
-	g->mem = g->alloc + GUARD;
-	memset(g->alloc, GUARD_VAL, len + 2 * GUARD);
-	for (size_t i = 0; i < len; i++)
-		g->mem[i] = pattern(i);
-	g->mr = xr_reg_mr(pd, g->mem, len, access);
-	check(g->mr, "reg_mr failed");
-}
 
 static struct xr_qp *qp_create(enum xr_qp_type type, struct xr_srq *srq)
 {
@@ -137,7 +87,7 @@ static void init_once(void)
 	check(F.ctx, "open_device");
 	F.eng = xr_context_engine(F.ctx);
 	F.now = 1000000000ull;
-	xr_engine_set_clock(F.eng, fuzz_clock, NULL);
+	xr_engine_set_clock(F.eng, fuzz_clock, &F.now);
 	xr_gid_from_ipv4(&F.dut_gid, 0x0A000001);
 	xr_gid_from_ipv4(&F.peer_gid, 0x0A000002);
 	F.pd = xr_alloc_pd(F.ctx);

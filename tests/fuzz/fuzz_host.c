@@ -28,23 +28,15 @@
 #include "xroce/ring.h"
 #include "xroce/verbs.h"
 
-#define check(c, ...) do { if (!(c)) { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } } while (0)
+#include "fuzz_util.h"
 
 enum { QP_RC, QP_RC_SRQ, QP_UC, QP_UD, NQP };
 enum { REG_ALL, REG_RO, NREG };
-#define GUARD     64
-#define GUARD_VAL 0xA5
 #define QKEY      0x11111111u
 #define DEPTH     16
 #define MAX_STEPS 64
 #define ALL_ACCESS (XR_ACCESS_LOCAL_WRITE | XR_ACCESS_REMOTE_WRITE | XR_ACCESS_REMOTE_READ | \
 		    XR_ACCESS_REMOTE_ATOMIC)
-
-struct region {
-	uint8_t *alloc, *mem;
-	size_t len;
-	struct xr_mr *mr;
-};
 
 struct side {
 	struct xr_link *link;
@@ -66,48 +58,6 @@ static struct {
 	bool ready;
 } F;
 
-/* The fuzzer's bytes, read in order; zeros once they run out. */
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint64_t rd(struct in *in, unsigned bytes)
-{
-	uint64_t v = 0;
-
-	for (unsigned i = 0; i < bytes; i++) {
-		v = v << 8 | (in->n ? *in->p : 0);
-		if (in->n)
-			in->p++, in->n--;
-	}
-	return v;
-}
-
-static uint64_t fuzz_clock(void *ctx)
-{
-	(void)ctx;
-	return F.now;
-}
-
-static uint8_t pattern(size_t i)
-{
-	return (uint8_t)(i * 13 + 5);
-}
-
-static void region_open(struct region *g, struct xr_pd *pd, size_t len, int access)
-{
-	g->len = len;
-	g->alloc = malloc(len + 2 * GUARD);
-	check(g->alloc, "out of memory");
-	g->mem = g->alloc + GUARD;
-	memset(g->alloc, GUARD_VAL, len + 2 * GUARD);
-	for (size_t i = 0; i < len; i++)
-		g->mem[i] = pattern(i);
-	g->mr = xr_reg_mr(pd, g->mem, len, access);
-	check(g->mr, "reg_mr failed");
-}
-
 static void init_once(void)
 {
 	static const char *addr[2] = { "10.0.0.1", "10.0.0.2" };
@@ -121,7 +71,7 @@ static void init_once(void)
 		check(s->ctx, "open_device");
 		s->eng = xr_context_engine(s->ctx);
 		s->regs = xr_context_regs(s->ctx);
-		xr_engine_set_clock(s->eng, fuzz_clock, NULL);
+		xr_engine_set_clock(s->eng, fuzz_clock, &F.now);
 		xr_query_gid(s->ctx, &s->gid);
 		s->pd = xr_alloc_pd(s->ctx);
 		check(s->pd, "pd");

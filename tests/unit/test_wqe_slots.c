@@ -228,6 +228,23 @@ static void send_pattern(struct xr_qp *qp, uint32_t len, uint64_t id)
 	assert_int_equal(xr_post_send(qp, &w, &bad), 0);
 }
 
+/* A QP on a (sender) and one on b taking its receives from srq,
+ * connected to each other with o's path. */
+static void srq_pair(const struct h_opts *o, struct xr_srq *srq, struct xr_qp **a2, struct xr_qp **b2)
+{
+	struct xr_qp_init_attr ia = { .send_cq = P.a.cq, .recv_cq = P.a.cq, .qp_type = XR_QPT_RC,
+				      .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
+
+	*a2 = xr_create_qp(P.a.pd, &ia);
+	ia.send_cq = ia.recv_cq = P.b.cq;
+	ia.srq = srq;
+	*b2 = xr_create_qp(P.b.pd, &ia);
+	assert_non_null(*a2);
+	assert_non_null(*b2);
+	assert_int_equal(h_connect(*a2, *b2, P.b.ctx, o, 300, 900), 0);
+	assert_int_equal(h_connect(*b2, *a2, P.a.ctx, o, 900, 300), 0);
+}
+
 /* A SEND of several packets scattered into 63 receive SGEs: its own
  * receive queue's (four-block slots), then an SRQ's; 64 are refused. */
 static void test_sixty_three_receive_sges(void **state)
@@ -236,8 +253,6 @@ static void test_sixty_three_receive_sges(void **state)
 	struct xr_sge s[XR_RWQE_MAX_SGE + 1];
 	struct xr_recv_wr r = { .wr_id = 7, .sg_list = s, .num_sge = XR_RWQE_MAX_SGE };
 	struct xr_srq_init_attr sa = { { 4, XR_RWQE_MAX_SGE, 0 } };
-	struct xr_qp_init_attr ia = { .send_cq = NULL, .qp_type = XR_QPT_RC,
-				      .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
 	struct xr_srq_ctx sc;
 	struct xr_qp *a2, *b2;
 	struct xr_srq *srq;
@@ -262,15 +277,7 @@ static void test_sixty_three_receive_sges(void **state)
 	assert_non_null(srq);
 	assert_int_equal(xr_regio_srq_read(xr_context_regs(P.b.ctx), xr_srq_num(srq), &sc), 0);
 	assert_int_equal(sc.wqe_blocks, XR_WQE_MAX_BLOCKS_LOG);
-	ia.send_cq = ia.recv_cq = P.a.cq;
-	a2 = xr_create_qp(P.a.pd, &ia);
-	ia.send_cq = ia.recv_cq = P.b.cq;
-	ia.srq = srq;
-	b2 = xr_create_qp(P.b.pd, &ia);
-	assert_non_null(a2);
-	assert_non_null(b2);
-	assert_int_equal(h_connect(a2, b2, P.b.ctx, &o, 300, 900), 0);
-	assert_int_equal(h_connect(b2, a2, P.a.ctx, &o, 900, 300), 0);
+	srq_pair(&o, srq, &a2, &b2);
 	memset(h_data(&P.b) + (1u << 20), 0, 1u << 18);
 	r.num_sge = XR_RWQE_MAX_SGE;
 	r.wr_id = 8;
@@ -440,8 +447,6 @@ static void scribbled_receive(unsigned max_recv_sge, bool use_srq)
 	struct xr_sge s = { 0, 64, 0 };
 	struct xr_recv_wr r = { .wr_id = 9, .sg_list = &s, .num_sge = 1 };
 	struct xr_srq_init_attr sa = { { 2, max_recv_sge, 0 } };
-	struct xr_qp_init_attr ia = { .qp_type = XR_QPT_RC,
-				      .cap = { .max_send_wr = 4, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1 } };
 	struct xr_recv_wr *rbad;
 	struct xr_srq *srq = NULL;
 	struct xr_qp *sender, *a2 = NULL, *b2 = NULL;
@@ -458,15 +463,7 @@ static void scribbled_receive(unsigned max_recv_sge, bool use_srq)
 	if (use_srq) {
 		srq = xr_create_srq(P.b.pd, &sa);
 		assert_non_null(srq);
-		ia.send_cq = ia.recv_cq = P.a.cq;
-		a2 = xr_create_qp(P.a.pd, &ia);
-		ia.send_cq = ia.recv_cq = P.b.cq;
-		ia.srq = srq;
-		b2 = xr_create_qp(P.b.pd, &ia);
-		assert_non_null(a2);
-		assert_non_null(b2);
-		assert_int_equal(h_connect(a2, b2, P.b.ctx, &o, 300, 900), 0);
-		assert_int_equal(h_connect(b2, a2, P.a.ctx, &o, 900, 300), 0);
+		srq_pair(&o, srq, &a2, &b2);
 		sender = a2;
 	}
 	/* Slot 0 takes a good message, slot 1 (the last) is scribbled. */
