@@ -164,6 +164,13 @@ struct xr_hw_cqe {
 /* drv_flags: a completion of a QP since reset or destroyed (drv/cq.c). */
 #define XR_CQE_DRV_STALE 1
 
+/* The address of slot idx (free-running) of a ring at base of 2^log
+ * slots of 256 << blocks_log bytes: send, receive and SRQ rings alike. */
+static inline uintptr_t xr_ring_slot(uintptr_t base, uint32_t idx, uint32_t log, uint32_t blocks_log)
+{
+	return base + ((uintptr_t)(idx & ((1u << log) - 1)) << (blocks_log + 8));
+}
+
 /* The body of a WQE whose slot may be larger than the struct. */
 static inline uint8_t *xr_wqe_body(struct xr_hw_wqe *w)
 {

@@ -114,16 +114,14 @@ struct xr_qp {
 /* The send queue's slot idx (free-running). */
 static inline struct xr_hw_wqe *xr_sq_wqe(const struct xr_qp *qp, uint32_t idx)
 {
-	size_t slot = (size_t)(idx & ((1u << qp->sq_log) - 1)) << (qp->sq_blocks_log + 8);
-	return (struct xr_hw_wqe *)(void *)((uint8_t *)qp->sq + slot);
+	return (struct xr_hw_wqe *)xr_ring_slot((uintptr_t)qp->sq, idx, qp->sq_log, qp->sq_blocks_log);
 }
 
 /* Receive WQE slot idx (free-running) of a ring of 2^log slots of
  * XR_RWQE_SIZE << blocks_log bytes. */
 static inline struct xr_hw_rwqe *xr_rwqe_at(struct xr_hw_rwqe *ring, uint32_t idx, uint32_t log, uint8_t blocks_log)
 {
-	size_t slot = (size_t)(idx & ((1u << log) - 1)) << (blocks_log + 8);
-	return (struct xr_hw_rwqe *)(void *)((uint8_t *)ring + slot);
+	return (struct xr_hw_rwqe *)xr_ring_slot((uintptr_t)ring, idx, log, blocks_log);
 }
 
 /* The smallest receive WQE slot holding max_sge SGEs (ring.h). */

@@ -114,16 +114,14 @@ void xr_qp_to_sq_error(struct xr_engine *e, struct xr_qp *qp, uint8_t status)
 
 static const struct xr_hw_wqe *sq_slot(const struct xr_qp *qp, uint16_t idx)
 {
-	uint32_t mask = (1u << qp->ctx.sq_log_size) - 1;
-	return (const struct xr_hw_wqe *)(uintptr_t)(qp->ctx.sq_base +
-						     ((uint64_t)(idx & mask) << (qp->ctx.sq_wqe_blocks + 8)));
+	return (const struct xr_hw_wqe *)xr_ring_slot((uintptr_t)qp->ctx.sq_base, idx, qp->ctx.sq_log_size,
+						      qp->ctx.sq_wqe_blocks);
 }
 
 static const struct xr_hw_rwqe *rq_slot(const struct xr_qp *qp, uint16_t idx)
 {
-	uint32_t mask = (1u << qp->ctx.rq_log_size) - 1;
-	return (const struct xr_hw_rwqe *)(uintptr_t)(qp->ctx.rq_base +
-						      ((uint64_t)(idx & mask) << (qp->ctx.rq_wqe_blocks + 8)));
+	return (const struct xr_hw_rwqe *)xr_ring_slot((uintptr_t)qp->ctx.rq_base, idx, qp->ctx.rq_log_size,
+						       qp->ctx.rq_wqe_blocks);
 }
 
 static uint8_t wc_opcode_of(uint8_t wr)

@@ -161,9 +161,8 @@ enum xr_srq_take xr_srq_take(struct xr_engine *e, struct xr_qp *qp, uint32_t min
 		return XR_SRQ_EMPTY;
 	pthread_mutex_lock(&srq->lock);
 	if (srq->in_use && srq->head != srq->pi) {
-		uint32_t mask = (1u << srq->ctx.log_size) - 1;
-		const struct xr_hw_rwqe *w = (const struct xr_hw_rwqe *)(uintptr_t)
-			(srq->ctx.base + ((uint64_t)(srq->head & mask) << (srq->ctx.wqe_blocks + 8)));
+		const struct xr_hw_rwqe *w = (const struct xr_hw_rwqe *)xr_ring_slot(
+			(uintptr_t)srq->ctx.base, srq->head, srq->ctx.log_size, srq->ctx.wqe_blocks);
 		if (w->length < min_len) {
 			got = XR_SRQ_TOO_SMALL;
 		} else {
