@@ -135,6 +135,13 @@ struct xr_link_ops {
 	/* Optional (NULL: the link never carries gather frames): see
 	 * xr_link_settle. */
 	void (*settle)(struct xr_link *l);
+	/* Optional (NULL: the link hands its peer every frame whatever its
+	 * address, as the mem link): from now on receive (join) or stop
+	 * receiving (!join) frames sent to multicast group (xr_gid_is_mcast);
+	 * a received group frame carries the group's MAC (xr_gid_mcast_mac)
+	 * as its destination. The engine joins when a group's first QP
+	 * attaches and leaves when its last detaches. 0 or -errno. */
+	int (*mcast)(struct xr_link *l, const xr_gid *group, bool join);
 };
 
 struct xr_link {
@@ -168,6 +175,12 @@ static inline bool xr_link_tx_held(struct xr_link *l)
 	return l->ops->tx_held && l->ops->tx_held(l);
 }
 void xr_link_close(struct xr_link *l);
+/* Joins or leaves a multicast group (see mcast): 0 on a link without
+ * groups, which carries every frame anyway. */
+static inline int xr_link_mcast(struct xr_link *l, const xr_gid *group, bool join)
+{
+	return l->ops->mcast ? l->ops->mcast(l, group, join) : 0;
+}
 /* After it no gather frame this end sent reads the sender's memory any
  * more (their payloads copied in, or their readers done). */
 static inline void xr_link_settle(struct xr_link *l)

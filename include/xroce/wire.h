@@ -127,6 +127,12 @@ typedef struct { uint8_t raw[16]; } xr_gid;
 void xr_gid_from_ipv4(xr_gid *gid, uint32_t ipv4_host_order);
 bool xr_gid_is_ipv4(const xr_gid *gid);
 uint32_t xr_gid_to_ipv4(const xr_gid *gid);  /* host order */
+/* A multicast group: IPv4 224.0.0.0/4 (as ::ffff:a.b.c.d) or IPv6 ff00::/8. */
+bool xr_gid_is_mcast(const xr_gid *gid);
+/* The Ethernet address a group's frames go to: 01:00:5e and the low 23
+ * bits of an IPv4 group (RFC 1112), 33:33 and the low 32 bits of an IPv6
+ * one (RFC 2464). gid must be a group. */
+void xr_gid_mcast_mac(const xr_gid *gid, uint8_t mac[6]);
 /* Text forms: dotted IPv4 or any inet_pton IPv6 form; 0 or -EINVAL. */
 int xr_gid_parse(xr_gid *gid, const char *text);
 /* Writes an IPv4 or IPv6 text form; returns buf. */

@@ -36,6 +36,26 @@ uint32_t xr_gid_to_ipv4(const xr_gid *gid)
 	return get_be32(gid->raw + 12);
 }
 
+bool xr_gid_is_mcast(const xr_gid *gid)
+{
+	if (xr_gid_is_ipv4(gid))
+		return (gid->raw[12] & 0xF0) == 0xE0;
+	return gid->raw[0] == 0xFF;
+}
+
+void xr_gid_mcast_mac(const xr_gid *gid, uint8_t mac[6])
+{
+	if (xr_gid_is_ipv4(gid)) {
+		mac[0] = 0x01; mac[1] = 0x00; mac[2] = 0x5E;
+		mac[3] = gid->raw[13] & 0x7F;
+		mac[4] = gid->raw[14];
+		mac[5] = gid->raw[15];
+	} else {
+		mac[0] = 0x33; mac[1] = 0x33;
+		memcpy(mac + 2, gid->raw + 12, 4);
+	}
+}
+
 int xr_gid_parse(xr_gid *gid, const char *text)
 {
 	struct in_addr a4;
