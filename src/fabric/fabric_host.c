@@ -159,7 +159,7 @@ static int host_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capaci
 
 static const struct xr_link_ops host_ops = {
 	host_send, host_recv, host_wait_fd, host_alloc, host_free, host_is_up, host_close, host_resolve,
-	host_rx_backlog, NULL, NULL, NULL, NULL,
+	host_rx_backlog, NULL, NULL, NULL, NULL, NULL,
 };
 
 int xr_fabric_attach_host(struct xr_fabric *fab, const struct xr_fabric_port_cfg *pcfg,

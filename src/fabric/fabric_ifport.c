@@ -143,7 +143,7 @@ static void ifport_close(struct xr_link *l)
 
 static const struct xr_link_ops ifport_ops = {
 	ifport_send, ifport_recv, ifport_wait_fd, ifport_alloc, ifport_free, ifport_is_up, ifport_close, NULL, NULL, NULL,
-	NULL, NULL, NULL,
+	NULL, NULL, NULL, NULL,
 };
 
 struct xr_link *xr_fabric_ifport(const char *ifname)

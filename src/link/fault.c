@@ -196,9 +196,15 @@ static bool fault_tx_held(struct xr_link *l)
 	return held || xr_link_tx_held(ft->inner);
 }
 
+static int fault_mcast(struct xr_link *l, const xr_gid *group, bool join)
+{
+	struct fault *ft = l->priv;
+	return xr_link_mcast(ft->inner, group, join);
+}
+
 static const struct xr_link_ops fault_ops = {
 	fault_send, fault_recv, fault_wait_fd, fault_alloc, fault_free, fault_is_up, fault_close, fault_resolve,
-	fault_rx_backlog, fault_tx_held, NULL, NULL, NULL,
+	fault_rx_backlog, fault_tx_held, NULL, NULL, NULL, fault_mcast,
 };
 
 struct xr_link *xr_link_fault(struct xr_link *inner, const struct xr_fault_cfg *cfg)

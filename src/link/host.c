@@ -108,7 +108,7 @@ static int host_resolve(struct xr_link *l, const xr_gid *gid, uint8_t mac[6])
 
 static const struct xr_link_ops host_ops = {
 	host_send, host_recv, host_wait_fd, host_alloc, host_free, host_is_up, host_close, host_resolve, NULL, NULL,
-	host_standby_fd, host_arm, NULL,
+	host_standby_fd, host_arm, NULL, NULL,
 };
 
 struct xr_link *xr_link_host(const char *addr)

@@ -435,7 +435,7 @@ static int mem_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capacit
 
 static const struct xr_link_ops mem_ops = {
 	mem_send, mem_recv, mem_wait_fd, mem_alloc, mem_free, mem_is_up, mem_close, mem_resolve, mem_rx_backlog, NULL,
-	mem_standby_fd, mem_arm, mem_settle,
+	mem_standby_fd, mem_arm, mem_settle, NULL,
 };
 
 int xr_link_mem_pair(struct xr_link **a, struct xr_link **b, unsigned depth)

@@ -120,9 +120,15 @@ static bool tap_tx_held(struct xr_link *l)
 	return xr_link_tx_held(t->inner);
 }
 
+static int tap_mcast(struct xr_link *l, const xr_gid *group, bool join)
+{
+	struct tap *t = l->priv;
+	return xr_link_mcast(t->inner, group, join);
+}
+
 static const struct xr_link_ops tap_ops = {
 	tap_send, tap_recv, tap_wait_fd, tap_alloc, tap_free, tap_is_up, tap_close, tap_resolve, tap_rx_backlog,
-	tap_tx_held, NULL, NULL, NULL,
+	tap_tx_held, NULL, NULL, NULL, tap_mcast,
 };
 
 struct xr_link *xr_link_pcap_tap(struct xr_link *inner, const char *path)

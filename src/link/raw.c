@@ -640,7 +640,7 @@ static int raw_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capacit
 
 static const struct xr_link_ops raw_ops = {
 	raw_send, raw_recv, raw_wait_fd, raw_alloc, raw_free, raw_is_up, raw_close, raw_resolve, raw_rx_backlog, NULL,
-	NULL, NULL, NULL,
+	NULL, NULL, NULL, NULL,
 };
 
 struct xr_link *xr_link_raw(const char *ifname, const char *addr, uint16_t vid, uint8_t pcp)

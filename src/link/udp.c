@@ -525,7 +525,7 @@ static void udp_close(struct xr_link *l)
 
 static const struct xr_link_ops udp_ops = {
 	udp_send, udp_recv, udp_wait_fd, udp_alloc, udp_free, udp_is_up, udp_close, NULL, NULL, NULL,
-	udp_standby_fd, udp_arm, NULL,
+	udp_standby_fd, udp_arm, NULL, NULL,
 };
 
 /* raw_ip_id: a raw IPPROTO_UDP socket bound to the local address sees

@@ -430,7 +430,7 @@ static bool xdp_tx_held(struct xr_link *l)
 
 static const struct xr_link_ops xdp_ops = {
 	xdp_send, xdp_recv, xdp_wait_fd, xdp_alloc, xdp_free, xdp_is_up, xdp_close, xdp_resolve, NULL, xdp_tx_held,
-	NULL, NULL, NULL,
+	NULL, NULL, NULL, NULL,
 };
 
 /* ---- opening ---- */
