@@ -412,6 +412,103 @@ static void test_ipv6_group(void **state)
 	h_close(&m.p);
 }
 
+/* Attach and detach while datagrams to the group stream in, with the
+ * engines in their own threads (TSan's case): every completion is a good
+ * one on a QP of the group, none beyond what was sent, and once all are
+ * attached again each gets the next datagram. */
+static void test_attach_churn_under_traffic(void **state)
+{
+	enum { QPS = 4, SENDS = 200, RECVS = 256 };
+	struct mpair m;
+	struct h_opts o = d_opts(false);
+	struct xr_qp *q[QPS], *src;
+	struct xr_ah *ah;
+	unsigned got[QPS], total = 0, sent = 0, done = 0, round = 0;
+	bool on[QPS] = { false };
+	xr_gid g = gid_of("239.3.3.3");
+	struct xr_wc wc[16];
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	o.mode = XR_PROGRESS_THREAD;
+	m.p.mode = o.mode;
+	assert_int_equal(xr_link_mem_pair(&m.p.la, &m.p.lb, 0), 0);
+	m.sa = spy_wrap(m.p.la);
+	m.sb = spy_wrap(m.p.lb);
+	m.p.la = &m.sa->link;
+	m.p.lb = &m.sb->link;
+	assert_int_equal(h_end_open(&m.p.a, m.p.la, "10.0.0.1", &o), 0);
+	assert_int_equal(h_end_open(&m.p.b, m.p.lb, "10.0.0.2", &o), 0);
+	for (unsigned i = 0; i < QPS; i++) {
+		q[i] = d_ud_qp(&m.p.b, QKEY, NULL);
+		assert_non_null(q[i]);
+		post_recvs(q[i], &m.p.b, 0, RECVS - 1);   /* slots shared: only counts matter */
+	}
+	src = d_ud_qp(&m.p.a, QKEY, NULL);
+	ah = group_ah(&m.p.a, "239.3.3.3");
+	assert_non_null(src);
+	assert_non_null(ah);
+	memset(got, 0, sizeof(got));
+	for (uint64_t until = h_now_ms() + 10000; done < SENDS && h_now_ms() < until; round++) {
+		unsigned k = round % QPS;
+		int n;
+		if (sent < SENDS && sent - done < 64 &&
+		    !d_ud_send(src, &m.p.a, ah, XR_QPN_MCAST, QKEY, 0, 64, 0, sent))
+			sent++;
+		/* QP k flips between attached and not, each round another. */
+		assert_int_equal(on[k] ? xr_detach_mcast(q[k], &g) : xr_attach_mcast(q[k], &g), 0);
+		on[k] = !on[k];
+		n = xr_poll_cq(m.p.a.cq, 16, wc);
+		for (int i = 0; i < n; i++)
+			assert_int_equal(wc[i].status, XR_WC_SUCCESS);
+		done += (unsigned)(n > 0 ? n : 0);
+		n = xr_poll_cq(m.p.b.cq, 16, wc);
+		for (int i = 0; i < n; i++) {
+			assert_int_equal(wc[i].status, XR_WC_SUCCESS);
+			assert_int_equal(wc[i].byte_len, 40 + 64);
+			total++;
+			for (unsigned j = 0; j < QPS; j++)
+				got[j] += wc[i].qp_num == xr_qp_num(q[j]);
+		}
+	}
+	assert_int_equal(done, SENDS);
+	for (uint64_t until = h_now_ms() + 200; h_now_ms() < until;) {
+		int n = xr_poll_cq(m.p.b.cq, 16, wc);
+		for (int i = 0; i < n; i++) {
+			total++;
+			for (unsigned j = 0; j < QPS; j++)
+				got[j] += wc[i].qp_num == xr_qp_num(q[j]);
+		}
+	}
+	assert_int_equal(got[0] + got[1] + got[2] + got[3], total);   /* only the group's QPs */
+	for (unsigned j = 0; j < QPS; j++)
+		assert_true(got[j] <= SENDS);
+	assert_true(total <= QPS * SENDS);
+	assert_true(total > 0);
+	/* All attached now (attach is idempotent): the next datagram reaches each. */
+	for (unsigned j = 0; j < QPS; j++)
+		assert_int_equal(xr_attach_mcast(q[j], &g), 0);
+	{
+		uint64_t before = d_counter(&m.p.b, XR_CNT_RDMA_RECVS);
+		unsigned last = 0;
+		assert_int_equal(d_ud_send(src, &m.p.a, ah, XR_QPN_MCAST, QKEY, 0, 64, 0, SENDS), 0);
+		for (uint64_t until = h_now_ms() + 2000; last < QPS && h_now_ms() < until;) {
+			int n = xr_poll_cq(m.p.b.cq, 16, wc);
+			last += (unsigned)(n > 0 ? n : 0);
+		}
+		assert_int_equal(last, QPS);
+		assert_int_equal(d_counter(&m.p.b, XR_CNT_RDMA_RECVS) - before, QPS);
+	}
+	for (unsigned j = 0; j < QPS; j++) {
+		assert_int_equal(xr_detach_mcast(q[j], &g), 0);
+		xr_destroy_qp(q[j]);
+	}
+	assert_int_equal(m.sb->joins, m.sb->leaves);
+	xr_destroy_qp(src);
+	xr_destroy_ah(ah);
+	h_close(&m.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -419,6 +516,7 @@ int main(void)
 		cmocka_unit_test(test_states_unknown_groups_and_detach),
 		cmocka_unit_test(test_attach_rules_and_bounds),
 		cmocka_unit_test(test_ipv6_group),
+		cmocka_unit_test(test_attach_churn_under_traffic),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
