@@ -166,6 +166,8 @@ bool dut_open(struct run *r)
 
 void dut_close(struct run *r)
 {
+	for (int i = 0; r->qp && i < r->ngroups; i++)
+		xr_detach_mcast(r->qp, &r->groups[i]);   /* an attached QP is not destroyed */
 	if (r->qp)
 		xr_destroy_qp(r->qp);
 	if (r->ah)
@@ -448,14 +450,20 @@ static void act_dereg(struct run *r, char **tok, int ntok)
 /* attach|detach GID [=> E...]: the QP joins or leaves a multicast group. */
 static void act_mcast(struct run *r, char **tok, int ntok)
 {
-	int want = expected_rc(tok, &ntok);
+	int want = expected_rc(tok, &ntok), rc;
 	xr_gid g;
 
 	if (ntok != 2 || xr_gid_parse(&g, tok[1])) {
 		fail(r, "%s GID [=> E...] (a dotted IPv4 or an IPv6 address)", tok[0]);
 		return;
 	}
-	check_rc(r, tok[0], tok[0][0] == 'a' ? xr_attach_mcast(r->qp, &g) : xr_detach_mcast(r->qp, &g), want);
+	rc = tok[0][0] == 'a' ? xr_attach_mcast(r->qp, &g) : xr_detach_mcast(r->qp, &g);
+	check_rc(r, tok[0], rc, want);
+	for (int i = 0; i < r->ngroups; i++)
+		if (!memcmp(r->groups[i].raw, g.raw, 16))
+			r->groups[i--] = r->groups[--r->ngroups];
+	if (!rc && tok[0][0] == 'a' && r->ngroups < 8)
+		r->groups[r->ngroups++] = g;
 	settle(r);
 }
 

@@ -90,6 +90,8 @@ struct run {
 	struct xr_cq *scq, *rcq;
 	struct xr_qp *qp;
 	struct xr_ah *ah;            /* UD: the address of P, made at the first UD send */
+	xr_gid groups[8];            /* attached (attach/detach lines): left at the end */
+	int ngroups;
 	struct qp_opts o;
 	bool connected;
 	uint32_t peer_qpn;
