@@ -14,11 +14,11 @@
 #include "../wire/hdr.h"
 #include "xroce/wire.h"
 
-/* Groups one link may join at once: each costs the UDP link a socket, and
- * the raw and XDP links look through the table for every multicast frame.
- * rxe allows more, but the engine joins once per group, and an
- * application with more than this on one device gets -ENOSPC. */
-#define XR_LINK_MCAST_MAX 64
+/* Groups one link may join at once: the engine's table (XR_MAX_MCG in
+ * regmap.h), so a device's max_mcast_grp holds on every link. Each costs
+ * the UDP link a socket; the raw and XDP links look through the table for
+ * multicast frames only. A join past it is -ENOSPC. */
+#define XR_LINK_MCAST_MAX 256
 
 struct mcast_group {
 	xr_gid gid;

@@ -300,6 +300,8 @@ static void udp_close(struct xr_link *l)
 		close(u->groups.g[i].fd);   /* leaves the group */
 	if (u->wait_ep >= 0)
 		close(u->wait_ep);
+	if (u->group_ep >= 0)
+		close(u->group_ep);
 	for (unsigned i = 0; u->sport_fd && i < RXE_SPORTS; i++)
 		if (u->sport_fd[i] >= 0)
 			close(u->sport_fd[i]);
@@ -333,7 +335,7 @@ static int udp_mcast(struct xr_link *l, const xr_gid *group, bool join)
 	if (i >= 0 && join) {
 		fd = udp_group_open(u->netns, &u->local, u->ifindex, u->raw_fd >= 0, group);
 		ev.data.fd = fd;
-		if (fd >= 0 && epoll_ctl(u->wait_ep, EPOLL_CTL_ADD, fd, &ev)) {
+		if (fd >= 0 && epoll_ctl(u->group_ep, EPOLL_CTL_ADD, fd, &ev)) {
 			close(fd);
 			fd = -errno;
 		}
@@ -341,7 +343,7 @@ static int udp_mcast(struct xr_link *l, const xr_gid *group, bool join)
 			mcast_set_add(&u->groups, group, fd);
 		i = fd < 0 ? fd : 0;
 	} else if (i >= 0) {
-		epoll_ctl(u->wait_ep, EPOLL_CTL_DEL, u->groups.g[i].fd, NULL);
+		epoll_ctl(u->group_ep, EPOLL_CTL_DEL, u->groups.g[i].fd, NULL);
 		close(u->groups.g[i].fd);
 		mcast_set_del(&u->groups, (unsigned)i);
 		i = 0;
@@ -396,18 +398,24 @@ static int open_host_path(struct udp_link *u, const xr_gid *gid)
 	return 0;
 }
 
-/* What the engine sleeps on: the socket, and later the host path's
- * eventfd and the groups' sockets (one set whatever joins later, so a
- * thread asleep when a group joins wakes for its frames). 0 or -errno. */
+/* What the engine sleeps on: the socket, the groups' set and later the
+ * host path's eventfd (one set whatever joins later, so a thread asleep
+ * when a group joins wakes for its frames). The receive pass asks the
+ * groups' set which sockets have datagrams: one system call however many
+ * groups are joined. 0 or -errno. */
 static int open_wait_set(struct udp_link *u)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 
 	u->wait_ep = epoll_create1(EPOLL_CLOEXEC);
-	if (u->wait_ep < 0)
+	u->group_ep = epoll_create1(EPOLL_CLOEXEC);
+	if (u->wait_ep < 0 || u->group_ep < 0)
 		return -errno;
 	ev.data.fd = u->raw_fd >= 0 ? u->raw_fd : u->fd;
-	return epoll_ctl(u->wait_ep, EPOLL_CTL_ADD, ev.data.fd, &ev) ? -errno : 0;
+	if (epoll_ctl(u->wait_ep, EPOLL_CTL_ADD, ev.data.fd, &ev))
+		return -errno;
+	ev.data.fd = u->group_ep;
+	return epoll_ctl(u->wait_ep, EPOLL_CTL_ADD, u->group_ep, &ev) ? -errno : 0;
 }
 
 int udp_link_host_stats(struct xr_link *l, struct xr_link_host_stats *out)
@@ -470,7 +478,7 @@ struct xr_link *xr_link_udp_ex(const char *addr, const struct xr_link_udp_opts *
 		return NULL;
 	}
 	u->fd = fd;
-	u->raw_fd = u->wait_ep = -1;
+	u->raw_fd = u->wait_ep = u->group_ep = -1;
 	u->strict_icrc = opts && opts->strict_icrc;
 	if (opts && opts->raw_ip_id && u->family == AF_INET && (fd = open_raw(u)) < 0) {
 		close(u->fd);

@@ -50,7 +50,8 @@ struct udp_link {
 	bool strict_icrc;
 	uint64_t sport_fallbacks, ids_recovered;
 	struct host_ep *host;         /* local xroce peers: through shared memory; NULL: off */
-	int wait_ep;                  /* an epoll set of the socket, the groups' and the host eventfd */
+	int wait_ep;                  /* an epoll set of the socket, group_ep and the host eventfd */
+	int group_ep;                 /* an epoll set of the groups' sockets */
 	int ifindex;                  /* the interface that holds the address (0: none found) */
 	uint64_t tx_net, rx_net;
 	struct rx_ring rx;

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include "../wire/hdr.h"
@@ -196,16 +197,28 @@ static bool from_self(const struct udp_link *u, const struct xr_frame *f)
 	return sport == XR_ROCE_UDP_PORT || sport >= RXE_SPORT_BASE;
 }
 
-/* The groups' sockets, into the ring's slots from *used on (want at most):
- * frames to f from *out on, to the group's MAC; our own dropped. */
+static const struct mcast_group *group_of_fd(const struct udp_link *u, int fd)
+{
+	for (unsigned i = 0; i < u->groups.n; i++)
+		if (u->groups.g[i].fd == fd)
+			return &u->groups.g[i];
+	return NULL;
+}
+
+/* The sockets of groups with datagrams waiting, into the ring's slots from
+ * *used on (want at most): frames to f from *out on, to the group's MAC;
+ * our own dropped. */
 static void groups_recv(struct udp_link *u, struct xr_frame **f, unsigned *used, unsigned *out, unsigned want)
 {
 	struct rx_ring *r = &u->rx;
+	struct epoll_event ev[BURST];
+	int ready;
 
 	pthread_mutex_lock(&u->glock);
-	for (unsigned g = 0; g < u->groups.n && *used < want; g++) {
-		const struct mcast_group *grp = &u->groups.g[g];
-		int got = recvmmsg(grp->fd, r->msg + *used, want - *used, MSG_DONTWAIT, NULL);
+	ready = epoll_wait(u->group_ep, ev, BURST, 0);
+	for (int e = 0; e < ready && *used < want; e++) {
+		const struct mcast_group *grp = group_of_fd(u, ev[e].data.fd);
+		int got = grp ? recvmmsg(grp->fd, r->msg + *used, want - *used, MSG_DONTWAIT, NULL) : 0;
 		for (int i = 0; i < got; i++) {
 			unsigned slot = (*used)++;
 			struct xr_frame *fr = r->f[slot];

@@ -50,7 +50,7 @@ struct xr_group {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 64);
+	__uint(max_entries, 256);
 	__type(key, struct xr_group);
 	__type(value, __u8);
 } xr_groups SEC(".maps");

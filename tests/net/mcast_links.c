@@ -35,7 +35,7 @@
 #include "xroce/link.h"
 #include "xroce/wire.h"
 
-#define MCAST_MAX 64   /* XR_LINK_MCAST_MAX (src/link/mcast_set.h) */
+#define MCAST_MAX 256   /* XR_LINK_MCAST_MAX (src/link/mcast_set.h) */
 #define QUIET_MS 300   /* how long "nothing arrives" is waited for */
 
 static int fails;
@@ -318,7 +318,7 @@ static void udp_v4(void)
 	for (unsigned i = 1; i < MCAST_MAX; i++) {
 		char text[32];
 		xr_gid g;
-		snprintf(text, sizeof(text), "239.2.0.%u", i);
+		snprintf(text, sizeof(text), "239.2.%u.%u", i >> 8, i & 0xFF);
 		g = gid_of(text);
 		joined += xr_link_mcast(a3, &g, true) == 0;
 	}
@@ -327,7 +327,7 @@ static void udp_v4(void)
 	for (unsigned i = 1; i < MCAST_MAX; i++) {
 		char text[32];
 		xr_gid g;
-		snprintf(text, sizeof(text), "239.2.0.%u", i);
+		snprintf(text, sizeof(text), "239.2.%u.%u", i >> 8, i & 0xFF);
 		g = gid_of(text);
 		xr_link_mcast(a3, &g, false);
 	}
