@@ -159,6 +159,9 @@ int xr_regio_cq_destroy(struct xr_regio *r, uint32_t cqn);
 int xr_regio_srq_commit(struct xr_regio *r, uint32_t srqn, const struct xr_srq_ctx *c, uint32_t *status);
 int xr_regio_srq_read(struct xr_regio *r, uint32_t srqn, struct xr_srq_ctx *c);
 int xr_regio_srq_destroy(struct xr_regio *r, uint32_t srqn);
+/* MCG_CMD cmd (1 attach, 2 detach) for QP qpn and group gid; on SLVERR
+ * *status is QP_CMD_STATUS's reason. */
+int xr_regio_mcg(struct xr_regio *r, uint32_t cmd, const xr_gid *gid, uint32_t qpn, uint32_t *status);
 
 /* The shadow words of a context and back: shared by driver and engine. */
 #define XR_QP_SHADOW_WORDS 40

@@ -31,8 +31,11 @@
  * 3.2: QP_SQ_LOG_SIZE.wqe_blocks (send WQE slots of 512 and 1024 bytes; 0
  * is the one 256-byte slot of before). 3.3: the same in QP_RQ_LOG_SIZE and
  * SRQ_LOG_SIZE for receive WQEs (an engine of 3.2 ignores those bits and
- * reads receive WQEs at a 256-byte stride). */
-#define XR_REGMAP_VERSION    0x00030003u   /* map version 3.3 */
+ * reads receive WQEs at a 256-byte stride). 3.4: the multicast group
+ * window (MCG_*, 0x3B0-0x3CC), counters rcvd_mcast_pkts and
+ * rx_drop_no_mcg (the parser's drop counters moved), command statuses
+ * FULL and LINK, event mcg. */
+#define XR_REGMAP_VERSION    0x00030004u   /* map version 3.4 */
 
 /* Capacities of this engine model (also readable from CAP_* registers). */
 #define XR_MAX_QP        (1u << 20)     /* QPNs 2 .. XR_MAX_QP-1 are usable (24 on the wire) */
@@ -41,6 +44,9 @@
 #define XR_MAX_SRQ       (1u << 12)     /* SRQNs 1 .. XR_MAX_SRQ-1 (0: none) */
 #define XR_FIRST_QPN     2              /* 0 is invalid, 1 is GSI */
 #define XR_EVLOG_ENTRIES 4096
+#define XR_MAX_MCG       256            /* multicast groups */
+#define XR_MCG_MAX_QP    32             /* QPs attached to one group */
+#define XR_QPN_MCAST     0xFFFFFFu      /* DestQP of a multicast datagram */
 
 enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 
@@ -208,7 +214,17 @@ enum xr_reg_access { XR_RW, XR_RO, XR_W1C, XR_WO };
 	  "WQEs taken (free-running): the engine copies a WQE when it takes it, so every slot before this index may be reused.") \
 	X(SRQ_DB,          0x3A4, XR_WO, 0x00000000, "pi:0:16 srqn:16:12", \
 	  "SRQ doorbell: the new producer index of SRQ srqn (WQEs posted, mod 2^16). SLVERR for an SRQ that does not exist.") \
-	X(CAP_SRQ,         0x3A8, XR_RO, XR_MAX_SRQ, "", "Number of SRQ table entries (SRQNs 1 .. CAP_SRQ-1 usable).")
+	X(CAP_SRQ,         0x3A8, XR_RO, XR_MAX_SRQ, "", "Number of SRQ table entries (SRQNs 1 .. CAP_SRQ-1 usable).") \
+	/* Multicast group window (D8): UD QPs attached to group GIDs. */ \
+	X(MCG_GID_0,       0x3B0, XR_RW, 0x00000000, "", "Multicast group GID, bytes 0-3 (byte 0 in bits 31:24); an IPv4 group as ::ffff:a.b.c.d.") \
+	X(MCG_GID_1,       0x3B4, XR_RW, 0x00000000, "", "Multicast group GID, bytes 4-7.") \
+	X(MCG_GID_2,       0x3B8, XR_RW, 0x00000000, "", "Multicast group GID, bytes 8-11.") \
+	X(MCG_GID_3,       0x3BC, XR_RW, 0x00000000, "", "Multicast group GID, bytes 12-15.") \
+	X(MCG_QPN,         0x3C0, XR_RW, 0x00000000, "qpn:0:24", "QP that MCG_CMD attaches or detaches.") \
+	X(MCG_CMD,         0x3C4, XR_WO, 0x00000000, "cmd:0:2", \
+	  "Multicast command: 1 ATTACH the UD QP MCG_QPN to the group MCG_GID (again: no change), 2 DETACH it. The first QP of a group has the link join it, the last one's detach has it leave. SLVERR, QP_CMD_STATUS saying why: a GID that is no group (IPv4 224.0.0.0/4, IPv6 ff00::/8; BAD_RANGE), a QP that does not exist (NO_ENTRY) or is not UD (BAD_TYPE), a full table (FULL: CAP_MCG), the link refusing the group (LINK), a DETACH of a QP not attached (NO_ENTRY). A datagram to DestQP 0xFFFFFF is handed to every QP attached to its destination group, each checked as a datagram to it alone (state, transport, P_Key, Q_Key); a QP attached cannot be destroyed (BUSY).") \
+	X(MCG_STATUS,      0x3C8, XR_RO, 0x00000000, "groups:0:16 attached:16:16", "Groups in use, and attachments (QP, group) in all.") \
+	X(CAP_MCG,         0x3CC, XR_RO, XR_MAX_MCG | XR_MCG_MAX_QP << 16, "groups:0:16 qps:16:16", "Multicast groups the table holds, and QPs per group.")
 
 /*
  * Register arrays: one register per QP or CQ, each block aligned to its
@@ -344,7 +360,9 @@ XR_REG_ARRAY_TABLE(XR_X)
 	X(SRQ_LIMIT_REACHED,  "srq_limit_reached",      "SRQ limit events raised.") \
 	X(QP_MEM_FAIL,        "qp_mem_alloc_fail",      "Engine memory for QPs ran out: a QP_CMD COMMIT refused (BUSY, nothing changed), a requester waiting for its in-flight state, or a request dropped unexecuted for want of it or of READ/atomic resources (the requester sends it again).") \
 	X(IRQ_LOST,           "irq_lost",               "Interrupts not delivered: raised inside a register access or a pass, with no memory left to hold them until its end (their events stay in the log).") \
-	X(SQ_DOORBELL_REFUSED, "sq_doorbell_refused",   "Send doorbells refused when the engine read them: an index behind WQEs already started, or more WQEs than the ring holds past the oldest not completed. The send queue fails (local QP operation error: RC to ERR, UD/UC to SQE); the WQEs up to the last index the engine read that fitted are flushed, and none runs again.")
+	X(SQ_DOORBELL_REFUSED, "sq_doorbell_refused",   "Send doorbells refused when the engine read them: an index behind WQEs already started, or more WQEs than the ring holds past the oldest not completed. The send queue fails (local QP operation error: RC to ERR, UD/UC to SQE); the WQEs up to the last index the engine read that fitted are flushed, and none runs again.") \
+	X(RX_MCAST,           "rcvd_mcast_pkts",        "Datagrams to a multicast group some QP is attached to (once each, however many QPs take it).") \
+	X(DROP_NO_MCG,        "rx_drop_no_mcg",         "Dropped: datagram to DestQP 0xFFFFFF whose destination is no group a QP is attached to (or whose MAC is not the group's).")
 
 /* After the table: one counter per parser rejection, named
  * "rx_drop_<reason>" and described by XR_PARSE_ERR_TABLE. */
@@ -417,7 +435,9 @@ enum xr_table_cmd { XR_CMD_COMMIT = 1, XR_CMD_READ = 2, XR_CMD_DESTROY = 3, XR_C
 	X(BAD_CQ,         "CQ does not exist") \
 	X(BAD_CMD,        "unknown command") \
 	X(BAD_ACCESS,     "access flags not allowed (remote write/atomic need local write)") \
-	X(BUSY,           "entry in use")
+	X(BUSY,           "entry in use") \
+	X(FULL,           "table full") \
+	X(LINK,           "the link refused")
 enum xr_cmd_status {
 #define XR_X(name, desc) XR_CMD_ST_##name,
 	XR_CMD_STATUS_TABLE(XR_X)
@@ -487,7 +507,8 @@ enum xr_qp_type { XR_QPT_RC = 0, XR_QPT_UC = 1, XR_QPT_UD = 3 };
 	X(PFC_XOFF,      "pfc_xoff_sent",  "priority mask", "receive backlog, percent") \
 	X(PFC_XON,       "pfc_xon_sent",   "priority mask", "receive backlog, percent") \
 	X(PFC_STORM,     "pfc_storm",      "priority",    "milliseconds paused") \
-	X(PFC_RESTORED,  "pfc_restored",   "priority",    "")
+	X(PFC_RESTORED,  "pfc_restored",   "priority",    "") \
+	X(MCG,           "mcg",            "1 attach, 0 detach", "group GID, bytes 12-15")
 
 enum xr_event_type {
 #define XR_X(e, name, a0, a1) XR_EV_##e,

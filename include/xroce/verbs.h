@@ -288,7 +288,17 @@ struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr);
  * state machine does not allow (nothing changes). */
 int xr_modify_qp(struct xr_qp *qp, struct xr_qp_attr *attr, int mask);
 int xr_query_qp(struct xr_qp *qp, struct xr_qp_attr *attr, int mask, struct xr_qp_init_attr *init);
+/* EBUSY while the QP is attached to a multicast group (nothing changes). */
 int xr_destroy_qp(struct xr_qp *qp);
+/* Multicast groups (ibv_attach_mcast): a UD QP receives the datagrams
+ * sent to group gid (an IPv4 group as ::ffff:a.b.c.d, or IPv6 ff00::/8)
+ * at QPN 0xFFFFFF, each checked as its own (state, P_Key, Q_Key); a UD
+ * send to such a GID goes to the group (AH: the group's MAC, no
+ * resolution). Attaching twice is no change. Errors: EINVAL (not UD, not
+ * a group, a detach of a QP not attached), ENOMEM (CAP_MCG: groups or
+ * QPs per group), EADDRNOTAVAIL (the link could not join). */
+int xr_attach_mcast(struct xr_qp *qp, const xr_gid *gid);
+int xr_detach_mcast(struct xr_qp *qp, const xr_gid *gid);
 uint32_t xr_qp_num(const struct xr_qp *qp);
 
 /* What xr_qp_connect needs: the peer's half (its QPN, first PSN and GID,

@@ -25,8 +25,11 @@ struct xr_ah *xr_create_ah(struct xr_pd *pd, const struct xr_ah_attr *attr)
 		errno = EINVAL;
 		return NULL;
 	}
-	/* The neighbour's MAC, as the kernel resolves it for a RoCE AH. */
-	if (xr_link_resolve(pd->ctx->link, &attr->grh.dgid, mac)) {
+	/* The neighbour's MAC, as the kernel resolves it for a RoCE AH; a
+	 * group's is its own (rdma_ip2gid's rule, no resolution). */
+	if (xr_gid_is_mcast(&attr->grh.dgid)) {
+		xr_gid_mcast_mac(&attr->grh.dgid, mac);
+	} else if (xr_link_resolve(pd->ctx->link, &attr->grh.dgid, mac)) {
 		errno = EHOSTUNREACH;
 		return NULL;
 	}

@@ -544,6 +544,7 @@ static void settle(struct xr_context *ctx)
 int xr_destroy_qp(struct xr_qp *qp)
 {
 	struct xr_context *ctx;
+	uint32_t busy = 0;
 	uint8_t st;
 
 	if (!qp)
@@ -553,7 +554,11 @@ int xr_destroy_qp(struct xr_qp *qp)
 	if (st == XR_QPS_RTR || st == XR_QPS_RTS || st == XR_QPS_SQD)
 		settle(ctx);
 	drv_lock(&ctx->lock);
-	xr_regio_qp_destroy(ctx->regs, qp->qpn);
+	if (xr_regio_qp_destroy(ctx->regs, qp->qpn) > 0 && !xr_regio_read(ctx->regs, XR_REG_QP_CMD_STATUS, &busy) &&
+	    busy == XR_CMD_ST_BUSY) {
+		drv_unlock(&ctx->lock);
+		return EBUSY;   /* attached to a multicast group: it stays */
+	}
 	xr_cq_lock_pair(qp->init.send_cq, qp->init.recv_cq);
 	mark_stale(qp);   /* the number may be a new QP's next */
 	xr_cq_unlock_pair(qp->init.send_cq, qp->init.recv_cq);

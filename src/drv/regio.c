@@ -467,3 +467,19 @@ int xr_regio_srq_destroy(struct xr_regio *r, uint32_t srqn)
 {
 	return window_cmd(r, XR_REG_SRQ_SEL, XR_REG_SRQ_CMD, srqn, XR_CMD_DESTROY);
 }
+
+int xr_regio_mcg(struct xr_regio *r, uint32_t cmd, const xr_gid *gid, uint32_t qpn, uint32_t *status)
+{
+	int rc = 0;
+
+	for (int i = 0; !rc && i < 4; i++)
+		rc = xr_regio_write(r, XR_REG_MCG_GID_0 + 4u * (unsigned)i, get_be32(gid->raw + 4 * i));
+	if (!rc)
+		rc = xr_regio_write(r, XR_REG_MCG_QPN, qpn);
+	if (!rc)
+		rc = xr_regio_write(r, XR_REG_MCG_CMD, cmd);
+	*status = 0;
+	if (rc > 0)
+		xr_regio_read(r, XR_REG_QP_CMD_STATUS, status);
+	return rc;
+}

@@ -432,6 +432,9 @@ static void fill_device_attr(struct xrv_context *x, struct ibv_device_attr *a)
 	a->max_srq_wr = 1 << 15;
 	a->max_srq_sge = XR_RWQE_MAX_SGE;
 	a->max_ah = 1 << 24;   /* an AH is host memory only: its address travels in each UD WQE */
+	a->max_mcast_grp = XR_MAX_MCG;
+	a->max_mcast_qp_attach = XR_MCG_MAX_QP;
+	a->max_total_mcast_qp_attach = XR_MAX_MCG * XR_MCG_MAX_QP;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;

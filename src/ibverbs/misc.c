@@ -172,22 +172,36 @@ XRV_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode 
 	return 0;   /* no promise beyond the spec's: poll the completion */
 }
 
-/* ---- refused for now ---- */
+/* ---- multicast groups ---- */
+
+/* lid is InfiniBand's multicast LID: RoCE has none, and ignores it. */
+static int mcast(struct ibv_qp *qp, const union ibv_gid *gid, bool attach)
+{
+	xr_gid g;
+
+	if (!qp || !gid)
+		return EINVAL;
+	memcpy(g.raw, gid->raw, 16);
+	return attach ? xr_attach_mcast(XRV_OF(xrv_qp, qp)->xr, &g) : xr_detach_mcast(XRV_OF(xrv_qp, qp)->xr, &g);
+}
 
 XRV_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	(void)qp, (void)gid, (void)lid;
-	xrv_unsupported("ibv_attach_mcast", "multicast groups (UD QPs send and receive unicast)");
-	return EOPNOTSUPP;
+	(void)lid;
+	return mcast(qp, gid, true);
 }
 XRV_DEFAULT(ibv_attach_mcast);
 
 XRV_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	(void)qp, (void)gid, (void)lid;
-	return EOPNOTSUPP;
+	(void)lid;
+	return mcast(qp, gid, false);
 }
 XRV_DEFAULT(ibv_detach_mcast);
+
+/* ---- refused for now ---- */
+
+
 
 XRV_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 {

@@ -273,7 +273,9 @@ static void rx_one(struct xr_engine *e, struct xr_frame *f, struct xr_tx *tx, st
 	/* A WRITE's payload may be checked by the copy that places it
 	 * (gather.c): every other use of the packet checks it first. */
 	e->rx_defer = d.pkt ? &d : NULL;
-	if (!xr_recv_check(e, &p, true, &qp)) {
+	if (p.dqpn == XR_QPN_MCAST) {
+		xr_mcast_rx(e, &p, true);
+	} else if (!xr_recv_check(e, &p, true, &qp)) {
 		if ((p.traffic_class & 3) == 3 && xr_icrc_defer_check(e, &p, p.payload)) {
 			/* ECN CE: the notification point */
 			xr_count(e, XR_CNT_ECN_MARKED, 1);
@@ -682,6 +684,9 @@ int xr_engine_attach_link(struct xr_engine *e, struct xr_link *l)
 		return -EINVAL;
 	e->link = l;
 	xr_engine_set_link_up(e, l->ops->is_up(l));
+	pthread_mutex_lock(&e->reg_lock);
+	xr_mcg_link_attached(e);   /* groups attached before the link came */
+	pthread_mutex_unlock(&e->reg_lock);
 	return 0;
 }
 

@@ -131,6 +131,7 @@ void xr_engine_soft_reset(struct xr_engine *e)
 	/* No pass runs meanwhile (CTRL.soft_reset, set first, keeps later
 	 * passes from touching the tables until it is released). */
 	pthread_mutex_lock(&e->dp_mutex);
+	xr_mcg_reset(e);
 	xr_tables_reset(e);
 	xr_pfc_reset(e);
 	for (unsigned c = 0; c < XR_CNT_COUNT; c++)

@@ -499,6 +499,8 @@ enum xr_cmd_status xr_qp_cmd(struct xr_engine *e, uint32_t cmd)
 		shadow_load(e, &c);
 		return XR_CMD_ST_OK;
 	}
+	if (xr_mcg_qp_attached(e, qpn))
+		return XR_CMD_ST_BUSY;   /* o10-2.2.3 (rxe_qp_chk_destroy): detach first */
 	pthread_mutex_lock(&qp->lock);
 	if (qp->ctx.srqn)
 		xr_srq_detach(e, qp->ctx.srqn);

@@ -63,16 +63,22 @@ static int drop(struct xr_engine *e, const struct xr_pkt *p, enum xr_counter why
 
 int xr_recv_check(struct xr_engine *e, const struct xr_pkt *p, bool check_mac, struct xr_qp **out)
 {
-	struct xr_qp *qp;
-	const struct xr_qp_ctx *c;
-	int why = 0;
-
 	*out = NULL;
 	if (!(xr_reg_get(e, XR_REG_CTRL) & XR_CTRL_ENABLE))
 		return drop(e, p, XR_CNT_DROP_DISABLED);
 	if (!xr_recv_addressed_to_us(e, p, check_mac))
 		return drop(e, p, XR_CNT_DROP_NOT_FOR_US);
-	qp = xr_qp_lookup(e, p->dqpn);
+	return xr_recv_check_qp(e, p, p->dqpn, out);
+}
+
+int xr_recv_check_qp(struct xr_engine *e, const struct xr_pkt *p, uint32_t qpn, struct xr_qp **out)
+{
+	struct xr_qp *qp;
+	const struct xr_qp_ctx *c;
+	int why = 0;
+
+	*out = NULL;
+	qp = xr_qp_lookup(e, qpn);
 	if (!qp)
 		return drop(e, p, XR_CNT_DROP_UNKNOWN_QPN);
 

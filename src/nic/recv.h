@@ -13,5 +13,8 @@
 /* The packet's destination MAC (with check_mac) and IP are this engine's. */
 bool xr_recv_addressed_to_us(struct xr_engine *e, const struct xr_pkt *p, bool check_mac);
 int xr_recv_check(struct xr_engine *e, const struct xr_pkt *p, bool check_mac, struct xr_qp **out);
+/* The same checks against QP qpn alone (the packet's address checked
+ * already, or a group's: multicast). */
+int xr_recv_check_qp(struct xr_engine *e, const struct xr_pkt *p, uint32_t qpn, struct xr_qp **out);
 
 #endif

@@ -161,6 +161,8 @@ static enum xr_axi_resp table_cmd(struct xr_engine *e, uint32_t off, uint32_t va
 		st = xr_mr_cmd(e, val);
 	else if (off == XR_REG_SRQ_CMD)
 		st = xr_srq_cmd(e, val);
+	else if (off == XR_REG_MCG_CMD)
+		st = xr_mcg_cmd(e, val);
 	else
 		st = xr_cq_cmd(e, val);
 	xr_reg_set(e, XR_REG_QP_CMD_STATUS, st);
@@ -189,7 +191,7 @@ static enum xr_axi_resp reg_write(struct xr_engine *e, uint32_t off, uint32_t va
 		resp = ctrl_write(e, val);
 		xr_tx_headers_stale(e);   /* a soft reset */
 		return resp;
-	case XR_REG_QP_CMD: case XR_REG_MR_CMD: case XR_REG_CQ_CMD: case XR_REG_SRQ_CMD:
+	case XR_REG_QP_CMD: case XR_REG_MR_CMD: case XR_REG_CQ_CMD: case XR_REG_SRQ_CMD: case XR_REG_MCG_CMD:
 		resp = table_cmd(e, off, val);
 		xr_tx_headers_stale(e);   /* a QP's addresses may have changed */
 		return resp;

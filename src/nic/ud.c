@@ -38,7 +38,9 @@ void xr_ud_address(struct xr_engine *e, const struct xr_qp *qp, const struct xr_
 			put_be32(p->sgid.raw + 4 * i, xr_reg_get(e, XR_REG_IPV6_ADDR_0 + 4u * (unsigned)i));
 		p->flow_label = av->flow_label & 0xFFFFF;
 	}
-	if (memcmp(av->dmac, no_mac, 6))
+	if (xr_gid_is_mcast(&p->dgid))
+		xr_gid_mcast_mac(&p->dgid, p->dmac);   /* a group's frames go to its MAC, whatever the AV says */
+	else if (memcmp(av->dmac, no_mac, 6))
 		memcpy(p->dmac, av->dmac, 6);
 	else
 		xr_mac_from_regs(p->dmac, xr_reg_get(e, XR_REG_PEER_MAC_LOW), xr_reg_get(e, XR_REG_PEER_MAC_HIGH));

@@ -5,6 +5,11 @@ the raw link), against the same binaries on rxe in the VM. run_interop.py runs t
 import os
 import re
 
+# perftest's -M: the group 239.1.1.1 as its IPv4-mapped GID, byte by byte (its default, ff01::2:c985:0:0,
+# an IPv6 group, cannot leave a RoCE v2 port whose GID is IPv4)
+MGID = "0:0:0:0:0:0:0:0:0:0:255:255:239:1:1:1"
+MGROUP = "239.1.1.1"
+
 # tool, arguments given to both ends (both also get -m with the path MTU), and whether perftest's server prints
 # a result row: the passive servers of ib_read_lat and ib_atomic_lat print none (perftest's design, on rxe as
 # on xroce), so only their clients' rows are required; every other tool's row is required on both ends.
@@ -27,6 +32,8 @@ TESTS = [
     ("ib_write_bw", "-n 300 -s 1024 -c UC", True),
     ("ib_send_bw", "-n 300 -s 1024 -c UC", True),
     ("ib_send_bw", "-n 300 --use-srq", True),
+    # UD multicast (D8): the server's QP attaches to 239.1.1.1, the client sends to it at QPN 0xFFFFFF
+    ("ib_send_bw", f"-n 300 -c UD -g -M {MGID}", True),
 ]
 SERVER_REPORTS = {tool: rep for tool, _, rep in TESTS}
 JUMBO = ("ibv_rc_pingpong", "ib_write_bw", "ib_read_bw")   # also run on the 9000-byte path, as xroce-perf's rows
@@ -41,6 +48,17 @@ def selected(only, outs, mtu):
     are given -o with the smaller of the two devices' max_qp_rd_atom (outs), on both ends."""
     return [(tool, args + (f" -o {outs}" if "read" in tool or "atomic" in tool else ""))
             for tool, args, _ in TESTS if (not only or "dropin" in only or tool in only) and (mtu == 1500 or tool in JUMBO)]
+
+
+def hold_group(peer_addr):
+    """A VM command that keeps 239.1.1.1 joined at the IP level on the VM's interface for 5 minutes. rxe
+    6.1 attaches a QP at L2 only (rxe_mcast_add: dev_mc_add of the group's IPv6-mapped MAC), and the
+    kernel's IPv4 input drops a group datagram no socket of the host joined before rxe's UDP socket sees
+    it: rxe as a multicast receiver needs a member beside it, as any program using it would."""
+    mreq = [int(x) for x in MGROUP.split(".") + peer_addr.split(".")]
+    return ("(timeout 300 python3 -c 'import socket,time; s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); "
+            f"s.setsockopt(socket.IPPROTO_IP,socket.IP_ADD_MEMBERSHIP,bytes({mreq})); time.sleep(300)' "
+            ">/dev/null 2>&1 &)")
 
 
 def max_qp_rd_atom(devinfo):

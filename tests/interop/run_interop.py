@@ -57,7 +57,9 @@ def setup_ns(mtu):
     XDP, as a NIC's driver would). All RoCE frames cross tap0, where the capture and the loss rules sit,
     whichever link sends them (a packet socket on tap0 itself would bypass them)."""
     subprocess.run(["ip", "netns", "add", NS], check=True)
-    sh(f"ip link set lo up && ip tuntap add tap0 mode tap && ip link add br0 type bridge && "
+    # mcast_snooping 0: the bridge floods a group's frames to every port, as a switch without IGMP
+    # snooping; neither rxe nor the raw and XDP links send IGMP reports for the groups they receive.
+    sh(f"ip link set lo up && ip tuntap add tap0 mode tap && ip link add br0 type bridge mcast_snooping 0 && "
        f"ip link add xr0 type veth peer name xrp && ip link add tv0 type veth peer name tv1 && "
        f"for d in tap0 xrp tv1; do ip link set dev $d master br0; done && "
        f"for d in tap0 xrp xr0 tv0 tv1 br0; do ip link set dev $d mtu {mtu} up; done && "
@@ -388,6 +390,8 @@ def run_dropin_cases(vm, ib_mtu, only, mtu):
     if None in limits:
         raise RuntimeError(f"no max_qp_rd_atom from ibv_devinfo -v (xroce0, rxe0: {limits}): {xdev.stderr.strip()[-200:]}")
     for tool, args in dropin.selected(only, min(limits), mtu):
+        if " -g " in args:
+            vm.run(dropin.hold_group(PEER), 10)
         for link in LINKS:
             for role in ("vm-server", "xroce-server"):
                 run_case(vm, f"{tool} {args}", tool, args, role, ib_mtu, args, link, drop_in=True)

@@ -143,7 +143,7 @@ static void test_map_layout(void **state)
 	assert_string_equal(xr_reg_by_offset(XR_REG_DB_CQ_ARM + 8 * (XR_MAX_CQ - 1))->name, "DB_CQ_ARM");
 	assert_null(xr_reg_by_offset(XR_REG_DB_CQ_CI + 8 * XR_MAX_CQ));
 	assert_int_equal(rd(XR_REG_CAP_QP), XR_MAX_QP);
-	assert_int_equal(rd(XR_REG_VERSION), 0x00030003);   /* 3.3: receive WQE slots */
+	assert_int_equal(rd(XR_REG_VERSION), 0x00030004);   /* 3.4: multicast groups */
 }
 
 /* ---- bring-up (seed 000 §3.3) ---- */
