@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../wire/hdr.h"
+#include "xroce/regmap.h"
 #include "xroce/wire.h"
 
 /* Groups one link may join at once: the engine's table (XR_MAX_MCG in
@@ -19,6 +20,7 @@
  * the UDP link a socket; the raw and XDP links look through the table for
  * multicast frames only. A join past it is -ENOSPC. */
 #define XR_LINK_MCAST_MAX 256
+_Static_assert(XR_LINK_MCAST_MAX >= XR_MAX_MCG, "every group the engine's table holds can be joined");
 
 struct mcast_group {
 	xr_gid gid;
