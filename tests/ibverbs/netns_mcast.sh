@@ -90,5 +90,23 @@ mcast_case B 200
 link=xdp
 mcast_case A 200
 mcast_case B 200
+# The host link (shared memory) has no groups: the attach is refused, and
+# the programs end instead of waiting for datagrams that never come.
+port=$((port + 1)); cases=$((cases + 1))
+timeout -k 2 30 ip netns exec "$A" "$run" --link host --addr 10.251.7.1 ib_send_bw -d xroce0 -p "$port" -c UD -g \
+  -M "$MGID" -F -n 10 >"$work/s.log" 2>&1 &
+spid=$!
+wait_listen "$A" "$port"
+timeout -k 2 30 ip netns exec "$A" "$run" --link host --addr 10.251.7.2 ib_send_bw -d xroce0 -p "$port" -c UD -g \
+  -M "$MGID" -F -n 10 127.0.0.1 >"$work/c.log" 2>&1
+crc=$?
+wait $spid; src=$?
+if [ "$src" != 0 ] && [ "$src" != 124 ] && [ "$crc" != 124 ] && grep -q "attach QP to MultiCast" "$work/s.log"; then
+  echo "ok   host link: the attach is refused (server exit $src: $(grep -o "Couldn't attach QP to MultiCast group" "$work/s.log"))"
+else
+  echo "FAIL host link: attach not refused (server exit $src, client exit $crc)"
+  sed 's/^/     server: /' "$work/s.log" | tail -12
+  fails=$((fails + 1))
+fi
 echo "netns_mcast: $((cases - fails)) of $cases passed"
 [ "$fails" -eq 0 ]
