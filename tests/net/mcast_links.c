@@ -2,7 +2,7 @@
 /*
  * UD multicast in the links (the mcast op), over a real veth pair between
  * two network namespaces that tests/net/mcast_links.sh makes (va in NS_A
- * with 10.0.0.1, 10.0.0.3, fd00::1; vb in NS_B with 10.0.0.2, fd00::2).
+ * with 10.0.0.1, .3, .4 and fd00::1; vb in NS_B with 10.0.0.2, fd00::2).
  * One process drives every end: each link is opened in its namespace and
  * keeps its sockets there. Frames are RoCE UD SENDs built with the wire
  * builder (DestQP 0xFFFFFF, the group's MAC, a valid ICRC).
@@ -14,7 +14,8 @@
  *  UDP: two links of one namespace both get one group frame, the sender
  *  none of its own (also from the namespace of the members, through the
  *  kernel's loopback, not the host path); the group frame's TTL reaches
- *  the wire; XR_LINK_MCAST_MAX groups, then -ENOSPC.
+ *  the wire; XR_LINK_MCAST_MAX groups, then -ENOSPC; the same through
+ *  raw_ip_id's raw sockets.
  *  Raw, XDP: the group's MAC is in the interface's multicast list while
  *  joined, and only then.
  * Exit 0 when every check holds; each line says what was checked.
@@ -337,6 +338,41 @@ static void udp_v4(void)
 	xr_link_close(b);
 }
 
+/* raw_ip_id: the group's datagrams come through a raw socket bound to the
+ * group, with their real IPv4 header. */
+static void udp_raw_ip_id(void)
+{
+	const char *g1 = "239.1.1.1";
+	struct xr_link_udp_opts o = { .raw_ip_id = true };
+	struct xr_link *a, *b;
+	xr_gid g1g = gid_of(g1);
+	uint8_t mac1[6];
+
+	xr_gid_mcast_mac(&g1g, mac1);
+	enter(ns_a);
+	a = xr_link_udp_ex("10.0.0.4", &o);
+	enter(ns_b);
+	b = xr_link_udp("10.0.0.2");
+	if (!a || !b) {
+		CHECK(0, "udp raw_ip_id: links open (%s)", strerror(errno));
+		return;
+	}
+	CHECK(xr_link_mcast(a, &g1g, true) == 0 && xr_link_mcast(b, &g1g, true) == 0,
+	      "udp raw_ip_id: A (10.0.0.4, raw_ip_id) and B join %s", g1);
+	send_group(b, "10.0.0.2", g1, 64, 401);
+	check_arrived("udp raw_ip_id joined group", a, g1, mac1, 401);
+	send_group(b, "10.0.0.2", "239.1.1.2", 64, 402);
+	check_nothing("udp raw_ip_id group not joined", a, 402);
+	send_group(a, "10.0.0.4", g1, 64, 403);
+	check_arrived("udp raw_ip_id: A's group frame at B", b, g1, mac1, 403);
+	check_nothing("udp raw_ip_id: A's own group frame at A", a, 403);
+	CHECK(xr_link_mcast(a, &g1g, false) == 0, "udp raw_ip_id: A leaves");
+	send_group(b, "10.0.0.2", g1, 64, 404);
+	check_nothing("udp raw_ip_id: after the leave", a, 404);
+	xr_link_close(a);
+	xr_link_close(b);
+}
+
 static void udp_v6(void)
 {
 	const char *g1 = "ff0e::1:1", *g2 = "ff0e::1:2";
@@ -478,6 +514,7 @@ int main(int argc, char **argv)
 	ns_b = argv[2];
 	if (!strcmp(only, "all") || !strcmp(only, "udp")) {
 		udp_v4();
+		udp_raw_ip_id();
 		udp_v6();
 	}
 	if (!strcmp(only, "all") || !strcmp(only, "raw"))

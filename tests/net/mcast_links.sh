@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # UD multicast in the links (tests/net/mcast_links.c): two network
 # namespaces joined by a veth pair (va, vb), made here and always removed.
-# The kernel holds 10.0.0.1, 10.0.0.3, fd00::1 on va and 10.0.0.2, fd00::2
+# The kernel holds 10.0.0.1, .3, .4 and fd00::1 on va and 10.0.0.2, fd00::2
 # on vb for the UDP links; the raw and XDP links own 10.0.1.1/2 themselves.
 #   mcast_links.sh PROG [udp|raw|xdp|all]
 set -euo pipefail
@@ -26,6 +26,7 @@ for side in "$A:va" "$B:vb"; do
 done
 ip -n "$A" addr add 10.0.0.1/24 dev va
 ip -n "$A" addr add 10.0.0.3/24 dev va
+ip -n "$A" addr add 10.0.0.4/24 dev va
 ip -n "$A" addr add fd00::1/64 dev va nodad
 ip -n "$B" addr add 10.0.0.2/24 dev vb
 ip -n "$B" addr add fd00::2/64 dev vb nodad
