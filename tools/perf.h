@@ -48,7 +48,11 @@ struct cfg {
 	bool no_gather;             /* --no-gather: mem link without gather frames */
 	enum xr_qp_type conn;     /* -c RC|UC|UD */
 	bool use_srq;             /* --use_srq: the receivers share one SRQ */
+	bool mcg;                 /* -g: the receivers' QPs join a multicast group */
+	const char *mgid;         /* -M: the group (NULL: the default) */
 };
+
+int perf_mgid(const char *text, xr_gid *g);
 
 /* perftest's Q_Key for UD QPs (DEF_QKEY) and the GRH room a UD receive
  * buffer needs in front of the payload. */
@@ -66,6 +70,8 @@ struct side {
 	struct xr_cq *cq;
 	struct xr_qp *qp[MAX_QPS];
 	struct xr_srq *srq;        /* --use_srq */
+	bool mcg_attached;         /* -g: the QPs joined mgid (detached before they go) */
+	xr_gid mgid;
 	struct xr_ah *ah[MAX_QPS]; /* UD: the peer QP's address */
 	uint32_t grh;              /* UD: 40 bytes before each received payload */
 	struct xr_mr *mr;

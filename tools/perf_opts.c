@@ -3,7 +3,9 @@
  * xroce-perf's command line: the usage text, the test names, and perftest's
  * options (with their defaults per test) plus xroce's own.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -46,6 +48,11 @@ static void usage(FILE *o)
 "                           UD: send tests, messages up to the MTU)\n"
 "      --use-srq            the receivers post into one shared receive queue (send tests;\n"
 "                           perftest 6.06's spelling, --use_srq too)\n"
+"  -g, --mcg                multicast (send tests, UD): the receivers' QPs join a group and\n"
+"                           the sender sends to it, at QPN 0xFFFFFF\n"
+"  -M, --MGID=GID           the group: perftest's 16 bytes (0:0:...:255:255:239:1:1:1) or an\n"
+"                           address (239.1.1.1, ff0e::1); default 239.1.1.1 on an IPv4 link\n"
+"                           (ff0e::c985:1 on IPv6), the client's own (send_lat) one more\n"
 "      --report_gbits       bandwidth in Gb/sec\n"
 "      --run_infinitely     run until interrupted, a line per second\n"
 "      --out_json           JSON results to perftest_out.json (--out_json_file=FILE)\n"
@@ -174,6 +181,7 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		{ "fault-drop", required_argument, 0, O_FDROP }, { "fault-reorder", required_argument, 0, O_FREORDER },
 		{ "fault-seed", required_argument, 0, O_FSEED },
 		{ "connection", required_argument, 0, 'c' }, { "use-srq", no_argument, 0, O_SRQ }, { "use_srq", no_argument, 0, O_SRQ },
+		{ "mcg", no_argument, 0, 'g' }, { "MGID", required_argument, 0, 'M' },
 		{ 0, 0, 0, 0 },
 	};
 	bool size_set = false, iters_set = false, tx_set = false, inline_set = false, cq_mod_set = false;
@@ -193,7 +201,7 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 #define NUM(opt, max, dst) do { if (!cli_u64(prog, opt, optarg, (max), &v)) return 2; (dst) = v; } while (0)
 	/* pingpong takes ibv_rc_pingpong's short options, whose letters mean
 	 * other things in perftest's tools. */
-	while ((ch = getopt_long(argc, argv, c->pingpong ? "p:d:i:s:m:r:n:l:eg:oOPtcjNh" : "s:n:D:aq:m:t:l:Q:r:p:d:x:I:u:bFc:h",
+	while ((ch = getopt_long(argc, argv, c->pingpong ? "p:d:i:s:m:r:n:l:eg:oOPtcjNh" : "s:n:D:aq:m:t:l:Q:r:p:d:x:I:u:bFc:gM:h",
 				 opts, NULL)) != -1) {
 		if (c->pingpong) {
 			int rc = pingpong_flag(c, ch);
@@ -227,6 +235,8 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 			else { fprintf(stderr, "%s: -c %s: xroce offers RC, UC and UD\n", prog, optarg); return 2; }
 			break;
 		case O_SRQ: c->use_srq = true; break;
+		case 'g': c->mcg = true; c->conn = XR_QPT_UD; break;   /* perftest: -g makes it UD */
+		case 'M': c->mgid = optarg; break;
 		case 'h': usage(stdout); return 0;
 		case O_GBITS: c->gbits = true; break;
 		case O_INF: c->infinite = true; break;
@@ -319,6 +329,15 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		fprintf(stderr, "%s: -q x (-t + -r) is more than a completion queue holds (1048576)\n", prog);
 		return 2;
 	}
+	if ((c->mcg || c->mgid) && (c->verb != V_SEND || c->bidir || !c->mcg)) {
+		fprintf(stderr, "%s: -g/-M: multicast is for the send tests, one way, -M with -g (as perftest)\n", prog);
+		return 2;
+	}
+	if (c->mgid && perf_mgid(c->mgid, NULL)) {
+		fprintf(stderr, "%s: -M %s: a multicast group (16 bytes as perftest's, or 224.0.0.0/4, ff00::/8)\n",
+			prog, c->mgid);
+		return 2;
+	}
 	/* What perftest allows with each connection type. */
 	if (c->conn == XR_QPT_UC && (c->verb == V_READ || c->verb == V_ATOMIC)) {
 		fprintf(stderr, "%s: -c UC: RDMA READ and atomics need RC (UC offers SEND and WRITE)\n", prog);
@@ -345,4 +364,28 @@ int parse_args(int argc, char **argv, struct cfg *c, const char **link_kind)
 		return 2;
 	}
 	return -1;
+}
+
+/* -M: perftest's form (16 byte values separated by ':', each as strtol
+ * reads it) or an address; 0 when it names a group (stored in g if not
+ * NULL), else -EINVAL. */
+int perf_mgid(const char *text, xr_gid *g)
+{
+	xr_gid tmp;
+	const char *p = text;
+	int n = 0;
+
+	if (!g)
+		g = &tmp;
+	if (xr_gid_parse(g, text)) {
+		for (n = 0; n < 16; n++) {
+			char *end;
+			long v = strtol(p, &end, 0);
+			if (end == p || v < 0 || v > 255 || (n < 15 ? *end != ':' : *end != 0))
+				return -EINVAL;
+			g->raw[n] = (uint8_t)v;
+			p = end + 1;
+		}
+	}
+	return xr_gid_is_mcast(g) ? 0 : -EINVAL;
 }

@@ -74,6 +74,36 @@ int mtu_enum_of(int bytes)
 }
 
 /* As rxe: the largest IB MTU that fits the link's MTU minus RoCE's overhead. */
+/* -g (perftest's multicast): this end's QPs join the group and the peer
+ * learns the group's GID and QPN 0xFFFFFF in their place, so its AH and
+ * sends go to the group. Without -M the group is 239.1.1.1 (ff0e::c985:1
+ * on an IPv6 link; perftest's own default is an IPv6 group, which an IPv4
+ * RoCE port cannot reach), the client's one more (send_lat: each end
+ * joins its own). */
+static int join_group(struct side *s)
+{
+	xr_gid own;
+
+	xr_query_gid(s->ctx, &own);
+	if (s->c->mgid)
+		perf_mgid(s->c->mgid, &s->mgid);
+	else
+		xr_gid_parse(&s->mgid, xr_gid_is_ipv4(&own) ? "239.1.1.1" : "ff0e::c985:1");
+	if (!s->c->mgid && !s->server)
+		s->mgid.raw[15]++;
+	for (unsigned q = 0; q < s->c->qps; q++) {
+		int err = xr_attach_mcast(s->qp[q], &s->mgid);
+		if (err) {
+			fprintf(stderr, "%s: cannot attach QP %u to the group: %s\n", prog, q, strerror(err));
+			return -1;
+		}
+		s->mcg_attached = true;
+		s->my[q].qpn = XR_QPN_MCAST;
+		s->my[q].gid = s->mgid;
+	}
+	return 0;
+}
+
 /* ---- setup ---- */
 
 int open_side(struct side *s)
@@ -147,6 +177,8 @@ int open_side(struct side *s)
 		s->my[q].out_reads = XR_MAX_RD_ATOMIC;
 		xr_query_gid(s->ctx, &s->my[q].gid);
 	}
+	if (c->mcg && (s->server || c->lat) && join_group(s))
+		return -1;
 	/* pingpong exchanges no MTU (as ibv_rc_pingpong): both ends take its
 	 * default, 1024, not each its own link's, which may differ. */
 	{
@@ -270,6 +302,8 @@ void close_side(struct side *s)
 	for (unsigned q = 0; q < MAX_QPS; q++) {
 		if (s->ah[q])
 			xr_destroy_ah(s->ah[q]);
+		if (s->qp[q] && s->mcg_attached)
+			xr_detach_mcast(s->qp[q], &s->mgid);   /* an attached QP is not destroyed */
 		if (s->qp[q])
 			xr_destroy_qp(s->qp[q]);
 	}

@@ -140,7 +140,11 @@ struct xr_link_ops {
 	 * receiving (!join) frames sent to multicast group (xr_gid_is_mcast);
 	 * a received group frame carries the group's MAC (xr_gid_mcast_mac)
 	 * as its destination. The engine joins when a group's first QP
-	 * attaches and leaves when its last detaches. 0 or -errno. */
+	 * attaches and leaves when its last detaches, under its pass lock
+	 * (no send or receive call at the same time; its thread may sleep
+	 * on the link's fds meanwhile). 0 or -errno; -EEXIST (joined
+	 * already) counts as joined. A link that cannot carry groups gives
+	 * -EOPNOTSUPP, and the attach fails. */
 	int (*mcast)(struct xr_link *l, const xr_gid *group, bool join);
 };
 

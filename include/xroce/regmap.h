@@ -32,8 +32,9 @@
  * is the one 256-byte slot of before). 3.3: the same in QP_RQ_LOG_SIZE and
  * SRQ_LOG_SIZE for receive WQEs (an engine of 3.2 ignores those bits and
  * reads receive WQEs at a 256-byte stride). 3.4: the multicast group
- * window (MCG_*, 0x3B0-0x3CC), counters rcvd_mcast_pkts and
- * rx_drop_no_mcg (the parser's drop counters moved), command statuses
+ * window (MCG_*, 0x3B0-0x3CC), counters rcvd_mcast_pkts,
+ * rx_drop_no_mcg, mcast_looped and mcast_loop_drop (the parser's drop
+ * counters moved), command statuses
  * FULL and LINK, event mcg. */
 #define XR_REGMAP_VERSION    0x00030004u   /* map version 3.4 */
 
@@ -362,7 +363,9 @@ XR_REG_ARRAY_TABLE(XR_X)
 	X(IRQ_LOST,           "irq_lost",               "Interrupts not delivered: raised inside a register access or a pass, with no memory left to hold them until its end (their events stay in the log).") \
 	X(SQ_DOORBELL_REFUSED, "sq_doorbell_refused",   "Send doorbells refused when the engine read them: an index behind WQEs already started, or more WQEs than the ring holds past the oldest not completed. The send queue fails (local QP operation error: RC to ERR, UD/UC to SQE); the WQEs up to the last index the engine read that fitted are flushed, and none runs again.") \
 	X(RX_MCAST,           "rcvd_mcast_pkts",        "Datagrams to a multicast group some QP is attached to (once each, however many QPs take it).") \
-	X(DROP_NO_MCG,        "rx_drop_no_mcg",         "Dropped: datagram to DestQP 0xFFFFFF whose destination is no group a QP is attached to (or whose MAC is not the group's).")
+	X(DROP_NO_MCG,        "rx_drop_no_mcg",         "Dropped: datagram to DestQP 0xFFFFFF whose destination is no group a QP is attached to (or whose MAC is not the group's).") \
+	X(MCAST_LOOPED,       "mcast_looped",           "Group datagrams this engine sent that it handed to its own QPs attached to the group, as an HCA loops them back (each also counted in rcvd_mcast_pkts).") \
+	X(MCAST_LOOP_DROP,    "mcast_loop_drop",        "Group datagrams this engine sent that its own attached QPs did not get: no memory for the copy.")
 
 /* After the table: one counter per parser rejection, named
  * "rx_drop_<reason>" and described by XR_PARSE_ERR_TABLE. */

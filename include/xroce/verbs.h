@@ -294,7 +294,8 @@ int xr_destroy_qp(struct xr_qp *qp);
  * sent to group gid (an IPv4 group as ::ffff:a.b.c.d, or IPv6 ff00::/8)
  * at QPN 0xFFFFFF, each checked as its own (state, P_Key, Q_Key); a UD
  * send to such a GID goes to the group (AH: the group's MAC, no
- * resolution). Attaching twice is no change. Errors: EINVAL (not UD, not
+ * resolution; EHOSTUNREACH for a group of the other IP family than the
+ * device's address). Attaching twice is no change. Errors: EINVAL (not UD, not
  * a group, a detach of a QP not attached), ENOMEM (CAP_MCG: groups or
  * QPs per group), EADDRNOTAVAIL (the link could not join). */
 int xr_attach_mcast(struct xr_qp *qp, const xr_gid *gid);

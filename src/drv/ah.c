@@ -28,6 +28,12 @@ struct xr_ah *xr_create_ah(struct xr_pd *pd, const struct xr_ah_attr *attr)
 	/* The neighbour's MAC, as the kernel resolves it for a RoCE AH; a
 	 * group's is its own (rdma_ip2gid's rule, no resolution). */
 	if (xr_gid_is_mcast(&attr->grh.dgid)) {
+		/* The device's one address is the source: a group of the
+		 * other family would leave from 0.0.0.0 or ::. */
+		if (xr_gid_is_ipv4(&attr->grh.dgid) != xr_gid_is_ipv4(&pd->ctx->gid)) {
+			errno = EHOSTUNREACH;
+			return NULL;
+		}
 		xr_gid_mcast_mac(&attr->grh.dgid, mac);
 	} else if (xr_link_resolve(pd->ctx->link, &attr->grh.dgid, mac)) {
 		errno = EHOSTUNREACH;

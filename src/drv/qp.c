@@ -72,9 +72,9 @@ struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr)
 	if (!ctx || !attr || !attr->send_cq || !attr->recv_cq ||
 	    (attr->qp_type != XR_QPT_RC && attr->qp_type != XR_QPT_UC && attr->qp_type != XR_QPT_UD) ||
 	    (attr->srq && attr->srq->ctx != ctx) ||
-	    attr->cap.max_send_wr > (1u << MAX_QUEUE_LOG) ||
-	    attr->cap.max_recv_wr > (1u << MAX_QUEUE_LOG) || attr->cap.max_send_sge > XR_WQE_MAX_SGE ||
-	    attr->cap.max_recv_sge > XR_RWQE_MAX_SGE || attr->cap.max_inline_data > XR_WQE_MAX_INLINE) {
+	    attr->cap.max_send_wr > (1u << MAX_QUEUE_LOG) || attr->cap.max_send_sge > XR_WQE_MAX_SGE ||
+	    (!attr->srq && (attr->cap.max_recv_wr > (1u << MAX_QUEUE_LOG) || attr->cap.max_recv_sge > XR_RWQE_MAX_SGE)) ||
+	    attr->cap.max_inline_data > XR_WQE_MAX_INLINE) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -86,14 +86,20 @@ struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr)
 	qp->ctx = ctx;
 	qp->pd = pd;
 	qp->init = *attr;
+	if (attr->srq) {
+		/* Its receive WQEs come from the SRQ: the receive caps are
+		 * ignored (ibv_create_qp(3)), and read back as 0. */
+		qp->init.cap.max_recv_wr = 0;
+		qp->init.cap.max_recv_sge = 0;
+	}
 	/* A ring has at least two entries: the context's log size 0 means
 	 * "no queue" to the engine (ibv_rc_pingpong asks for one send WR). */
 	qp->sq_log = log2_at_least(attr->cap.max_send_wr < 2 ? 2 : attr->cap.max_send_wr);
-	qp->rq_log = log2_at_least(attr->cap.max_recv_wr < 2 ? 2 : attr->cap.max_recv_wr);
+	qp->rq_log = log2_at_least(qp->init.cap.max_recv_wr < 2 ? 2 : qp->init.cap.max_recv_wr);   /* SRQ: 2, unused */
 	qp->sq_blocks_log = wqe_blocks_log(&attr->cap);
 	qp->sq = aligned_alloc(64, (size_t)XR_WQE_SIZE << (qp->sq_log + qp->sq_blocks_log));
 	/* A QP on an SRQ posts no receive WQE of its own: one-block slots. */
-	qp->rq_blocks_log = attr->srq ? 0 : xr_rwqe_blocks_log(attr->cap.max_recv_sge);
+	qp->rq_blocks_log = attr->srq ? 0 : xr_rwqe_blocks_log(qp->init.cap.max_recv_sge);
 	qp->rq = aligned_alloc(64, (size_t)XR_RWQE_SIZE << (qp->rq_log + qp->rq_blocks_log));
 	if (!qp->sq || !qp->rq) {
 		free(qp->sq);
@@ -105,7 +111,7 @@ struct xr_qp *xr_create_qp(struct xr_pd *pd, struct xr_qp_init_attr *attr)
 	pthread_mutex_init(&qp->sq_lock, NULL);
 	pthread_mutex_init(&qp->rq_lock, NULL);
 	qp->init.cap.max_send_wr = 1u << qp->sq_log;
-	qp->init.cap.max_recv_wr = 1u << qp->rq_log;
+	qp->init.cap.max_recv_wr = attr->srq ? 0 : 1u << qp->rq_log;
 	attr->cap = qp->init.cap;
 
 	memset(&qp->hw, 0, sizeof(qp->hw));

@@ -609,6 +609,8 @@ int xr_dp_pass(struct xr_engine *e, bool block, bool *ran)
 	xr_irq_hold();
 	if (!(xr_reg_get(e, XR_REG_CTRL) & XR_CTRL_SOFT_RESET))
 		work = progress_locked(e, &movable);
+	if (__builtin_expect(e->mcg.loop != NULL, 0))
+		xr_mcast_loop_drain(e);   /* no QP lock held now */
 	/* A caller's pass left frames in the link that leave only on a later
 	 * call, with nothing else due: the thread, asleep without a timeout,
 	 * must look again (its own sleep checks this under dp_mutex). */
@@ -682,11 +684,11 @@ int xr_engine_attach_link(struct xr_engine *e, struct xr_link *l)
 		return -EBUSY;
 	if (!l)
 		return -EINVAL;
+	pthread_mutex_lock(&e->reg_lock);   /* an attach sees the link with its groups, or neither */
 	e->link = l;
-	xr_engine_set_link_up(e, l->ops->is_up(l));
-	pthread_mutex_lock(&e->reg_lock);
 	xr_mcg_link_attached(e);   /* groups attached before the link came */
 	pthread_mutex_unlock(&e->reg_lock);
+	xr_engine_set_link_up(e, l->ops->is_up(l));
 	return 0;
 }
 
@@ -705,6 +707,7 @@ void xr_datapath_init(struct xr_engine *e)
 void xr_datapath_fini(struct xr_engine *e)
 {
 	xr_engine_stop_thread(e);
+	xr_mcast_loop_free(e);
 	for (unsigned i = 0; e->txq && i < e->txq->n; i++)
 		xr_link_frame_free(e->link, e->txq->f[i]);
 	if (e->link)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "mcast.h"
 #include "regmap_internal.h"
 #include "xroce/engine.h"
 #include "xroce/link.h"
@@ -311,16 +312,7 @@ struct xr_engine {
 	uint8_t *mr_variant;                   /* last key variant per MR index */
 	struct xr_cq *cqs;                     /* XR_MAX_CQ entries */
 	struct xr_srq *srqs;                   /* XR_MAX_SRQ entries */
-	/* Multicast groups (mcast.c): packed in g[0 .. n); changed under
-	 * reg_lock and dp_mutex, read by passes. */
-	struct {
-		struct xr_mcg {
-			xr_gid gid;
-			uint32_t nqp;
-			uint32_t qpn[XR_MCG_MAX_QP];
-		} g[XR_MAX_MCG];
-		uint32_t n, attached;
-	} mcg;
+	struct xr_mcg_table mcg;               /* multicast groups (mcast.h) */
 
 	struct xr_evlog_slot evlog[XR_EVLOG_ENTRIES];
 	_Atomic uint64_t evlog_seq;            /* events ever logged (or being logged) */
@@ -456,13 +448,6 @@ enum xr_cmd_status xr_srq_cmd(struct xr_engine *e, uint32_t cmd);
 /* SRQ_DB written (regfile.c). */
 enum xr_axi_resp xr_srq_doorbell(struct xr_engine *e, uint32_t val);
 void xr_srq_table_reset(struct xr_engine *e);
-/* Multicast groups (mcast.c). */
-enum xr_cmd_status xr_mcg_cmd(struct xr_engine *e, uint32_t cmd);
-bool xr_mcg_qp_attached(struct xr_engine *e, uint32_t qpn);
-void xr_mcg_reset(struct xr_engine *e);
-void xr_mcg_link_attached(struct xr_engine *e);
-/* A datagram to DestQP 0xFFFFFF, to every QP attached to its group (pass only). */
-void xr_mcast_rx(struct xr_engine *e, const struct xr_pkt *p, bool check_mac);
 /* A QP attaches to (or leaves) an SRQ: false when it does not exist. */
 bool xr_srq_attach(struct xr_engine *e, uint32_t srqn);
 void xr_srq_detach(struct xr_engine *e, uint32_t srqn);

@@ -14,6 +14,8 @@
  * it delivers to can be destroyed meanwhile (a QP attached refuses
  * DESTROY).
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
@@ -52,6 +54,7 @@ static enum xr_cmd_status attach(struct xr_engine *e, const xr_gid *gid, uint32_
 {
 	struct xr_qp *qp = xr_qp_lookup(e, qpn);
 	struct xr_mcg *g;
+	int err;
 
 	if (!xr_gid_is_mcast(gid))
 		return XR_CMD_ST_BAD_RANGE;
@@ -66,7 +69,7 @@ static enum xr_cmd_status attach(struct xr_engine *e, const xr_gid *gid, uint32_
 		return XR_CMD_ST_FULL;
 	/* The link's calls, as a pass's, under dp_mutex (one user at a time). */
 	pthread_mutex_lock(&e->dp_mutex);
-	if (!g && e->link && xr_link_mcast(e->link, gid, true)) {
+	if (!g && e->link && (err = xr_link_mcast(e->link, gid, true)) && err != -EEXIST) {
 		pthread_mutex_unlock(&e->dp_mutex);
 		return XR_CMD_ST_LINK;
 	}
@@ -131,6 +134,10 @@ bool xr_mcg_qp_attached(struct xr_engine *e, uint32_t qpn)
 	return false;
 }
 
+/* The link came after groups were attached (not through the driver,
+ * which attaches its link first): it joins them now; one it cannot join
+ * stays in the table, its frames not coming (rx_drop_no_mcg never sees
+ * them). */
 void xr_mcg_link_attached(struct xr_engine *e)
 {
 	pthread_mutex_lock(&e->dp_mutex);
@@ -170,21 +177,90 @@ void xr_mcast_rx(struct xr_engine *e, const struct xr_pkt *p, bool check_mac)
 	const struct xr_mcg *g;
 	struct xr_qp *qp;
 
+	bool ce = (p->traffic_class & 3) == 3;
+
 	if (!(xr_reg_get(e, XR_REG_CTRL) & XR_CTRL_ENABLE)) {
-		xr_count(e, XR_CNT_DROP_DISABLED, 1);
+		xr_recv_drop(e, p, XR_CNT_DROP_DISABLED);
 		return;
 	}
 	g = group_for(e, p, check_mac);
 	if (!g) {
-		xr_count(e, XR_CNT_DROP_NO_MCG, 1);   /* rxe_rcv_mcast_pkt: no group, dropped */
+		xr_recv_drop(e, p, XR_CNT_DROP_NO_MCG);   /* rxe_rcv_mcast_pkt: no group, dropped */
 		return;
 	}
 	xr_count(e, XR_CNT_RX_MCAST, 1);
+	if (ce)
+		xr_count(e, XR_CNT_ECN_MARKED, 1);   /* once, as the datagram's other counts */
 	for (uint32_t i = 0; i < g->nqp; i++) {
 		if (xr_recv_check_qp(e, p, g->qpn[i], &qp))
 			continue;   /* counted under its reason, as for a datagram to it alone */
+		if (ce)
+			xr_cc_ce(e, qp, xr_engine_now(e));   /* its ce_rcvd: UD answers with no CNP */
 		xr_ud_rx(e, qp, p);
 		xr_qp_mark_busy(e, qp);
 		pthread_mutex_unlock(&qp->lock);
+	}
+}
+
+/* Loopback: a group datagram this engine sends reaches its own QPs
+ * attached to the group too, the sending QP's included, as an HCA's
+ * (mlx5 loops them back unless a QP asks not to,
+ * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB); the links never return a device's
+ * own frames. Copied as the frame leaves (a QP's lock may be held then)
+ * and handed to the group when the pass has let go of every QP. */
+struct xr_mcast_copy {
+	struct xr_mcast_copy *next;
+	uint16_t len;
+	uint8_t data[];
+};
+
+void xr_mcast_loop_keep(struct xr_engine *e, const struct xr_frame *f)
+{
+	struct xr_mcast_copy *c;
+	struct xr_pkt p;
+
+	if (!(f->data[0] & 1) || f->gather)
+		return;   /* not to a group MAC (UD frames never go by reference) */
+	if (xr_pkt_parse(f->data, f->len, 0, XR_PARSE_NO_ICRC, &p) != XR_PARSE_OK || p.dqpn != XR_QPN_MCAST ||
+	    !group_of(e, &p.dgid))
+		return;
+	c = malloc(sizeof(*c) + f->len);
+	if (!c) {
+		xr_count(e, XR_CNT_MCAST_LOOP_DROP, 1);
+		return;
+	}
+	c->next = NULL;
+	c->len = f->len;
+	memcpy(c->data, f->data, f->len);
+	if (!e->mcg.loop)
+		e->mcg.loop_tail = &e->mcg.loop;
+	*e->mcg.loop_tail = c;
+	e->mcg.loop_tail = &c->next;
+}
+
+void xr_mcast_loop_drain(struct xr_engine *e)
+{
+	struct xr_mcast_copy *c;
+	struct xr_pkt p;
+
+	while ((c = e->mcg.loop)) {
+		e->mcg.loop = c->next;
+		if (xr_pkt_parse(c->data, c->len, 0, 0, &p) == XR_PARSE_OK) {
+			xr_count(e, XR_CNT_MCAST_LOOPED, 1);
+			xr_mcast_rx(e, &p, true);
+		}
+		free(c);
+	}
+}
+
+/* The engine goes: copies a pass did not drain (none, as every pass
+ * drains its own). */
+void xr_mcast_loop_free(struct xr_engine *e)
+{
+	struct xr_mcast_copy *c;
+
+	while ((c = e->mcg.loop)) {
+		e->mcg.loop = c->next;
+		free(c);
 	}
 }

@@ -54,7 +54,7 @@ static enum xr_transport qp_transport(uint8_t type)
 /* A packet whose ICRC check waits for its copy (gather.c) is checked
  * first: a bad one counts only as that (the pass counts it), as if
  * dropped at its parse. */
-static int drop(struct xr_engine *e, const struct xr_pkt *p, enum xr_counter why)
+int xr_recv_drop(struct xr_engine *e, const struct xr_pkt *p, enum xr_counter why)
 {
 	if (xr_icrc_defer_check(e, p, p->payload))
 		xr_count(e, why, 1);
@@ -65,9 +65,9 @@ int xr_recv_check(struct xr_engine *e, const struct xr_pkt *p, bool check_mac, s
 {
 	*out = NULL;
 	if (!(xr_reg_get(e, XR_REG_CTRL) & XR_CTRL_ENABLE))
-		return drop(e, p, XR_CNT_DROP_DISABLED);
+		return xr_recv_drop(e, p, XR_CNT_DROP_DISABLED);
 	if (!xr_recv_addressed_to_us(e, p, check_mac))
-		return drop(e, p, XR_CNT_DROP_NOT_FOR_US);
+		return xr_recv_drop(e, p, XR_CNT_DROP_NOT_FOR_US);
 	return xr_recv_check_qp(e, p, p->dqpn, out);
 }
 
@@ -80,22 +80,22 @@ int xr_recv_check_qp(struct xr_engine *e, const struct xr_pkt *p, uint32_t qpn, 
 	*out = NULL;
 	qp = xr_qp_lookup(e, qpn);
 	if (!qp)
-		return drop(e, p, XR_CNT_DROP_UNKNOWN_QPN);
+		return xr_recv_drop(e, p, XR_CNT_DROP_UNKNOWN_QPN);
 
 	pthread_mutex_lock(&qp->lock);
 	c = &qp->ctx;
 	if (!qp->in_use)
-		why = drop(e, p, XR_CNT_DROP_UNKNOWN_QPN);
+		why = xr_recv_drop(e, p, XR_CNT_DROP_UNKNOWN_QPN);
 	else if (!state_receives(c->state))
-		why = drop(e, p, XR_CNT_DROP_BAD_STATE);
+		why = xr_recv_drop(e, p, XR_CNT_DROP_BAD_STATE);
 	else if (xr_opcode_transport(p->opcode) != qp_transport(c->type))
-		why = drop(e, p, XR_CNT_DROP_BAD_TRANSPORT);
+		why = xr_recv_drop(e, p, XR_CNT_DROP_BAD_TRANSPORT);
 	else if (c->type != XR_QPT_UD && memcmp(p->sgid.raw, c->peer_gid.raw, 16))
-		why = drop(e, p, XR_CNT_DROP_BAD_SRC);
+		why = xr_recv_drop(e, p, XR_CNT_DROP_BAD_SRC);
 	else if (!pkey_matches(p->pkey, c->pkey))
-		why = drop(e, p, XR_CNT_DROP_BAD_PKEY);
+		why = xr_recv_drop(e, p, XR_CNT_DROP_BAD_PKEY);
 	else if (c->type == XR_QPT_UD && p->deth.qkey != c->qkey)
-		why = drop(e, p, XR_CNT_DROP_BAD_QKEY);   /* D3: silent, counted */
+		why = xr_recv_drop(e, p, XR_CNT_DROP_BAD_QKEY);   /* D3: silent, counted */
 	if (why) {
 		pthread_mutex_unlock(&qp->lock);
 		return why;

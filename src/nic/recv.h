@@ -12,6 +12,9 @@
  */
 /* The packet's destination MAC (with check_mac) and IP are this engine's. */
 bool xr_recv_addressed_to_us(struct xr_engine *e, const struct xr_pkt *p, bool check_mac);
+/* Counts a drop for why, unless the packet's deferred ICRC check fails
+ * (then it counts as a bad ICRC alone); returns 1 + why. */
+int xr_recv_drop(struct xr_engine *e, const struct xr_pkt *p, enum xr_counter why);
 int xr_recv_check(struct xr_engine *e, const struct xr_pkt *p, bool check_mac, struct xr_qp **out);
 /* The same checks against QP qpn alone (the packet's address checked
  * already, or a group's: multicast). */

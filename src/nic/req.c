@@ -56,7 +56,7 @@ static bool opcode_allowed(uint8_t type, uint8_t wr)
 /* What a WQE must satisfy before its first packet; 0 or a WC status. */
 static int check_wqe(struct xr_engine *e, struct xr_qp *qp, const struct xr_hw_wqe *w)
 {
-	uint32_t sum = 0;
+	uint64_t sum = 0;   /* 32 bits wrap: SGEs of regions of 4 GiB and more */
 
 	if (!opcode_allowed(qp->ctx.type, w->opcode))
 		return XR_WC_LOC_QP_OP_ERR;

@@ -24,6 +24,11 @@ void xr_tx_flush(struct xr_engine *e, struct xr_tx *tx)
 			xr_pkt_seal(tx->f[i]->data, tx->seal[i].l3_off, tx->f[i]->len, tx->seal[i].udp_csum);
 	}
 
+	/* Group frames for this engine's own QPs (a load when it has none). */
+	if (__builtin_expect(e->mcg.n != 0, 0))
+		for (unsigned i = tx->sealed; i < tx->n; i++)
+			xr_mcast_loop_keep(e, tx->f[i]);
+
 	/* The pass's packets in the counters, two adds per flush instead of
 	 * per packet. */
 	if (tx->pkts) {

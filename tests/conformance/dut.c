@@ -445,6 +445,20 @@ static void act_dereg(struct run *r, char **tok, int ntok)
 	settle(r);
 }
 
+/* attach|detach GID [=> E...]: the QP joins or leaves a multicast group. */
+static void act_mcast(struct run *r, char **tok, int ntok)
+{
+	int want = expected_rc(tok, &ntok);
+	xr_gid g;
+
+	if (ntok != 2 || xr_gid_parse(&g, tok[1])) {
+		fail(r, "%s GID [=> E...] (a dotted IPv4 or an IPv6 address)", tok[0]);
+		return;
+	}
+	check_rc(r, tok[0], tok[0][0] == 'a' ? xr_attach_mcast(r->qp, &g) : xr_detach_mcast(r->qp, &g), want);
+	settle(r);
+}
+
 /* reg_mr NAME: registers a deregistered region again, over the same memory
  * with the same access and PD; NAME.rkey/.lkey are the new keys, the
  * previous ones stay as NAME.old_rkey/.old_lkey. */
@@ -645,6 +659,7 @@ bool dut_action(struct run *r, char **tok, int ntok)
 	else if (!strcmp(c, "alloc_mw")) act_alloc_mw(r, tok, ntok);
 	else if (!strcmp(c, "bind_mw")) act_bind_mw(r, tok, ntok);
 	else if (!strcmp(c, "dealloc_mw")) act_dealloc_mw(r, tok, ntok);
+	else if (!strcmp(c, "attach") || !strcmp(c, "detach")) act_mcast(r, tok, ntok);
 	else if (!strcmp(c, "drain")) { settle(r); drain_held(r); }
 	else if (!strcmp(c, "hold")) {
 		uint64_t room = 0;

@@ -212,6 +212,25 @@ void peer_inject(struct run *r, char **tok, int ntok)
 			}
 			continue;
 		}
+		if (!strcmp(key, "dip")) {   /* a group's frame goes to the group's MAC (dmac= after it overrides) */
+			if (xr_gid_parse(&p.dgid, val)) {
+				fail(r, "bad address '%s'", val);
+				return;
+			}
+			if (xr_gid_is_mcast(&p.dgid))
+				xr_gid_mcast_mac(&p.dgid, p.dmac);
+			continue;
+		}
+		if (!strcmp(key, "dmac")) {
+			unsigned m[6];
+			if (sscanf(val, "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) != 6) {
+				fail(r, "bad MAC '%s'", val);
+				return;
+			}
+			for (int j = 0; j < 6; j++)
+				p.dmac[j] = (uint8_t)m[j];
+			continue;
+		}
 		if (!strcmp(key, "syn") ? !syndrome_of(r, val, &v) : !eval(r, val, &v))
 			return;
 		if (!strcmp(key, "psn")) p.psn = (uint32_t)v & XR_PSN_MASK;

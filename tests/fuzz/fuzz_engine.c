@@ -49,7 +49,7 @@ static struct {
 	struct xr_qp *qp[NQP];
 	struct region reg[NREG];
 	uint64_t now;
-	xr_gid dut_gid, peer_gid;
+	xr_gid dut_gid, peer_gid, group;
 	/* The PSNs a well-behaved peer would use, per QP (reset per input):
 	 * its next request's, and those of the engine's newest request, READ
 	 * and atomic, which the peer's answers default to. */
@@ -108,6 +108,9 @@ static void init_once(void)
 	F.qp[QP_RC_SRQ] = qp_create(XR_QPT_RC, F.srq);
 	F.qp[QP_UC] = qp_create(XR_QPT_UC, NULL);
 	F.qp[QP_UD] = qp_create(XR_QPT_UD, NULL);
+	/* The UD QP is in a multicast group too: datagrams to DestQP
+	 * 0xFFFFFF reach it through the group's fan-out (mcast.c). */
+	check(!xr_gid_parse(&F.group, "239.7.7.7") && !xr_attach_mcast(F.qp[QP_UD], &F.group), "attach_mcast");
 	F.touched = ~0u;
 }
 
@@ -354,6 +357,13 @@ static void inject_built(struct in *in)
 	p.becn = flags & 8;
 	if (odd & 2)
 		p.dqpn = (uint32_t)rd(in, 3);
+	if (q == QP_UD && (flags & 64)) {   /* to the group it joined (with odd & 2, at any QPN) */
+		p.dgid = F.group;
+		xr_gid_mcast_mac(&F.group, p.dmac);
+		if (!(odd & 2))
+			p.dqpn = XR_QPN_MCAST;
+		F.touched |= 1u << QP_UD;
+	}
 	touch_qpn(p.dqpn);
 	if (odd & 4)
 		p.payload_len = (uint32_t)rd(in, 2) % (MTU_BYTES + 64);

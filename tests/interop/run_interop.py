@@ -412,6 +412,8 @@ TESTS = [  # name, perftest tool, xroce-perf args, peer args
     ("write_bw -c UC", "ib_write_bw", ["write_bw", "-n", "300", "-s", "1024", "-c", "UC"], "-n 300 -s 1024 -c UC"),
     ("send_bw -c UC", "ib_send_bw", ["send_bw", "-n", "300", "-s", "1024", "-c", "UC"], "-n 300 -s 1024 -c UC"),
     ("send_bw --use-srq", "ib_send_bw", ["send_bw", "-n", "300", "--use-srq"], "-n 300 --use-srq"),
+    # UD multicast (D8): the receiving end's QP joins 239.1.1.1, the sender sends to QPN 0xFFFFFF there
+    ("send_bw -g", "ib_send_bw", ["send_bw", "-n", "300", "-g", "-M", dropin.MGID], f"-n 300 -g -M {dropin.MGID}"),
 ]
 
 
@@ -449,6 +451,8 @@ def main():
                     continue
                 if mtu != 1500 and name not in ("write_bw", "read_bw", "pingpong"):
                     continue
+                if " -g " in pargs:
+                    vm.run(dropin.hold_group(PEER), 10)
                 for link in LINKS:
                     for role in ("vm-server", "xroce-server"):
                         run_case(vm, name, tool, xargs, role, ib_mtu, pargs + f" -m {ib_mtu}", link)

@@ -178,12 +178,17 @@ done
 # only asks that what arrived is intact.
 for args in "send_bw -c UD -s 1000 -q 2" "send_lat -c UD -s 64" "send_bw -c UD" "send_bw -c UC -q 3" \
             "write_lat -c UC" "send_lat -c UC" "send_bw --use_srq -q 4" "send_bw -c UD --use_srq -q 2 -s 512" \
-            "send_lat --use_srq" "send_bw -a --use_srq -q 2"; do
+            "send_lat --use_srq" "send_bw -a --use_srq -q 2" "send_bw -g -s 1000 -q 2" "send_lat -g -s 64" \
+            "send_bw -g -M 0:0:0:0:0:0:0:0:0:0:255:255:239:9:9:9 --use_srq -q 2 -s 512"; do
   n=$([[ $args == *" -a "* ]] && echo 10 || echo 300)
   out=$(timeout 120 "$perf" $args --link mem -n $n --verify 2>&1) || { fail "$args: exit $?: $(tail -3 <<<"$out")"; continue; }
   grep -q "errors  <-- FAILED" <<<"$out" && fail "$args: verification failed"
   grep -Eq "verification: [1-9][0-9]* messages checked, 0 errors" <<<"$out" || fail "$args: nothing verified: $(tail -3 <<<"$out")"
   conn=$(sed -n 's/.*-c \(U[CD]\).*/\1/p' <<<"$args"); conn=${conn:-RC}
+  [[ $args == *" -g"* ]] && conn=UD   # -g (multicast) makes it UD, as perftest
+  if [[ $args == *" -g"* ]] && ! grep -Eq "remote address: LID 0000 QPN 0xffffff" <<<"$out"; then
+    fail "$args: the receiver did not give the group's QPN"
+  fi
   srq=$([[ $args == *use_srq* ]] && echo ON || echo OFF)
   grep -Eq "Connection type : $conn[[:space:]]+Using SRQ      : $srq" <<<"$out" || fail "$args: header does not say $conn / SRQ $srq"
   echo "ok   $args: $(grep -E '^ [0-9]' <<<"$out" | tail -1 | tr -s ' \t' ' ')"
@@ -269,6 +274,10 @@ check_bad "need RC" atomic_lat --link mem -c UC
 check_bad "only the send tests" write_bw --link mem -c UD
 check_bad "offers RC, UC and UD" send_bw --link mem -c XRC
 check_bad "only the send tests receive" write_bw --link mem --use_srq
+check_bad "multicast is for the send tests" write_bw --link mem -g
+check_bad "multicast is for the send tests" send_bw --link mem -M 239.1.1.1
+check_bad "a multicast group" send_bw --link mem -g -M 10.0.0.1
+check_bad "a multicast group" send_bw --link mem -g -M 1:2:3
 check_bad "needs RC" write_bw --link mem -c UC --verify
 rc=0; msg=$(timeout 20 "$perf" write_bw --link udp --bind 127.0.0.1 -p 19205 no.such.host.invalid 2>&1) || rc=$?
 [ "$rc" -ne 0 ] && grep -q "Cannot resolve 'no.such.host.invalid'" <<<"$msg" || fail "unresolvable server: $msg"

@@ -5,6 +5,7 @@
  * counted; attach and detach rules (UD only, groups only, twice is once,
  * the table's bounds, no destroy while attached); the link joined on a
  * group's first attach and left on its last detach. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +30,7 @@ struct spy {
 	int joins, leaves;
 	xr_gid last_group;
 	bool break_group_mac;          /* sends a group frame with a unicast MAC */
+	int join_rc;                   /* what a join answers (0: joined) */
 };
 
 static int spy_send(struct xr_link *l, struct xr_frame **f, unsigned n)
@@ -77,6 +79,8 @@ static int spy_mcast(struct xr_link *l, const xr_gid *group, bool join)
 {
 	struct spy *s = l->priv;
 	s->last_group = *group;
+	if (join && s->join_rc)
+		return s->join_rc;
 	if (join)
 		s->joins++;
 	else
@@ -412,6 +416,286 @@ static void test_ipv6_group(void **state)
 	h_close(&m.p);
 }
 
+/* Attach and detach while datagrams to the group stream in, with the
+ * engines in their own threads (TSan's case): every completion is a good
+ * one on a QP of the group, none beyond what was sent, and once all are
+ * attached again each gets the next datagram. */
+static void test_attach_churn_under_traffic(void **state)
+{
+	enum { QPS = 4, SENDS = 200, RECVS = 256 };
+	struct mpair m;
+	struct h_opts o = d_opts(false);
+	struct xr_qp *q[QPS], *src;
+	struct xr_ah *ah;
+	unsigned got[QPS], total = 0, sent = 0, done = 0, round = 0;
+	bool on[QPS] = { false };
+	xr_gid g = gid_of("239.3.3.3");
+	struct xr_wc wc[16];
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	o.mode = XR_PROGRESS_THREAD;
+	m.p.mode = o.mode;
+	assert_int_equal(xr_link_mem_pair(&m.p.la, &m.p.lb, 0), 0);
+	m.sa = spy_wrap(m.p.la);
+	m.sb = spy_wrap(m.p.lb);
+	m.p.la = &m.sa->link;
+	m.p.lb = &m.sb->link;
+	assert_int_equal(h_end_open(&m.p.a, m.p.la, "10.0.0.1", &o), 0);
+	assert_int_equal(h_end_open(&m.p.b, m.p.lb, "10.0.0.2", &o), 0);
+	for (unsigned i = 0; i < QPS; i++) {
+		q[i] = d_ud_qp(&m.p.b, QKEY, NULL);
+		assert_non_null(q[i]);
+		post_recvs(q[i], &m.p.b, 0, RECVS - 1);   /* slots shared: only counts matter */
+	}
+	src = d_ud_qp(&m.p.a, QKEY, NULL);
+	ah = group_ah(&m.p.a, "239.3.3.3");
+	assert_non_null(src);
+	assert_non_null(ah);
+	memset(got, 0, sizeof(got));
+	for (uint64_t until = h_now_ms() + 10000; done < SENDS && h_now_ms() < until; round++) {
+		unsigned k = round % QPS;
+		int n;
+		if (sent < SENDS && sent - done < 64 &&
+		    !d_ud_send(src, &m.p.a, ah, XR_QPN_MCAST, QKEY, 0, 64, 0, sent))
+			sent++;
+		/* QP k flips between attached and not, each round another. */
+		assert_int_equal(on[k] ? xr_detach_mcast(q[k], &g) : xr_attach_mcast(q[k], &g), 0);
+		on[k] = !on[k];
+		n = xr_poll_cq(m.p.a.cq, 16, wc);
+		for (int i = 0; i < n; i++)
+			assert_int_equal(wc[i].status, XR_WC_SUCCESS);
+		done += (unsigned)(n > 0 ? n : 0);
+		n = xr_poll_cq(m.p.b.cq, 16, wc);
+		for (int i = 0; i < n; i++) {
+			assert_int_equal(wc[i].status, XR_WC_SUCCESS);
+			assert_int_equal(wc[i].byte_len, 40 + 64);
+			total++;
+			for (unsigned j = 0; j < QPS; j++)
+				got[j] += wc[i].qp_num == xr_qp_num(q[j]);
+		}
+	}
+	assert_int_equal(done, SENDS);
+	for (uint64_t until = h_now_ms() + 200; h_now_ms() < until;) {
+		int n = xr_poll_cq(m.p.b.cq, 16, wc);
+		for (int i = 0; i < n; i++) {
+			total++;
+			for (unsigned j = 0; j < QPS; j++)
+				got[j] += wc[i].qp_num == xr_qp_num(q[j]);
+		}
+	}
+	assert_int_equal(got[0] + got[1] + got[2] + got[3], total);   /* only the group's QPs */
+	for (unsigned j = 0; j < QPS; j++)
+		assert_true(got[j] <= SENDS);
+	assert_true(total <= QPS * SENDS);
+	assert_true(total > 0);
+	/* All attached now (attach is idempotent): the next datagram reaches each. */
+	for (unsigned j = 0; j < QPS; j++)
+		assert_int_equal(xr_attach_mcast(q[j], &g), 0);
+	{
+		uint64_t before = d_counter(&m.p.b, XR_CNT_RDMA_RECVS);
+		unsigned last = 0;
+		assert_int_equal(d_ud_send(src, &m.p.a, ah, XR_QPN_MCAST, QKEY, 0, 64, 0, SENDS), 0);
+		for (uint64_t until = h_now_ms() + 2000; last < QPS && h_now_ms() < until;) {
+			int n = xr_poll_cq(m.p.b.cq, 16, wc);
+			last += (unsigned)(n > 0 ? n : 0);
+		}
+		assert_int_equal(last, QPS);
+		assert_int_equal(d_counter(&m.p.b, XR_CNT_RDMA_RECVS) - before, QPS);
+	}
+	for (unsigned j = 0; j < QPS; j++) {
+		assert_int_equal(xr_detach_mcast(q[j], &g), 0);
+		xr_destroy_qp(q[j]);
+	}
+	assert_int_equal(m.sb->joins, m.sb->leaves);
+	xr_destroy_qp(src);
+	xr_destroy_ah(ah);
+	h_close(&m.p);
+}
+
+
+/* The group MACs of RFC 1112 (23 bits: the top bit of the second byte
+ * masked) and RFC 2464 (the last four bytes). */
+static void test_group_macs(void **state)
+{
+	static const uint8_t v4[6] = { 0x01, 0x00, 0x5E, 0x01, 0x02, 0x03 };
+	static const uint8_t v6[6] = { 0x33, 0x33, 0xFF, 0x00, 0x12, 0x34 };
+	uint8_t mac[6];
+	xr_gid g;
+
+	(void)state;
+	g = gid_of("239.129.2.3");
+	assert_true(xr_gid_is_mcast(&g));
+	xr_gid_mcast_mac(&g, mac);
+	assert_memory_equal(mac, v4, 6);
+	g = gid_of("ff02::1:ff00:1234");
+	assert_true(xr_gid_is_mcast(&g));
+	xr_gid_mcast_mac(&g, mac);
+	assert_memory_equal(mac, v6, 6);
+	g = gid_of("223.255.255.255");
+	assert_false(xr_gid_is_mcast(&g));
+	g = gid_of("240.0.0.1");
+	assert_false(xr_gid_is_mcast(&g));
+	g = gid_of("fe80::1");
+	assert_false(xr_gid_is_mcast(&g));
+}
+
+/* What the engine does on its own, whatever the host wrote: a group send
+ * goes to the group's MAC even when its address vector names another; a
+ * CE-marked group datagram is counted as marked once and on each QP; a
+ * disabled engine drops group frames as any. */
+static void test_engine_side_rules(void **state)
+{
+	struct mpair m;
+	struct xr_qp *q, *src;
+	struct xr_ah *ah;
+	unsigned got[1];
+	uint32_t ctrl = 0;
+	struct xr_regio *rb;
+	xr_gid g = gid_of("239.4.4.4");
+	static const uint8_t mac[6] = { 0x01, 0x00, 0x5E, 0x04, 0x04, 0x04 };
+
+	(void)state;
+	m_open(&m, false);
+	rb = xr_context_regs(m.p.b.ctx);
+	q = d_ud_qp(&m.p.b, QKEY, NULL);
+	src = d_ud_qp(&m.p.a, QKEY, NULL);
+	ah = group_ah(&m.p.a, "239.4.4.4");
+	assert_non_null(q);
+	assert_non_null(ah);
+	post_recvs(q, &m.p.b, 0, 8);
+	assert_int_equal(xr_attach_mcast(q, &g), 0);
+	memcpy(ah->av.dmac, (uint8_t[6]){ 0x02, 0, 0, 0, 0, 0x09 }, 6);
+	ah->av.traffic_class = 3;   /* ECN CE, as a congested switch leaves it */
+	assert_int_equal(d_ud_send(src, &m.p.a, ah, XR_QPN_MCAST, QKEY, 0, 16, 0, 1), 0);
+	recvs_by_qp(&m.p, &m.p.b, &q, 1, got, 200);
+	assert_int_equal(got[0], 1);
+	assert_memory_equal(m.sa->sent[(m.sa->nsent - 1) % SPY_KEEP], mac, 6);
+	assert_int_equal(d_counter(&m.p.b, XR_CNT_ECN_MARKED), 1);
+	{
+		struct xr_qp_ctx c;
+		assert_int_equal(xr_regio_qp_read(rb, xr_qp_num(q), &c), 0);
+		assert_int_equal(c.ce_rcvd, 1);
+	}
+
+	assert_int_equal(xr_regio_read(rb, XR_REG_CTRL, &ctrl), 0);
+	assert_int_equal(xr_regio_write(rb, XR_REG_CTRL, ctrl & ~XR_CTRL_ENABLE), 0);
+	assert_int_equal(d_ud_send(src, &m.p.a, ah, XR_QPN_MCAST, QKEY, 0, 16, 0, 2), 0);
+	recvs_by_qp(&m.p, &m.p.b, &q, 1, got, 100);
+	assert_int_equal(got[0], 0);
+	assert_int_equal(d_counter(&m.p.b, XR_CNT_DROP_DISABLED), 1);
+	assert_int_equal(d_counter(&m.p.b, XR_CNT_RX_MCAST), 1);
+	assert_int_equal(xr_regio_write(rb, XR_REG_CTRL, ctrl), 0);
+	assert_int_equal(xr_detach_mcast(q, &g), 0);
+	xr_destroy_qp(q);
+	xr_destroy_qp(src);
+	xr_destroy_ah(ah);
+	h_close(&m.p);
+}
+
+/* A link that cannot join: the attach fails (EADDRNOTAVAIL) and nothing
+ * changes; one that says it joined already (-EEXIST) has joined. A group
+ * AH of the other IP family than the device's address is refused: it
+ * would leave from 0.0.0.0 or ::. A soft reset leaves every group. */
+static void test_link_refusals_family_and_reset(void **state)
+{
+	struct mpair m;
+	struct xr_qp *q;
+	struct xr_ah_attr aa;
+	uint32_t st = 1, ctrl = 0;
+	struct xr_regio *rb;
+	xr_gid g = gid_of("239.5.5.5");
+
+	(void)state;
+	m_open(&m, false);
+	rb = xr_context_regs(m.p.b.ctx);
+	q = d_ud_qp(&m.p.b, QKEY, NULL);
+	assert_non_null(q);
+	m.sb->join_rc = -ENOBUFS;
+	assert_int_equal(xr_attach_mcast(q, &g), EADDRNOTAVAIL);
+	assert_int_equal(xr_regio_read(rb, XR_REG_MCG_STATUS, &st), 0);
+	assert_int_equal(st, 0);
+	assert_int_equal(xr_destroy_qp(q), 0);   /* not attached: it may go */
+	q = d_ud_qp(&m.p.b, QKEY, NULL);
+	m.sb->join_rc = -EEXIST;
+	assert_int_equal(xr_attach_mcast(q, &g), 0);
+	assert_int_equal(xr_regio_read(rb, XR_REG_MCG_STATUS, &st), 0);
+	assert_int_equal(st, 1u | 1u << 16);
+	m.sb->join_rc = 0;
+
+	memset(&aa, 0, sizeof(aa));
+	aa.is_global = 1;
+	aa.port_num = 1;
+	aa.grh.dgid = gid_of("ff0e::1");
+	assert_null(xr_create_ah(m.p.a.pd, &aa));
+	assert_int_equal(errno, EHOSTUNREACH);
+
+	/* Soft reset: the table empties and the link leaves the group. */
+	assert_int_equal(xr_regio_read(rb, XR_REG_CTRL, &ctrl), 0);
+	assert_int_equal(xr_regio_write(rb, XR_REG_CTRL, (ctrl & ~XR_CTRL_ENABLE) | XR_CTRL_SOFT_RESET), 0);
+	assert_int_equal(xr_regio_read(rb, XR_REG_MCG_STATUS, &st), 0);
+	assert_int_equal(st, 0);
+	assert_int_equal(m.sb->leaves, 1);
+	assert_int_equal(xr_destroy_qp(q), 0);   /* nothing attached any more */
+	h_close(&m.p);
+}
+
+/* Loopback, as an HCA's: the sending device's own QPs attached to the
+ * group get the datagram too, the sender's included; its QPs not
+ * attached do not; the link carries one copy to the peer. */
+static void test_local_members_get_their_own(void **state)
+{
+	struct mpair m;
+	struct xr_qp *qa[3], *qb;
+	struct xr_ah *ah;
+	unsigned got[3], gotb[1];
+	xr_gid g = gid_of("239.6.6.6");
+
+	(void)state;
+	m_open(&m, false);
+	for (unsigned i = 0; i < 3; i++) {
+		qa[i] = d_ud_qp(&m.p.a, QKEY, NULL);
+		assert_non_null(qa[i]);
+		post_recvs(qa[i], &m.p.a, 16 + 4 * i, 4);
+	}
+	qb = d_ud_qp(&m.p.b, QKEY, NULL);
+	assert_non_null(qb);
+	post_recvs(qb, &m.p.b, 0, 4);
+	assert_int_equal(xr_attach_mcast(qa[0], &g), 0);   /* the sender */
+	assert_int_equal(xr_attach_mcast(qa[1], &g), 0);
+	assert_int_equal(xr_attach_mcast(qb, &g), 0);
+	ah = group_ah(&m.p.a, "239.6.6.6");
+	assert_non_null(ah);
+	for (uint32_t i = 0; i < 48; i++)
+		h_data(&m.p.a)[i] = (uint8_t)(0x30 + i);
+	assert_int_equal(d_ud_send(qa[0], &m.p.a, ah, XR_QPN_MCAST, QKEY, 0, 48, 0, 1), 0);
+	recvs_by_qp(&m.p, &m.p.a, qa, 3, got, 300);
+	recvs_by_qp(&m.p, &m.p.b, &qb, 1, gotb, 100);
+	assert_int_equal(got[0], 1);
+	assert_int_equal(got[1], 1);
+	assert_int_equal(got[2], 0);
+	assert_int_equal(gotb[0], 1);
+	assert_int_equal(d_counter(&m.p.a, XR_CNT_MCAST_LOOPED), 1);
+	assert_int_equal(d_counter(&m.p.a, XR_CNT_RX_MCAST), 1);
+	assert_int_equal(d_counter(&m.p.a, XR_CNT_TX_PKTS), 1);   /* one frame on the wire */
+	for (unsigned i = 0; i < 2; i++)
+		assert_memory_equal(h_data(&m.p.a) + (16 + 4 * i) * SLOT + 40, h_data(&m.p.a), 48);
+	assert_true(h_guards_ok(&m.p.a));
+	for (unsigned i = 0; i < 2; i++)
+		assert_int_equal(xr_detach_mcast(qa[i], &g), 0);
+	assert_int_equal(xr_detach_mcast(qb, &g), 0);
+	/* Detached, nothing comes back. */
+	assert_int_equal(d_ud_send(qa[0], &m.p.a, ah, XR_QPN_MCAST, QKEY, 0, 48, 0, 2), 0);
+	recvs_by_qp(&m.p, &m.p.a, qa, 3, got, 100);
+	assert_int_equal(got[0] + got[1] + got[2], 0);
+	assert_int_equal(d_counter(&m.p.a, XR_CNT_MCAST_LOOPED), 1);
+	for (unsigned i = 0; i < 3; i++)
+		xr_destroy_qp(qa[i]);
+	xr_destroy_qp(qb);
+	xr_destroy_ah(ah);
+	h_close(&m.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -419,6 +703,11 @@ int main(void)
 		cmocka_unit_test(test_states_unknown_groups_and_detach),
 		cmocka_unit_test(test_attach_rules_and_bounds),
 		cmocka_unit_test(test_ipv6_group),
+		cmocka_unit_test(test_attach_churn_under_traffic),
+		cmocka_unit_test(test_group_macs),
+		cmocka_unit_test(test_engine_side_rules),
+		cmocka_unit_test(test_link_refusals_family_and_reset),
+		cmocka_unit_test(test_local_members_get_their_own),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

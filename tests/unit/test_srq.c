@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "dgram_harness.h"
+#include "drv/drv.h"
 #include "refusing_regio.h"
 
 #define SLOT 4096
@@ -216,6 +217,41 @@ static void test_refusals_and_error(void **state)
 	assert_int_equal(wc.status, XR_WC_SUCCESS);
 	assert_int_equal(wc.wr_id, 31);
 	assert_int_equal(wc.qp_num, xr_qp_num(s.b[1]));
+	close_srq(&s);
+}
+
+/* A QP on an SRQ takes its receive WQEs from the SRQ: its own receive
+ * caps are ignored (ibv_create_qp(3); rxe), not refused, and read back as
+ * 0; and it gets no receive ring of their size (it was up to 32 MiB). */
+static void test_receive_caps_ignored_on_an_srq(void **state)
+{
+	struct srq_pair s;
+	struct xr_qp_init_attr ia;
+	struct xr_qp *qp;
+
+	(void)state;
+	open_srq(&s, 1, 16);
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ia.recv_cq = s.p.b.cq;
+	ia.qp_type = XR_QPT_RC;
+	ia.srq = s.srq;
+	ia.cap.max_send_wr = 4;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_wr = 1u << 20;     /* above what a receive queue may hold */
+	ia.cap.max_recv_sge = 200;         /* above XR_RWQE_MAX_SGE */
+	qp = xr_create_qp(s.p.b.pd, &ia);
+	assert_non_null(qp);
+	assert_int_equal(ia.cap.max_recv_wr, 0);
+	assert_int_equal(ia.cap.max_recv_sge, 0);
+	assert_true(qp->rq_log <= 1);
+	assert_int_equal(qp->rq_blocks_log, 0);
+	assert_int_equal(xr_destroy_qp(qp), 0);
+	/* Without an SRQ the same caps are refused. */
+	ia.srq = NULL;
+	ia.cap.max_recv_wr = 1u << 20;
+	ia.cap.max_recv_sge = 200;
+	assert_null(xr_create_qp(s.p.b.pd, &ia));
+	assert_int_equal(errno, EINVAL);
 	close_srq(&s);
 }
 
@@ -611,6 +647,7 @@ int main(void)
 		cmocka_unit_test(test_rnr_and_sharing),
 		cmocka_unit_test(test_refusals_and_error),
 		cmocka_unit_test(test_a_refused_srq_doorbell_fails_the_post),
+		cmocka_unit_test(test_receive_caps_ignored_on_an_srq),
 		cmocka_unit_test(test_ud_on_srq),
 		cmocka_unit_test(test_uc_on_srq_errors_complete_the_wqe),
 		cmocka_unit_test(test_uc_on_srq_cut_messages_complete_the_wqe),

@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include <sys/mman.h>
+
 #include "drv/drv.h"
 #include "rc_checks.h"
 
@@ -366,6 +368,48 @@ static void test_scribbled_read_stays_in_its_slot(void **state)
 	assert_true(h_guards_ok(&P.a));
 }
 
+/* SGE lengths whose 32-bit sum wraps to the WQE's length (a host with a
+ * region of 4 GiB or more can write them): the engine summed in 32 bits
+ * and sent the first bytes of a list it should have refused. */
+static void test_sge_lengths_that_wrap_are_refused(void **state)
+{
+	const size_t big = (4ull << 30) + (1u << 20);
+	struct xr_sge s[2] = { { 0, 64, 0 }, { 0, 64, 0 } };
+	struct xr_send_wr w = { .wr_id = 6, .sg_list = s, .num_sge = 2, .opcode = XR_WR_RDMA_WRITE,
+				.send_flags = XR_SEND_SIGNALED };
+	struct xr_send_wr *bad;
+	struct xr_hw_wqe *q;
+	struct xr_mr *mr;
+	struct xr_wc wc;
+	uint8_t *mem;
+
+	(void)state;
+	open_with(slot_opts(0, 0));
+	mem = mmap(NULL, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	assert_true(mem != MAP_FAILED);
+	mr = xr_reg_mr(P.a.pd, mem, big, XR_ACCESS_LOCAL_WRITE);
+	assert_non_null(mr);
+	s[0].addr = (uintptr_t)mem;
+	s[1].addr = (uintptr_t)mem + (2ull << 30) + 4096;
+	s[0].lkey = s[1].lkey = mr->lkey;
+	w.wr.rdma.remote_addr = (uintptr_t)h_data(&P.b);
+	w.wr.rdma.rkey = P.b.mr->rkey;
+	memset(h_data(&P.b), 0x5C, 128);
+	assert_int_equal(xr_post_send(P.a.qp[0], &w, &bad), 0);
+	q = xr_sq_wqe(P.a.qp[0], 0);
+	assert_int_equal(q->length, 128);
+	/* 2 x (2^31 + 64) = 2^32 + 128: 128 in 32 bits. */
+	((struct xr_sge *)xr_wqe_sges(q))[0].length = 0x80000040u;
+	((struct xr_sge *)xr_wqe_sges(q))[1].length = 0x80000040u;
+	assert_int_equal(h_wait(&P, &P.a, &wc, 5000), 1);
+	assert_int_equal(wc.wr_id, 6);
+	assert_int_equal(wc.status, XR_WC_LOC_LEN_ERR);
+	for (unsigned i = 0; i < 128; i++)
+		assert_int_equal(h_data(&P.b)[i], 0x5C);   /* nothing written */
+	xr_dereg_mr(mr);
+	munmap(mem, big);
+}
+
 /* Rewritten before the engine took it, the WQE is checked as it is then:
  * more SGEs or inline bytes than its slot holds fail it with LOC_LEN_ERR. */
 static void test_scribbled_before_start_is_checked(void **state)
@@ -601,6 +645,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_checks_the_slot_size, teardown),
 		cmocka_unit_test_teardown(test_scribbled_read_stays_in_its_slot, teardown),
 		cmocka_unit_test_teardown(test_scribbled_before_start_is_checked, teardown),
+		cmocka_unit_test_teardown(test_sge_lengths_that_wrap_are_refused, teardown),
 		cmocka_unit_test_teardown(test_receive_slots_wrap_and_flush, teardown),
 		cmocka_unit_test_teardown(test_scribbled_receive_stays_in_its_slot, teardown),
 		cmocka_unit_test_teardown(test_scribbled_receive_stays_in_its_slot_2blocks, teardown),
