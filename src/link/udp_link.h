@@ -34,6 +34,7 @@ struct rx_ring {
 	char ctl[BURST][128];             /* PKTINFO and TOS/TCLASS: 64 bytes at most (IPv6) */
 	unsigned armed;                   /* slots 0..armed-1 hold a frame */
 	unsigned skip, backoff;           /* empty reads: passes left to skip, the next skip */
+	bool groups_first;                /* this pass read the groups' sockets first */
 };
 
 struct udp_link {

@@ -259,6 +259,7 @@ int udp_socket_recv(struct udp_link *u, struct xr_frame **f, unsigned n)
 {
 	struct rx_ring *r = &u->rx;
 	unsigned want, used, out, max = u->host && !u->rx_net ? RX_SKIP_MAX_LOCAL : RX_SKIP_MAX;
+	bool groups;
 	int got;
 
 	if (r->skip) {
@@ -268,18 +269,26 @@ int udp_socket_recv(struct udp_link *u, struct xr_frame **f, unsigned n)
 	if (r->armed < BURST)
 		rx_refill(u, 0);
 	want = n < r->armed ? n : r->armed;
-	got = want ? recvmmsg(u->raw_fd >= 0 ? u->raw_fd : u->fd, r->msg, want, MSG_DONTWAIT, NULL) : 0;
-	used = out = got > 0 ? (unsigned)got : 0;
-	for (unsigned i = 0; i < used; i++) {
-		f[i] = r->f[i];
-		f[i]->next = NULL;
-		f[i]->rx_flags = 0;
+	used = out = 0;
+	/* With groups joined, every other pass reads them first: a unicast
+	 * stream that fills each batch must not leave them unread. */
+	groups = atomic_load_explicit(&u->ngroups, memory_order_acquire) != 0;
+	r->groups_first = groups && !r->groups_first;
+	if (r->groups_first)
+		groups_recv(u, f, &used, &out, want);
+	got = used < want ? recvmmsg(u->raw_fd >= 0 ? u->raw_fd : u->fd, r->msg + used, want - used, MSG_DONTWAIT, NULL) : 0;
+	for (unsigned i = used; got > 0 && i < used + (unsigned)got; i++) {
+		f[out] = r->f[i];
+		f[out]->next = NULL;
+		f[out]->rx_flags = 0;
 		if (u->raw_fd >= 0)
-			raw_frame(u, f[i], r->msg[i].msg_len);
+			raw_frame(u, f[out], r->msg[i].msg_len);
 		else
-			socket_frame(u, f[i], &r->msg[i].msg_hdr, r->msg[i].msg_len, NULL);
+			socket_frame(u, f[out], &r->msg[i].msg_hdr, r->msg[i].msg_len, NULL);
+		out++;
 	}
-	if (used < want && atomic_load_explicit(&u->ngroups, memory_order_acquire))
+	used += got > 0 ? (unsigned)got : 0;
+	if (groups && !r->groups_first && used < want)
 		groups_recv(u, f, &used, &out, want);
 	if (!used) {
 		r->skip = r->backoff;
