@@ -106,9 +106,19 @@ static int host_resolve(struct xr_link *l, const xr_gid *gid, uint8_t mac[6])
 	return 0;
 }
 
+/* Frames go to the one device that holds their destination: a group is
+ * nobody's (route() in host_path.c), so its frames would be dropped as
+ * sent to no device. Refused, so an attach fails rather than hearing
+ * nothing (the UDP link, which sends groups through the kernel, has them). */
+static int host_mcast(struct xr_link *l, const xr_gid *group, bool join)
+{
+	(void)l, (void)group;
+	return join ? -EOPNOTSUPP : 0;
+}
+
 static const struct xr_link_ops host_ops = {
 	host_send, host_recv, host_wait_fd, host_alloc, host_free, host_is_up, host_close, host_resolve, NULL, NULL,
-	host_standby_fd, host_arm, NULL, NULL,
+	host_standby_fd, host_arm, NULL, host_mcast,
 };
 
 struct xr_link *xr_link_host(const char *addr)

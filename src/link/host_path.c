@@ -90,6 +90,11 @@ static struct host_conn *route(struct host_ep *h, const xr_gid *a, bool *gone)
 	uint64_t now;
 
 	*gone = false;
+	/* A group is no device's address: its frames go through the network,
+	 * which copies them to every member (local ones too). Not remembered
+	 * as a destination that failed, nor asked for. */
+	if (xr_gid_is_mcast(a))
+		return NULL;
 	if (h->last && !memcmp(h->last->peer.raw, a->raw, 16) && !atomic_load_explicit(&h->last->dead, memory_order_acquire))
 		return h->last;
 	for (unsigned i = 0; i < h->nconn; i++) {

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "../wire/hdr.h"
+#include "mcast_set.h"
 #include "pool.h"
 #include "touch.h"
 #include "xroce/link.h"
@@ -73,6 +74,7 @@ struct raw_link {
 	unsigned ring_frames, ring_frame_size;
 	uint64_t pfc_rcvd, pending_drops;
 	uint64_t ring_drops;           /* frames the kernel found no free slot for */
+	struct mcast_set groups;       /* joined: their frames are ours too */
 };
 
 static uint64_t now_ms(void)
@@ -267,7 +269,8 @@ static bool rx_classify(struct raw_link *r, uint8_t *d, size_t *len, bool tagged
 	} else if (type == XR_ETHERTYPE_IPV6 && *len > XR_ETH_HLEN + XR_IPV6_HLEN &&
 		   d[XR_ETH_HLEN + IP6_OFF_NEXTHDR] == 58) {
 		nd_input(r, d + XR_ETH_HLEN, *len - XR_ETH_HLEN);
-	} else if ((type == XR_ETHERTYPE_IPV4 || type == XR_ETHERTYPE_IPV6) && !memcmp(d, r->link.mac, 6)) {
+	} else if ((type == XR_ETHERTYPE_IPV4 || type == XR_ETHERTYPE_IPV6) &&
+		   (!memcmp(d, r->link.mac, 6) || mcast_set_match(&r->groups, d, *len, r->link.mac))) {
 		return true;   /* for us: the engine's parser decides the rest */
 	}
 	return false;
@@ -638,9 +641,34 @@ static int raw_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capacit
 #endif
 }
 
+/* A group's MAC joins the socket's memberships: an interface whose filter
+ * drops multicast it was not asked for passes it (the link asks for all
+ * multicast at open too, but a driver may refuse that). The kernel counts
+ * memberships per socket, so two groups of one MAC each hold it. */
+static int raw_mcast(struct xr_link *l, const xr_gid *group, bool join)
+{
+	struct raw_link *r = l->priv;
+	struct packet_mreq mr = { .mr_ifindex = r->ifindex, .mr_type = PACKET_MR_MULTICAST, .mr_alen = 6 };
+	int i, err = 0;
+
+	pthread_mutex_lock(&r->lock);
+	i = join ? mcast_set_can_add(&r->groups, group) : mcast_set_find(&r->groups, group);
+	if (i >= 0) {
+		xr_gid_mcast_mac(group, mr.mr_address);
+		if (setsockopt(r->fd, SOL_PACKET, join ? PACKET_ADD_MEMBERSHIP : PACKET_DROP_MEMBERSHIP, &mr, sizeof(mr)))
+			err = -errno;
+		if (join && !err)
+			mcast_set_add(&r->groups, group, -1);
+		else if (!join)
+			mcast_set_del(&r->groups, (unsigned)i);   /* left, whatever the kernel said */
+	}
+	pthread_mutex_unlock(&r->lock);
+	return i < 0 ? i : err;
+}
+
 static const struct xr_link_ops raw_ops = {
 	raw_send, raw_recv, raw_wait_fd, raw_alloc, raw_free, raw_is_up, raw_close, raw_resolve, raw_rx_backlog, NULL,
-	NULL, NULL, NULL, NULL,
+	NULL, NULL, NULL, raw_mcast,
 };
 
 struct xr_link *xr_link_raw(const char *ifname, const char *addr, uint16_t vid, uint8_t pcp)

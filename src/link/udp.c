@@ -7,7 +7,10 @@
  * rebuilt Ethernet/IP/UDP headers, so no payload byte is copied. The
  * receive batch stays armed between calls (struct rx_ring) and empty reads
  * back off for a few calls, so an engine polling for ACKs does not pay a
- * system call and 32 frames' bookkeeping on every pass.
+ * system call and 32 frames' bookkeeping on every pass (udp_rx.c).
+ * Multicast groups (the mcast op): a socket per joined group, bound to
+ * group:4791 and read into the same ring; group frames leave with the
+ * frame's TTL through the interface that holds the address (udp_socket.c).
  *
  * No UDP GSO or GRO: RoCE v2 datagrams carry UDP checksum 0, and Linux
  * offers neither to them. A GSO send on a socket with checksums off fails
@@ -22,6 +25,7 @@
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,49 +35,8 @@
 #include <unistd.h>
 
 #include "../wire/hdr.h"
-#include "host.h"
-#include "pool.h"
+#include "udp_link.h"
 #include "udp_socket.h"
-#include "xroce/link.h"
-
-#define POOL_FRAMES 4096
-#define BURST 32
-#define RXE_SPORT_BASE 0xC000u
-#define RXE_SPORTS 0x4000u
-
-/* The receive side's armed batch: BURST pool frames with their message
- * headers, made once and re-armed only where a datagram landed, so a
- * recvmmsg that finds nothing costs the system call alone (no frames taken
- * from the pool and put back, no headers rebuilt). Used by one engine pass
- * at a time, as the link's recv is. */
-struct rx_ring {
-	struct xr_frame *f[BURST];
-	struct mmsghdr msg[BURST];
-	struct iovec iov[BURST];
-	struct sockaddr_in6 src[BURST];   /* holds a sockaddr_in too */
-	char ctl[BURST][128];             /* PKTINFO and TOS/TCLASS: 64 bytes at most (IPv6) */
-	unsigned armed;                   /* slots 0..armed-1 hold a frame */
-	unsigned skip, backoff;           /* empty reads: passes left to skip, the next skip */
-};
-
-struct udp_link {
-	struct xr_link link;
-	int fd, family;
-	struct sockaddr_storage local;
-	size_t hdr;                   /* Ethernet + IP + UDP bytes rebuilt on receive */
-	struct frame_pool pool;
-	pthread_mutex_t lock;
-	int *sport_fd;                /* one socket per rxe source port: SPORT_UNTRIED, SPORT_FAILED or the fd */
-	uint64_t sport_retry_ns;      /* when ports that could not be had are tried again */
-	int netns;                    /* the network namespace it was opened in (-1: unknown) */
-	int raw_fd;                   /* IPv4 raw_ip_id: receives with the real IP header; else -1 */
-	bool strict_icrc;
-	uint64_t sport_fallbacks, ids_recovered;
-	struct host_ep *host;         /* local xroce peers: through shared memory; NULL: off */
-	int wait_ep;                  /* with host: an epoll set of the socket and the host eventfd */
-	uint64_t tx_net, rx_net;
-	struct rx_ring rx;
-};
 
 #define SPORT_UNTRIED (-1)
 #define SPORT_FAILED (-2)
@@ -102,7 +65,7 @@ static int socket_for(struct udp_link *u, uint16_t sport)
 		return *slot;
 	if (*slot == SPORT_FAILED && mono_ns() < u->sport_retry_ns)
 		return u->fd;
-	fd = udp_socket_open_in(u->netns, &u->local, sport);
+	fd = udp_socket_open_in(u->netns, &u->local, sport, u->ifindex);
 	if (fd < 0) {
 		u->sport_fallbacks++;
 		*slot = SPORT_FAILED;
@@ -159,12 +122,43 @@ static void *dst_of(const struct udp_link *u, const struct xr_frame *fr, size_t 
 	return slot;
 }
 
+static bool to_group(const struct udp_link *u, const struct xr_frame *fr, size_t l3)
+{
+	return u->family == AF_INET ? (fr->data[l3 + IP4_OFF_DST] & 0xF0) == 0xE0 : fr->data[l3 + IP6_OFF_DST] == 0xFF;
+}
+
+union ttl_ctl {
+	struct cmsghdr h;
+	char buf[CMSG_SPACE(sizeof(int))];
+};
+
+/* A group frame leaves with its own TTL (hop limit): a socket's multicast
+ * TTL is 1 unless told, and the frame says how far the group reaches.
+ * TTL 0, which a socket cannot send, keeps the socket's 1. */
+static void group_ttl(const struct udp_link *u, const struct xr_frame *fr, size_t l3, struct msghdr *m,
+		      union ttl_ctl *ctl)
+{
+	int ttl = u->family == AF_INET ? fr->data[l3 + IP4_OFF_TTL] : fr->data[l3 + IP6_OFF_HOPLIM];
+	struct cmsghdr *c;
+
+	if (!ttl)
+		return;
+	m->msg_control = ctl->buf;
+	m->msg_controllen = sizeof(ctl->buf);
+	c = CMSG_FIRSTHDR(m);
+	c->cmsg_level = u->family == AF_INET ? IPPROTO_IP : IPPROTO_IPV6;
+	c->cmsg_type = u->family == AF_INET ? IP_TTL : IPV6_HOPLIMIT;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &ttl, sizeof(ttl));
+}
+
 static int udp_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 {
 	struct udp_link *u = l->priv;
 	struct mmsghdr msg[BURST];
 	struct iovec iov[BURST];
 	struct sockaddr_in6 dst[BURST];   /* holds a sockaddr_in too */
+	union ttl_ctl ctl[BURST];
 	unsigned done = 0;
 
 	pthread_mutex_lock(&u->lock);
@@ -201,6 +195,8 @@ static int udp_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 			msg[k].msg_hdr.msg_namelen = u->family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
 			msg[k].msg_hdr.msg_iov = &iov[k];
 			msg[k].msg_hdr.msg_iovlen = 1;
+			if (to_group(u, fr, l3))
+				group_ttl(u, fr, l3, &msg[k].msg_hdr, &ctl[k]);
 			k++;
 		}
 		sent = sendmmsg(fd, msg, k, MSG_DONTWAIT);
@@ -221,211 +217,6 @@ static int udp_send(struct xr_link *l, struct xr_frame **f, unsigned n)
 	return (int)done;
 }
 
-/* Ethernet/IP/UDP in front of a received datagram, as it was on the wire
- * (the IPv4 ID is taken to be 0 until recover_ip_id: see link.h). */
-static void rebuild_headers(struct udp_link *u, struct xr_frame *f, size_t payload,
-			    const void *src, const uint8_t *dst_addr, uint8_t tos)
-{
-	uint8_t *ip = f->data + XR_ETH_HLEN, *udp;
-
-	memcpy(f->data + ETH_OFF_DMAC, u->link.mac, 6);
-	memset(f->data + ETH_OFF_SMAC, 0, 6);
-	if (u->family == AF_INET) {
-		const struct sockaddr_in *s = (const struct sockaddr_in *)src;
-		put_be16(f->data + ETH_OFF_TYPE, XR_ETHERTYPE_IPV4);
-		ip[IP4_OFF_VER_IHL] = 0x45;
-		ip[IP4_OFF_TOS] = tos;
-		put_be16(ip + IP4_OFF_TOTLEN, (uint16_t)(XR_IPV4_HLEN + XR_UDP_HLEN + payload));
-		put_be16(ip + IP4_OFF_ID, 0);
-		put_be16(ip + IP4_OFF_FRAG, IP4_FLAG_DF);
-		ip[IP4_OFF_TTL] = 64;
-		ip[IP4_OFF_PROTO] = IP_PROTO_UDP;
-		memcpy(ip + IP4_OFF_SRC, &s->sin_addr, 4);
-		memcpy(ip + IP4_OFF_DST, dst_addr, 4);
-		put_be16(ip + IP4_OFF_CSUM, 0);
-		put_be16(ip + IP4_OFF_CSUM, xr_ipv4_csum(ip));
-		udp = ip + XR_IPV4_HLEN;
-		put_be16(udp + UDP_OFF_SPORT, ntohs(s->sin_port));
-	} else {
-		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)src;
-		put_be16(f->data + ETH_OFF_TYPE, XR_ETHERTYPE_IPV6);
-		ip6_set_vtf(ip, tos, 0);
-		put_be16(ip + IP6_OFF_PAYLEN, (uint16_t)(XR_UDP_HLEN + payload));
-		ip[IP6_OFF_NEXTHDR] = IP_PROTO_UDP;
-		ip[IP6_OFF_HOPLIM] = 64;
-		memcpy(ip + IP6_OFF_SRC, &s->sin6_addr, 16);
-		memcpy(ip + IP6_OFF_DST, dst_addr, 16);
-		udp = ip + XR_IPV6_HLEN;
-		put_be16(udp + UDP_OFF_SPORT, ntohs(s->sin6_port));
-	}
-	put_be16(udp + UDP_OFF_DPORT, XR_ROCE_UDP_PORT);
-	put_be16(udp + UDP_OFF_LEN, (uint16_t)(XR_UDP_HLEN + payload));
-	put_be16(udp + UDP_OFF_CSUM, 0);
-	f->len = (uint16_t)(u->hdr + payload);
-}
-
-/* The IPv4 ID is not visible through a socket but is covered by the ICRC.
- * ID 0 (Linux DF sockets, so xroce) is tried first and checks all 32 bits;
- * rxe sends non-zero IDs.
- * When it does not match, the ID is read back out of the ICRC: that checks
- * only 16 bits (a corruption whose CRC error equals an ID change passes),
- * so the frame is flagged and counted (XR_FRAME_ICRC_ID_RECOVERED), or, in
- * strict mode, handed over as unverifiable for the engine to drop. A packet
- * no ID explains is left as it is, and the engine counts its ICRC error.
- * One CRC pass per packet: the recovery reuses it, and a frame that matched
- * is marked XR_FRAME_ICRC_VERIFIED so the engine's parse skips its own. */
-static void recover_ip_id(struct udp_link *u, struct xr_frame *f)
-{
-	uint8_t *ip = f->data + XR_ETH_HLEN;
-	size_t len = (size_t)f->len - XR_ETH_HLEN;
-	uint32_t wire, icrc;
-	uint16_t id;
-
-	if (u->family != AF_INET || len < XR_IPV4_HLEN + XR_UDP_HLEN + XR_BTH_LEN + XR_ICRC_LEN)
-		return;
-	wire = get_le32(ip + len - XR_ICRC_LEN);
-	icrc = xr_icrc(ip, len - XR_ICRC_LEN);
-	if (__builtin_expect(icrc == wire, 1)) {
-		f->rx_flags |= XR_FRAME_ICRC_VERIFIED;   /* ID 0: a full check */
-		return;
-	}
-	if (xr_icrc_recover_ipv4_id_from(ip, len - XR_ICRC_LEN, icrc, wire, &id))
-		return;
-	u->ids_recovered++;
-	if (u->strict_icrc) {
-		f->rx_flags |= XR_FRAME_ICRC_UNVERIFIABLE;
-		return;
-	}
-	put_be16(ip + IP4_OFF_ID, id);
-	put_be16(ip + IP4_OFF_CSUM, 0);
-	put_be16(ip + IP4_OFF_CSUM, xr_ipv4_csum(ip));
-	f->rx_flags |= XR_FRAME_ICRC_ID_RECOVERED | XR_FRAME_ICRC_VERIFIED;
-}
-
-/* Slot i of the ring takes frame fr: for the socket, the datagram lands
- * behind room for the headers rebuild_headers writes, with its source and
- * control data beside; for the raw socket (raw_ip_id), behind the Ethernet
- * header, the IPv4 header and all. */
-static void rx_arm(struct udp_link *u, unsigned i, struct xr_frame *fr)
-{
-	struct rx_ring *r = &u->rx;
-	size_t off = u->raw_fd >= 0 ? XR_ETH_HLEN : u->hdr;
-
-	r->f[i] = fr;
-	r->iov[i].iov_base = fr->data + off;
-	r->iov[i].iov_len = sizeof(fr->data) - off;
-	memset(&r->msg[i], 0, sizeof(r->msg[i]));
-	r->msg[i].msg_hdr.msg_iov = &r->iov[i];
-	r->msg[i].msg_hdr.msg_iovlen = 1;
-	if (u->raw_fd < 0) {
-		r->msg[i].msg_hdr.msg_name = &r->src[i];
-		r->msg[i].msg_hdr.msg_namelen = sizeof(r->src[i]);
-		r->msg[i].msg_hdr.msg_control = r->ctl[i];
-		r->msg[i].msg_hdr.msg_controllen = sizeof(r->ctl[i]);
-	}
-}
-
-/* After got slots were handed out: fresh frames for them, or, when the
- * pool runs short, the armed frames that are left moved down. */
-static void rx_refill(struct udp_link *u, unsigned got)
-{
-	struct rx_ring *r = &u->rx;
-	struct xr_frame *fresh[BURST];
-	unsigned keep = r->armed - got, k = pool_get_n(&u->pool, fresh, got + (BURST - r->armed));
-
-	if (k < got) {
-		for (unsigned j = 0; j < keep; j++)
-			rx_arm(u, k + j, r->f[got + j]);
-	}
-	for (unsigned j = 0; j < k && j < got; j++)
-		rx_arm(u, j, fresh[j]);
-	for (unsigned j = got; j < k; j++)   /* the ring was short: filled up again */
-		rx_arm(u, keep + j, fresh[j]);
-	r->armed = keep + k;
-}
-
-/* Ethernet header for a datagram read from the raw socket (raw_ip_id): it
- * arrives with its real IPv4 header (ID included), so the engine checks
- * all 32 ICRC bits. The UDP checksum (outside the ICRC) is cleared as the
- * socket path does: a raw socket gets it unchecked, and locally sent
- * datagrams (loopback, veth) carry it unfinished. */
-static void raw_frame(struct udp_link *u, struct xr_frame *f, unsigned len)
-{
-	memcpy(f->data + ETH_OFF_DMAC, u->link.mac, 6);
-	memset(f->data + ETH_OFF_SMAC, 0, 6);
-	put_be16(f->data + ETH_OFF_TYPE, XR_ETHERTYPE_IPV4);
-	f->len = (uint16_t)(XR_ETH_HLEN + len);
-	if (len >= XR_IPV4_HLEN + XR_UDP_HLEN && f->data[XR_ETH_HLEN + IP4_OFF_VER_IHL] == 0x45)
-		put_be16(f->data + XR_ETH_HLEN + XR_IPV4_HLEN + UDP_OFF_CSUM, 0);
-}
-
-/* A socket datagram's headers, from its source address and control data. */
-static void socket_frame(struct udp_link *u, struct xr_frame *f, struct msghdr *m, unsigned len)
-{
-	uint8_t dst[16] = { 0 }, tos = 0;
-
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
-		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO)
-			memcpy(dst, &((struct in_pktinfo *)CMSG_DATA(c))->ipi_addr, 4);
-		else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS)
-			tos = *(uint8_t *)CMSG_DATA(c);
-		else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO)
-			memcpy(dst, &((struct in6_pktinfo *)CMSG_DATA(c))->ipi6_addr, 16);
-		else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS)
-			tos = (uint8_t)*(int *)CMSG_DATA(c);
-	}
-	rebuild_headers(u, f, len, m->msg_name, dst, tos);
-	recover_ip_id(u, f);
-}
-
-/* Empty reads back off: after one, the next RX_SKIP_MAX passes at most
- * (doubling from 1 while the socket stays empty) do not ask the kernel.
- * A pass that skips costs nothing; one that asks an empty socket costs a
- * system call, which an engine spinning for ACKs would otherwise make on
- * every pass. Data resets it, and so does the engine going to sleep on the
- * link's descriptor (udp_wait_fd): the pass after a wakeup always reads. */
-#define RX_SKIP_MAX 4
-/* ... and 64 while every frame so far came by the host path: there the
- * socket is for a network peer that may never come, and a caller passing
- * in a tight loop (polling its CQ, lingering for an answer) paid a system
- * call in every fifth pass for it, a third of its time in
- * `ib_write_lat`. A first datagram waits 64 passes more at most (a few
- * microseconds), or wakes a sleeping thread through the socket. */
-#define RX_SKIP_MAX_LOCAL 64
-
-static int socket_recv(struct udp_link *u, struct xr_frame **f, unsigned n)
-{
-	struct rx_ring *r = &u->rx;
-	unsigned want, max = u->host && !u->rx_net ? RX_SKIP_MAX_LOCAL : RX_SKIP_MAX;
-	int got;
-
-	if (r->skip) {
-		r->skip--;
-		return 0;
-	}
-	if (r->armed < BURST)
-		rx_refill(u, 0);
-	want = n < r->armed ? n : r->armed;
-	got = want ? recvmmsg(u->raw_fd >= 0 ? u->raw_fd : u->fd, r->msg, want, MSG_DONTWAIT, NULL) : 0;
-	if (got <= 0) {
-		r->skip = r->backoff;
-		r->backoff = r->backoff ? (r->backoff * 2 > max ? max : r->backoff * 2) : 1;
-		return 0;
-	}
-	r->backoff = 0;
-	for (int i = 0; i < got; i++) {
-		f[i] = r->f[i];
-		f[i]->next = NULL;
-		f[i]->rx_flags = 0;
-		if (u->raw_fd >= 0)
-			raw_frame(u, f[i], r->msg[i].msg_len);
-		else
-			socket_frame(u, f[i], &r->msg[i].msg_hdr, r->msg[i].msg_len);
-	}
-	rx_refill(u, (unsigned)got);
-	return got;
-}
-
 static int udp_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
 {
 	struct udp_link *u = l->priv;
@@ -434,7 +225,7 @@ static int udp_recv(struct xr_link *l, struct xr_frame **f, unsigned n)
 
 	if (u->host)   /* addressed to our MAC by the sender's host path; read only */
 		got = host_ep_recv(u->host, f, n);
-	net = got < n ? socket_recv(u, f + got, n - got) : 0;
+	net = got < n ? udp_socket_recv(u, f + got, n - got) : 0;
 	u->rx_net += (uint64_t)net;
 	got += (unsigned)net;
 	l->stats.rx_frames += got;
@@ -447,11 +238,9 @@ static int udp_wait_fd(struct xr_link *l)
 
 	u->rx.skip = 0;   /* the pass after a wakeup reads the socket */
 	u->rx.backoff = 0;
-	if (u->host) {
+	if (u->host)
 		host_ep_wait_fd(u->host);   /* arms the host path's wakeup */
-		return u->wait_ep;
-	}
-	return u->raw_fd >= 0 ? u->raw_fd : u->fd;
+	return u->wait_ep;
 }
 
 /* Only while every frame so far came by the host path: a standing-by
@@ -505,10 +294,14 @@ static void udp_close(struct xr_link *l)
 {
 	struct udp_link *u = l->priv;
 
-	if (u->host) {
+	if (u->host)
 		host_ep_close(u->host);
+	for (unsigned i = 0; i < u->groups.n; i++)
+		close(u->groups.g[i].fd);   /* leaves the group */
+	if (u->wait_ep >= 0)
 		close(u->wait_ep);
-	}
+	if (u->group_ep >= 0)
+		close(u->group_ep);
 	for (unsigned i = 0; u->sport_fd && i < RXE_SPORTS; i++)
 		if (u->sport_fd[i] >= 0)
 			close(u->sport_fd[i]);
@@ -520,12 +313,49 @@ static void udp_close(struct xr_link *l)
 	close(u->fd);
 	pool_fini(&u->pool);
 	pthread_mutex_destroy(&u->lock);
+	pthread_mutex_destroy(&u->glock);
 	free(u);
+}
+
+/* A group of the link's family joins (a socket of its own, in the wait
+ * set) or leaves (the socket closed: what it had queued goes with it).
+ * -EEXIST for a group joined, -ENOENT for one not, -ENOSPC past
+ * XR_LINK_MCAST_MAX, -EINVAL for an address that is no group or of the
+ * other family. */
+static int udp_mcast(struct xr_link *l, const xr_gid *group, bool join)
+{
+	struct udp_link *u = l->priv;
+	struct epoll_event ev = { .events = EPOLLIN };
+	int i, fd;
+
+	if (xr_gid_is_ipv4(group) != (u->family == AF_INET))
+		return -EINVAL;
+	pthread_mutex_lock(&u->glock);
+	i = join ? mcast_set_can_add(&u->groups, group) : mcast_set_find(&u->groups, group);
+	if (i >= 0 && join) {
+		fd = udp_group_open(u->netns, &u->local, u->ifindex, u->raw_fd >= 0, group);
+		ev.data.fd = fd;
+		if (fd >= 0 && epoll_ctl(u->group_ep, EPOLL_CTL_ADD, fd, &ev)) {
+			close(fd);
+			fd = -errno;
+		}
+		if (fd >= 0)
+			mcast_set_add(&u->groups, group, fd);
+		i = fd < 0 ? fd : 0;
+	} else if (i >= 0) {
+		epoll_ctl(u->group_ep, EPOLL_CTL_DEL, u->groups.g[i].fd, NULL);
+		close(u->groups.g[i].fd);
+		mcast_set_del(&u->groups, (unsigned)i);
+		i = 0;
+	}
+	atomic_store_explicit(&u->ngroups, u->groups.n, memory_order_release);
+	pthread_mutex_unlock(&u->glock);
+	return i;
 }
 
 static const struct xr_link_ops udp_ops = {
 	udp_send, udp_recv, udp_wait_fd, udp_alloc, udp_free, udp_is_up, udp_close, NULL, NULL, NULL,
-	udp_standby_fd, udp_arm, NULL, NULL,
+	udp_standby_fd, udp_arm, NULL, udp_mcast,
 };
 
 /* raw_ip_id: a raw IPPROTO_UDP socket bound to the local address sees
@@ -534,26 +364,13 @@ static const struct xr_link_ops udp_ops = {
  * it sends) but a filter drops its copy of each datagram. 0 or -errno. */
 static int open_raw(struct udp_link *u)
 {
-	static struct sock_filter keep_roce[] = {
-		BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 0),          /* X = IP header length */
-		BPF_STMT(BPF_LD | BPF_H | BPF_IND, 2),           /* UDP destination port */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, XR_ROCE_UDP_PORT, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, 0x40000),
-		BPF_STMT(BPF_RET | BPF_K, 0),
-	};
 	static struct sock_filter drop_all[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
-	struct sock_fprog keep = { sizeof(keep_roce) / sizeof(keep_roce[0]), keep_roce };
 	struct sock_fprog drop = { 1, drop_all };
-	struct sockaddr_in sa = *(struct sockaddr_in *)&u->local;
-	int fd = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_UDP), err;
+	int fd = udp_raw_open(&u->local), err;
 
 	if (fd < 0)
-		return -errno;
-	sa.sin_port = 0;
-	udp_socket_rcvbuf(fd);
-	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &keep, sizeof(keep)) ||
-	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    setsockopt(u->fd, SOL_SOCKET, SO_ATTACH_FILTER, &drop, sizeof(drop))) {
+		return fd;
+	if (setsockopt(u->fd, SOL_SOCKET, SO_ATTACH_FILTER, &drop, sizeof(drop))) {
 		err = -errno;
 		close(fd);
 		return err;
@@ -573,18 +390,32 @@ static int open_host_path(struct udp_link *u, const xr_gid *gid)
 
 	if (err)
 		return err == -EADDRINUSE ? -EEXIST : 0;
-	u->wait_ep = epoll_create1(EPOLL_CLOEXEC);
-	ev.data.fd = u->raw_fd >= 0 ? u->raw_fd : u->fd;
-	if (u->wait_ep < 0 || epoll_ctl(u->wait_ep, EPOLL_CTL_ADD, ev.data.fd, &ev)) {
-		if (u->wait_ep >= 0)
-			close(u->wait_ep);
+	ev.data.fd = u->host->efd;
+	if (epoll_ctl(u->wait_ep, EPOLL_CTL_ADD, u->host->efd, &ev)) {
 		host_ep_close(u->host);
 		u->host = NULL;
-		return 0;
 	}
-	ev.data.fd = u->host->efd;
-	epoll_ctl(u->wait_ep, EPOLL_CTL_ADD, u->host->efd, &ev);
 	return 0;
+}
+
+/* What the engine sleeps on: the socket, the groups' set and later the
+ * host path's eventfd (one set whatever joins later, so a thread asleep
+ * when a group joins wakes for its frames). The receive pass asks the
+ * groups' set which sockets have datagrams: one system call however many
+ * groups are joined. 0 or -errno. */
+static int open_wait_set(struct udp_link *u)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	u->wait_ep = epoll_create1(EPOLL_CLOEXEC);
+	u->group_ep = epoll_create1(EPOLL_CLOEXEC);
+	if (u->wait_ep < 0 || u->group_ep < 0)
+		return -errno;
+	ev.data.fd = u->raw_fd >= 0 ? u->raw_fd : u->fd;
+	if (epoll_ctl(u->wait_ep, EPOLL_CTL_ADD, ev.data.fd, &ev))
+		return -errno;
+	ev.data.fd = u->group_ep;
+	return epoll_ctl(u->wait_ep, EPOLL_CTL_ADD, u->group_ep, &ev) ? -errno : 0;
 }
 
 int udp_link_host_stats(struct xr_link *l, struct xr_link_host_stats *out)
@@ -639,14 +470,15 @@ struct xr_link *xr_link_udp_ex(const char *addr, const struct xr_link_udp_opts *
 		u->family = AF_INET6;
 		u->hdr = XR_ETH_HLEN + XR_IPV6_HLEN + XR_UDP_HLEN;
 	}
-	fd = udp_socket_open(&u->local, XR_ROCE_UDP_PORT);
+	u->ifindex = udp_interface_index(&u->local);
+	fd = udp_socket_open(&u->local, XR_ROCE_UDP_PORT, u->ifindex);
 	if (fd < 0) {
 		free(u);
 		errno = -fd;
 		return NULL;
 	}
 	u->fd = fd;
-	u->raw_fd = -1;
+	u->raw_fd = u->wait_ep = u->group_ep = -1;
 	u->strict_icrc = opts && opts->strict_icrc;
 	if (opts && opts->raw_ip_id && u->family == AF_INET && (fd = open_raw(u)) < 0) {
 		close(u->fd);
@@ -667,6 +499,7 @@ struct xr_link *xr_link_udp_ex(const char *addr, const struct xr_link_udp_opts *
 	for (unsigned i = 0; i < RXE_SPORTS; i++)
 		u->sport_fd[i] = SPORT_UNTRIED;
 	pthread_mutex_init(&u->lock, NULL);
+	pthread_mutex_init(&u->glock, NULL);
 	u->netns = udp_netns_here();
 	u->link.ops = &udp_ops;
 	u->link.kind = "udp";
@@ -675,6 +508,11 @@ struct xr_link *xr_link_udp_ex(const char *addr, const struct xr_link_udp_opts *
 	/* No L2 on a socket: a locally administered MAC made from the address. */
 	u->link.mac[0] = 0x02;
 	memcpy(u->link.mac + 1, gid.raw + 11, 5);
+	if ((fd = open_wait_set(u)) < 0) {
+		u->link.ops->close(&u->link);
+		errno = -fd;
+		return NULL;
+	}
 	if ((!opts || !opts->no_host_path) && open_host_path(u, &gid)) {
 		u->link.ops->close(&u->link);
 		errno = EEXIST;

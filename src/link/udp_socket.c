@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <linux/filter.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "udp_socket.h"
+#include "xroce/wire.h"
 
 #ifndef UDP_NO_CHECK6_TX
 #define UDP_NO_CHECK6_TX 101
@@ -35,7 +37,21 @@ void udp_socket_rcvbuf(int fd)
 		set_opt(fd, SOL_SOCKET, SO_RCVBUF, RCVBUF_BYTES);
 }
 
-int udp_socket_open(const struct sockaddr_storage *local, uint16_t port)
+/* Group frames leave from the interface that holds the address (not by
+ * the routing table's choice, which may be another or none); only
+ * multicast sends read it. */
+static void multicast_if(int fd, const struct sockaddr_storage *local, int ifindex)
+{
+	if (local->ss_family == AF_INET) {
+		struct ip_mreqn m = { .imr_address = ((const struct sockaddr_in *)local)->sin_addr,
+				      .imr_ifindex = ifindex > 0 ? ifindex : 0 };
+		setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &m, sizeof(m));
+	} else if (ifindex > 0) {
+		set_opt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, ifindex);
+	}
+}
+
+int udp_socket_open(const struct sockaddr_storage *local, uint16_t port, int ifindex)
 {
 	struct sockaddr_storage sa = *local;
 	int family = local->ss_family;
@@ -60,6 +76,7 @@ int udp_socket_open(const struct sockaddr_storage *local, uint16_t port)
 		set_opt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
 	}
 	set_opt(fd, SOL_SOCKET, SO_SNDBUF, 4 << 20);
+	multicast_if(fd, local, ifindex);
 	udp_socket_rcvbuf(fd);
 	if (bind(fd, (struct sockaddr *)&sa, len) < 0) {
 		err = -errno;
@@ -74,18 +91,18 @@ int udp_netns_here(void)
 	return open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 }
 
-struct ns_open {
+struct ns_call {
 	int netns;
-	const struct sockaddr_storage *local;
-	uint16_t port;
-	int fd;
+	int (*fn)(void *);
+	void *arg;
+	int rc;
 };
 
-static void *open_in_ns(void *arg)
+static void *call_in_ns(void *arg)
 {
-	struct ns_open *o = arg;
+	struct ns_call *c = arg;
 
-	o->fd = setns(o->netns, CLONE_NEWNET) ? -errno : udp_socket_open(o->local, o->port);
+	c->rc = setns(c->netns, CLONE_NEWNET) ? -errno : c->fn(c->arg);
 	return NULL;
 }
 
@@ -93,32 +110,78 @@ static void *open_in_ns(void *arg)
  * program driving ends in two), where the address is missing or, worse,
  * another network's. A short-lived thread enters netns, so the caller's
  * stays as it is. */
-int udp_socket_open_in(int netns, const struct sockaddr_storage *local, uint16_t port)
+int udp_in_netns(int netns, int (*fn)(void *), void *arg)
 {
 	struct stat ours, here_st;
-	struct ns_open o = { netns, local, port, -EAGAIN };
+	struct ns_call c = { netns, fn, arg, -EAGAIN };
 	sigset_t all, old;
 	pthread_t t;
 	int here, made;
 
 	if (netns < 0 || (here = udp_netns_here()) < 0)
-		return udp_socket_open(local, port);
+		return fn(arg);
 	if (fstat(here, &here_st) || fstat(netns, &ours) ||
 	    (here_st.st_ino == ours.st_ino && here_st.st_dev == ours.st_dev)) {
 		close(here);
-		return udp_socket_open(local, port);
+		return fn(arg);
 	}
 	close(here);
 	/* The thread takes no signal: a handler must not run in the other
 	 * namespace. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	made = pthread_create(&t, NULL, open_in_ns, &o);
+	made = pthread_create(&t, NULL, call_in_ns, &c);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (made)
-		return -EAGAIN;   /* the port falls back */
+		return -EAGAIN;   /* the caller falls back */
 	pthread_join(t, NULL);
-	return o.fd;
+	return c.rc;
+}
+
+struct sock_args {
+	const struct sockaddr_storage *local;
+	uint16_t port;
+	int ifindex;
+};
+
+static int open_cb(void *arg)
+{
+	struct sock_args *a = arg;
+
+	return udp_socket_open(a->local, a->port, a->ifindex);
+}
+
+int udp_socket_open_in(int netns, const struct sockaddr_storage *local, uint16_t port, int ifindex)
+{
+	struct sock_args a = { local, port, ifindex };
+
+	return udp_in_netns(netns, open_cb, &a);
+}
+
+int udp_raw_open(const struct sockaddr_storage *bind_to)
+{
+	static struct sock_filter keep_roce[] = {
+		BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 0),          /* X = IP header length */
+		BPF_STMT(BPF_LD | BPF_H | BPF_IND, 2),           /* UDP destination port */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, XR_ROCE_UDP_PORT, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, 0x40000),
+		BPF_STMT(BPF_RET | BPF_K, 0),
+	};
+	struct sock_fprog keep = { sizeof(keep_roce) / sizeof(keep_roce[0]), keep_roce };
+	struct sockaddr_in sa = *(const struct sockaddr_in *)bind_to;
+	int fd = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_UDP), err;
+
+	if (fd < 0)
+		return -errno;
+	sa.sin_port = 0;
+	udp_socket_rcvbuf(fd);
+	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &keep, sizeof(keep)) ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
 }
 
 /* Whether a and b (of family fam) agree under mask. */
@@ -142,13 +205,13 @@ static bool same_net(int fam, const struct sockaddr *a, const struct sockaddr *b
 	return true;
 }
 
-uint32_t udp_interface_mtu(const struct sockaddr_storage *a)
+/* The interface that holds a, or else the one whose subnet holds it. */
+static bool interface_of(const struct sockaddr_storage *a, char name[IF_NAMESIZE])
 {
 	struct ifaddrs *ifs, *i, *exact = NULL, *net = NULL;
-	uint32_t mtu = 1500;
 
 	if (getifaddrs(&ifs))
-		return mtu;
+		return false;
 	for (i = ifs; i && !exact; i = i->ifa_next) {
 		if (!i->ifa_addr || i->ifa_addr->sa_family != a->ss_family)
 			continue;
@@ -158,16 +221,125 @@ uint32_t udp_interface_mtu(const struct sockaddr_storage *a)
 			 same_net(a->ss_family, i->ifa_addr, (const struct sockaddr *)a, i->ifa_netmask))
 			net = i;
 	}
-	if (exact || net) {
+	if (exact || net)
+		snprintf(name, IF_NAMESIZE, "%s", (exact ? exact : net)->ifa_name);
+	freeifaddrs(ifs);
+	return exact || net;
+}
+
+uint32_t udp_interface_mtu(const struct sockaddr_storage *a)
+{
+	char name[IF_NAMESIZE];
+	uint32_t mtu = 1500;
+
+	if (interface_of(a, name)) {
 		struct ifreq ifr;
 		int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 		memset(&ifr, 0, sizeof(ifr));
-		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", (exact ? exact : net)->ifa_name);
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
 		if (fd >= 0 && ioctl(fd, SIOCGIFMTU, &ifr) == 0)
 			mtu = (uint32_t)ifr.ifr_mtu;
 		if (fd >= 0)
 			close(fd);
 	}
-	freeifaddrs(ifs);
 	return mtu;
+}
+
+int udp_interface_index(const struct sockaddr_storage *a)
+{
+	char name[IF_NAMESIZE];
+
+	return interface_of(a, name) ? (int)if_nametoindex(name) : 0;
+}
+
+struct group_args {
+	const struct sockaddr_storage *local;
+	const xr_gid *group;
+	int ifindex;
+	bool raw;
+};
+
+/* Joins the group on the interface that holds the address: the kernel's
+ * membership (an IGMP/MLD report, the interface's filter) is the
+ * socket's, and goes when it closes. */
+static int join(int fd, const struct group_args *a)
+{
+	if (a->local->ss_family == AF_INET) {
+		struct ip_mreqn m = { .imr_address = ((const struct sockaddr_in *)a->local)->sin_addr,
+				      .imr_ifindex = a->ifindex };
+		memcpy(&m.imr_multiaddr, a->group->raw + 12, 4);
+		return setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof(m));
+	} else {
+		struct ipv6_mreq m = { .ipv6mr_interface = (unsigned)a->ifindex };
+		memcpy(&m.ipv6mr_multiaddr, a->group->raw, 16);
+		return setsockopt(fd, IPPROTO_IPV6, IPV6_JOIN_GROUP, &m, sizeof(m));
+	}
+}
+
+static int group_open(void *arg)
+{
+	const struct group_args *a = arg;
+	struct sockaddr_storage sa;
+	socklen_t len;
+	int fd, err;
+
+	memset(&sa, 0, sizeof(sa));
+	if (a->local->ss_family == AF_INET) {
+		struct sockaddr_in *s = (struct sockaddr_in *)&sa;
+		s->sin_family = AF_INET;
+		s->sin_port = htons(XR_ROCE_UDP_PORT);
+		memcpy(&s->sin_addr, a->group->raw + 12, 4);
+		len = sizeof(*s);
+	} else {
+		struct sockaddr_in6 *s = (struct sockaddr_in6 *)&sa;
+		s->sin6_family = AF_INET6;
+		s->sin6_port = htons(XR_ROCE_UDP_PORT);
+		s->sin6_scope_id = (uint32_t)a->ifindex;   /* needed by link-local groups (ff02::) */
+		memcpy(&s->sin6_addr, a->group->raw, 16);
+		len = sizeof(*s);
+	}
+	if (a->raw) {   /* raw_ip_id: the real IPv4 header, as the unicast path */
+		fd = udp_raw_open(&sa);
+		if (fd < 0)
+			return fd;
+		goto joined;
+	}
+	fd = socket(a->local->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* Other xroce devices of this host join the same group: each gets
+	 * every datagram (the kernel copies multicast to all bound sockets). */
+	set_opt(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+	set_opt(fd, SOL_SOCKET, SO_REUSEPORT, 1);
+	if (a->local->ss_family == AF_INET) {
+		set_opt(fd, IPPROTO_IP, IP_PKTINFO, 1);
+		set_opt(fd, IPPROTO_IP, IP_RECVTOS, 1);
+		set_opt(fd, IPPROTO_IP, IP_MULTICAST_ALL, 0);   /* only what this socket joined */
+	} else {
+		set_opt(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+		set_opt(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, 1);   /* else checksum-0 datagrams are dropped */
+		set_opt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+		set_opt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
+#ifdef IPV6_MULTICAST_ALL
+		set_opt(fd, IPPROTO_IPV6, IPV6_MULTICAST_ALL, 0);
+#endif
+	}
+	udp_socket_rcvbuf(fd);
+	if (bind(fd, (struct sockaddr *)&sa, len) < 0)
+		goto fail;
+joined:
+	if (join(fd, a))
+		goto fail;
+	return fd;
+fail:
+	err = -errno;
+	close(fd);
+	return err;
+}
+
+int udp_group_open(int netns, const struct sockaddr_storage *local, int ifindex, bool raw, const xr_gid *group)
+{
+	struct group_args a = { local, group, ifindex, raw };
+
+	return udp_in_netns(netns, group_open, &a);
 }

@@ -374,6 +374,8 @@ static void sock_close(struct xdp_link *x)
 		munmap(s->area, (size_t)XL_NCHUNKS * XL_CHUNK);
 	if (s->owner_fd >= 0)
 		close(s->owner_fd);
+	if (s->mc_fd >= 0)
+		close(s->mc_fd);   /* its memberships go with it */
 	free(s);
 	x->sock = NULL;
 }
@@ -430,7 +432,7 @@ static bool xdp_tx_held(struct xr_link *l)
 
 static const struct xr_link_ops xdp_ops = {
 	xdp_send, xdp_recv, xdp_wait_fd, xdp_alloc, xdp_free, xdp_is_up, xdp_close, xdp_resolve, NULL, xdp_tx_held,
-	NULL, NULL, NULL, NULL,
+	NULL, NULL, NULL, xdp_mcast,
 };
 
 /* ---- opening ---- */
@@ -500,7 +502,8 @@ static int prog_attach(struct xdp_link *x, enum xr_xdp_mode want)
 		return err;
 	s->cfg_fd = bpf_object__find_map_fd_by_name(s->obj, "xr_cfg");
 	s->counts_fd = bpf_object__find_map_fd_by_name(s->obj, "xr_counts");
-	return s->cfg_fd < 0 || s->counts_fd < 0 ? -ENOENT : 0;
+	s->groups_fd = bpf_object__find_map_fd_by_name(s->obj, "xr_groups");
+	return s->cfg_fd < 0 || s->counts_fd < 0 || s->groups_fd < 0 ? -ENOENT : 0;
 }
 
 /* The UMEM and the socket: zero-copy if allowed and offered, else copy;
@@ -593,7 +596,10 @@ static int sock_open(struct xdp_link *x, const struct xr_link_xdp_opts *o)
 	if (!s)
 		return -ENOMEM;
 	x->sock = s;
-	s->cfg_fd = s->counts_fd = s->fd = s->owner_fd = s->link_fd = -1;
+	s->cfg_fd = s->counts_fd = s->fd = s->owner_fd = s->link_fd = s->groups_fd = -1;
+	/* Made here, in the interface's namespace (a later join may come from
+	 * a thread in another); it receives nothing (protocol 0). */
+	s->mc_fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
 	libbpf_set_print(quiet_print);
 	s->area = mmap(NULL, (size_t)XL_NCHUNKS * XL_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (s->area == MAP_FAILED) {

@@ -15,6 +15,7 @@
 #include <linux/if_xdp.h>
 #include <xdp/xsk.h>
 
+#include "mcast_set.h"
 #include "pool.h"
 #include "xroce/link.h"
 
@@ -59,6 +60,8 @@ struct xdp_sock {
 	struct bpf_object *obj;           /* the filter, loaded */
 	int link_fd;                      /* its attachment to the interface (a BPF link) */
 	int cfg_fd, counts_fd, fd;
+	int groups_fd;                    /* the filter's joined groups (xr_groups) */
+	int mc_fd;                        /* a packet socket holding the groups' MACs on the interface */
 	int owner_fd;                     /* holds @xroce-xdp/IFINDEX while the link lives */
 	uint64_t tx_free[XL_TX_CHUNKS];      /* transmit chunks not in the kernel's hands */
 	unsigned ntx_free;
@@ -86,6 +89,7 @@ struct xdp_link {
 	struct xdp_neigh neigh[XDP_NEIGH_MAX];
 	struct xr_frame *pending[XDP_PENDING_MAX];   /* RoCE frames read while resolving */
 	unsigned npending;
+	struct mcast_set groups;         /* joined (the mcast op); under rx_lock */
 	struct xr_link_xdp_info info;    /* mode and counters (link.h) */
 };
 
@@ -106,5 +110,7 @@ bool xdp_rx_classify(struct xdp_link *x, const uint8_t *d, size_t len);
 int xdp_resolve(struct xr_link *l, const xr_gid *gid, uint8_t mac[6]);
 /* xdp_neigh.c: a static entry. */
 void xdp_learn(struct xdp_link *x, const xr_gid *gid, const uint8_t mac[6]);
+/* xdp_neigh.c: the link's mcast op (join or leave a group). */
+int xdp_mcast(struct xr_link *l, const xr_gid *group, bool join);
 
 #endif

@@ -5,6 +5,8 @@
  * PFC frames) and passes everything else to the kernel, so the kernel's own
  * traffic on the interface keeps working. libxdp's default program
  * redirects every frame of the queue, which would cut the kernel off.
+ * RoCE v2 to a multicast group the link joined (xr_groups) is the link's
+ * too; the link checks the group's MAC.
  * Built with clang -target bpf; the link embeds the object and loads it.
  */
 #include <linux/bpf.h>
@@ -40,6 +42,19 @@ struct {
 	__type(value, struct xr_xdp_cfg);
 } xr_cfg SEC(".maps");
 
+/* The groups the link joined (its mcast op), as GIDs: IPv4-mapped for
+ * IPv4. Up to XR_LINK_MCAST_MAX (src/link/mcast_set.h). */
+struct xr_group {
+	__u8 gid[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct xr_group);
+	__type(value, __u8);
+} xr_groups SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, C_MAX);
@@ -67,6 +82,27 @@ static __always_inline void count(__u32 what)
 		(*c)++;
 }
 
+/* Whether dst (n bytes: 4 for IPv4, 16 for IPv6) is a joined group. */
+static __always_inline int joined(const __u8 *dst, int n)
+{
+	struct xr_group g = { 0 };
+
+	if (n == 4) {
+		if ((dst[0] & 0xF0) != 0xE0)
+			return 0;
+		g.gid[10] = 0xFF;
+		g.gid[11] = 0xFF;
+		for (int i = 0; i < 4; i++)
+			g.gid[12 + i] = dst[i];
+	} else {
+		if (dst[0] != 0xFF)
+			return 0;
+		for (int i = 0; i < 16; i++)
+			g.gid[i] = dst[i];
+	}
+	return bpf_map_lookup_elem(&xr_groups, &g) != 0;
+}
+
 /* Which counter a frame belongs to, or C_PASS for the kernel's. */
 static __always_inline __u32 classify(const __u8 *d, const __u8 *end, const struct xr_xdp_cfg *cfg)
 {
@@ -85,7 +121,8 @@ static __always_inline __u32 classify(const __u8 *d, const __u8 *end, const stru
 	}
 	if (type == ETH_P_IPV4) {
 		const __u8 *ip = d + 14, *udp;
-		if (ip + 20 > end || !cfg->is_v4 || ip[9] != 17 || !same(ip + 16, cfg->addr + 12, 4))
+		if (ip + 20 > end || !cfg->is_v4 || ip[9] != 17 ||
+		    (!same(ip + 16, cfg->addr + 12, 4) && !joined(ip + 16, 4)))
 			return C_PASS;
 		udp = ip + (ip[0] & 0xF) * 4;
 		if (udp + 8 > end)
@@ -97,7 +134,8 @@ static __always_inline __u32 classify(const __u8 *d, const __u8 *end, const stru
 		if (l4 + 8 > end || cfg->is_v4)
 			return C_PASS;
 		if (ip[6] == 17)
-			return same(ip + 24, cfg->addr, 16) && be16(l4 + 2) == ROCE_PORT ? C_ROCE : C_PASS;
+			return (same(ip + 24, cfg->addr, 16) || joined(ip + 24, 16)) && be16(l4 + 2) == ROCE_PORT ?
+				       C_ROCE : C_PASS;
 		if (ip[6] != 58)
 			return C_PASS;
 		/* A solicitation whose target is ours (sent to a multicast

@@ -9,9 +9,13 @@
  */
 #ifdef XROCE_HAVE_XDP
 #include <errno.h>
+#include <linux/if_packet.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+
+#include <bpf/bpf.h>
 
 #include "../wire/hdr.h"
 #include "xdp.h"
@@ -182,7 +186,8 @@ bool xdp_rx_classify(struct xdp_link *x, const uint8_t *d, size_t len)
 	} else if (type == XR_ETHERTYPE_IPV6 && len > XR_ETH_HLEN + XR_IPV6_HLEN &&
 		   d[XR_ETH_HLEN + IP6_OFF_NEXTHDR] == 58) {
 		nd_input(x, d + XR_ETH_HLEN, len - XR_ETH_HLEN);
-	} else if ((type == XR_ETHERTYPE_IPV4 || type == XR_ETHERTYPE_IPV6) && !memcmp(d, x->link.mac, 6)) {
+	} else if ((type == XR_ETHERTYPE_IPV4 || type == XR_ETHERTYPE_IPV6) &&
+		   (!memcmp(d, x->link.mac, 6) || mcast_set_match(&x->groups, d, len, x->link.mac))) {
 		return true;   /* for us: the engine's parser decides the rest */
 	} else {
 		/* Our address behind another MAC (a flooding bridge), or a type the
@@ -238,4 +243,45 @@ int xdp_resolve(struct xr_link *l, const xr_gid *gid, uint8_t mac[6])
 	}
 	return -EHOSTUNREACH;
 }
+/* ---- multicast groups ---- */
+
+/* A joined group is in the filter's map (its RoCE frames come to the
+ * socket), in the link's table (the MAC check above) and in the
+ * interface's multicast list through mc_fd's membership, so a NIC's
+ * filter passes it; the kernel counts that per socket (two groups of one
+ * MAC each hold it), and it goes with the socket however the link ends. */
+int xdp_mcast(struct xr_link *l, const xr_gid *group, bool join)
+{
+	struct xdp_link *x = l->priv;
+	struct xdp_sock *s = x->sock;
+	struct packet_mreq mr = { .mr_ifindex = x->ifindex, .mr_type = PACKET_MR_MULTICAST, .mr_alen = 6 };
+	uint8_t one = 1;
+	int i, err = 0;
+
+	if (xr_gid_is_ipv4(group) != xr_gid_is_ipv4(&x->addr))
+		return -EINVAL;   /* the filter looks at the link's family only */
+	pthread_mutex_lock(&x->rx_lock);
+	i = join ? mcast_set_can_add(&x->groups, group) : mcast_set_find(&x->groups, group);
+	if (i >= 0) {
+		xr_gid_mcast_mac(group, mr.mr_address);
+		if (join) {
+			if (s->mc_fd < 0 || setsockopt(s->mc_fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)))
+				err = s->mc_fd < 0 ? -ENOTSOCK : -errno;
+			else if (bpf_map_update_elem(s->groups_fd, group->raw, &one, BPF_ANY)) {
+				err = -errno;
+				setsockopt(s->mc_fd, SOL_PACKET, PACKET_DROP_MEMBERSHIP, &mr, sizeof(mr));
+			}
+			if (!err)
+				mcast_set_add(&x->groups, group, -1);
+		} else {
+			bpf_map_delete_elem(s->groups_fd, group->raw);
+			if (s->mc_fd >= 0)
+				setsockopt(s->mc_fd, SOL_PACKET, PACKET_DROP_MEMBERSHIP, &mr, sizeof(mr));
+			mcast_set_del(&x->groups, (unsigned)i);
+		}
+	}
+	pthread_mutex_unlock(&x->rx_lock);
+	return i < 0 ? i : err;
+}
+
 #endif
