@@ -40,14 +40,16 @@ JUMBO = ("ibv_rc_pingpong", "ib_write_bw", "ib_read_bw")   # also run on the 900
 
 
 def selected(only, outs, mtu):
-    """The tests XR_ONLY asks for (by tool name, or all of them with 'dropin'), as (tool, args): all of them on
+    """The tests XR_ONLY asks for (by tool name, by tool and arguments, or all of them with 'dropin'), as
+    (tool, args): all of them on
     the 1500-byte path (IB MTU 1024), the JUMBO ones on the 9000-byte path (IB MTU 4096). perftest sets
     its QP's initiator depth (max_rd_atomic) to the number of outstanding reads the *peer* announces, which is
     the peer device's max_qp_rd_atom by default: rxe's 128 is more than xroce0's limit, and xroce refuses it at
     RTS as rxe and the spec do. As between any two devices with different limits, the read and atomic tools
     are given -o with the smaller of the two devices' max_qp_rd_atom (outs), on both ends."""
     return [(tool, args + (f" -o {outs}" if "read" in tool or "atomic" in tool else ""))
-            for tool, args, _ in TESTS if (not only or "dropin" in only or tool in only) and (mtu == 1500 or tool in JUMBO)]
+            for tool, args, _ in TESTS if (not only or "dropin" in only or tool in only or f"{tool} {args}" in only)
+            and (mtu == 1500 or tool in JUMBO)]
 
 
 def hold_group(peer_addr):
