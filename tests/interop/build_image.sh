@@ -22,7 +22,7 @@ kpkg=$(kernel_pkg)
 dpkg-query -W -f='${Status}' libibverbs-dev 2>/dev/null | grep -q "install ok installed" ||
   { echo "FAIL: package libibverbs-dev is missing (scripts/deps.sh interop installs it)"; exit 1; }
 key=$( { echo "$kpkg"; dpkg-query -W perftest rdma-core ibverbs-providers busybox-static libibverbs-dev;
-         cat "$here"/guest-init.sh "$here"/build_image.sh "$here"/conf_agent.c; } | sha256sum | cut -c1-16)
+         cat "$here"/guest-init.sh "$here"/build_image.sh "$here"/conf_agent.c "$here"/mcast_join.c; } | sha256sum | cut -c1-16)
 if [ -f "$CACHE/$key/initrd.gz" ] && [ -f "$CACHE/$key/vmlinuz" ]; then
   echo "$CACHE/$key"; exit 0
 fi
@@ -37,6 +37,8 @@ R=$work/root
 mkdir -p "$R/usr/bin"
 cc -O2 -Wall -Wextra -Werror "$here/conf_agent.c" -libverbs -o "$R/usr/bin/conf_agent" ||
   { echo "FAIL: cannot build conf_agent"; exit 1; }
+cc -O2 -Wall -Wextra -Werror "$here/mcast_join.c" -o "$R/usr/bin/mcast_join" ||
+  { echo "FAIL: cannot build mcast_join"; exit 1; }
 mkdir -p "$R"/{bin,sbin,etc,proc,sys,dev,tmp,run,lib,lib64,usr/lib,usr/bin}
 cp /bin/busybox "$R/bin/busybox"
 for a in sh mount cat echo ls sleep mkdir ps kill insmod modprobe sed grep awk seq wc head tail \
@@ -60,7 +62,7 @@ for b in $bins; do cp -L "$b" "$R/usr/bin/"; done
 mkdir -p "$R/usr/lib/x86_64-linux-gnu/libibverbs" "$R/etc/libibverbs.d"
 cp "$prov" "$R/usr/lib/x86_64-linux-gnu/libibverbs/"
 cp /etc/libibverbs.d/rxe.driver "$R/etc/libibverbs.d/"
-for f in $bins $prov "$R/usr/bin/conf_agent"; do ldd "$f" 2>/dev/null | awk '/=>/{print $3} /ld-linux/{print $1}'; done | sort -u |
+for f in $bins $prov "$R/usr/bin/conf_agent" "$R/usr/bin/mcast_join"; do ldd "$f" 2>/dev/null | awk '/=>/{print $3} /ld-linux/{print $1}'; done | sort -u |
   while read -r l; do [ -f "$l" ] && mkdir -p "$R$(dirname "$l")" && cp -L "$l" "$R$l"; done
 cp -L /lib64/ld-linux-x86-64.so.2 "$R/lib64/"
 echo "127.0.0.1 localhost" > "$R/etc/hosts"
