@@ -302,15 +302,20 @@ static int group_open(void *arg)
 		fd = udp_raw_open(&sa);
 		if (fd < 0)
 			return fd;
+		/* As below: else it gets the group from every interface
+		 * where anything joined it (the kernel's default). */
+		set_opt(fd, IPPROTO_IP, IP_MULTICAST_ALL, 0);
 		goto joined;
 	}
 	fd = socket(a->local->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	/* Other xroce devices of this host join the same group: each gets
-	 * every datagram (the kernel copies multicast to all bound sockets). */
+	 * every datagram (the kernel copies multicast to all bound sockets).
+	 * SO_REUSEADDR shares the port; not SO_REUSEPORT, whose groups the
+	 * kernel may hand a datagram to one member of, another program's
+	 * socket or this one, whatever each joined. */
 	set_opt(fd, SOL_SOCKET, SO_REUSEADDR, 1);
-	set_opt(fd, SOL_SOCKET, SO_REUSEPORT, 1);
 	if (a->local->ss_family == AF_INET) {
 		set_opt(fd, IPPROTO_IP, IP_PKTINFO, 1);
 		set_opt(fd, IPPROTO_IP, IP_RECVTOS, 1);

@@ -36,28 +36,12 @@
 #include "xroce/link.h"
 #include "xroce/wire.h"
 
+#include "net_check.h"
+
 #define MCAST_MAX 256   /* XR_LINK_MCAST_MAX (src/link/mcast_set.h) */
 #define QUIET_MS 300   /* how long "nothing arrives" is waited for */
 
-static int fails;
 static const char *ns_a, *ns_b;
-
-#define CHECK(cond, ...)                                   \
-	do {                                               \
-		bool ok_ = (cond);                         \
-		printf(ok_ ? "ok   " : "FAIL ");           \
-		fails += !ok_;                             \
-		printf(__VA_ARGS__);                       \
-		printf("\n");                              \
-		fflush(stdout);                            \
-	} while (0)
-
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 /* The calling thread enters namespace name (made by the script). */
 static void enter(const char *name)
@@ -502,6 +486,87 @@ static void xdp(void)
 	xr_link_close(b);
 }
 
+/* A group joined on va must not be taken from another interface where
+ * something else joined it (found by review: the raw_ip_id link's raw
+ * socket kept the kernel's IP_MULTICAST_ALL, and got vy's datagrams). A
+ * second veth pair vx/vy in A: a plain socket joins 239.1.1.1 on vy and
+ * two group datagrams go out of vx; only that socket may get them. */
+static void udp_other_interface(void)
+{
+	struct xr_link_udp_opts o = { .raw_ip_id = true };
+	struct xr_link *a, *a4;
+	xr_gid g = gid_of("239.1.1.1");
+	struct ip_mreqn mr = { .imr_ifindex = 0 };
+	struct sockaddr_in gb = { .sin_family = AF_INET, .sin_port = htons(XR_ROCE_UDP_PORT) };
+	struct sockaddr_in src = { .sin_family = AF_INET };
+	uint8_t fr[512], payload[64] = { 0 };
+	uint32_t tag = 930;
+	struct xr_pkt p;
+	struct got gg;
+	char cmd[512], b[2048];
+	int m, s, one = 1, zero = 0, c = 0;
+	ssize_t len;
+
+	enter(ns_a);
+	snprintf(cmd, sizeof(cmd),
+		 "ip -n %s link add vx type veth peer name vy && ip -n %s addr add 10.8.0.1/24 dev vx && "
+		 "ip -n %s addr add 10.8.0.2/24 dev vy && ip -n %s link set vx up && ip -n %s link set vy up && "
+		 "ip netns exec %s sysctl -qw net.ipv4.conf.vy.accept_local=1 net.ipv4.conf.vy.rp_filter=0 "
+		 "net.ipv4.conf.all.rp_filter=0", ns_a, ns_a, ns_a, ns_a, ns_a, ns_a);
+	CHECK(system(cmd) == 0, "udp: a second veth pair vx/vy in A");
+	usleep(200000);
+	a = xr_link_udp("10.0.0.1");
+	a4 = xr_link_udp_ex("10.0.0.4", &o);
+	if (!a || !a4) {
+		CHECK(0, "udp: links on 10.0.0.1 and 10.0.0.4 (raw_ip_id) (%s)", strerror(errno));
+		return;
+	}
+	CHECK(xr_link_mcast(a, &g, true) == 0 && xr_link_mcast(a4, &g, true) == 0, "udp: both join 239.1.1.1 on va");
+	m = socket(AF_INET, SOCK_DGRAM, 0);
+	s = socket(AF_INET, SOCK_DGRAM, 0);
+	setsockopt(m, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	inet_pton(AF_INET, "239.1.1.1", &gb.sin_addr);
+	CHECK(bind(m, (struct sockaddr *)&gb, sizeof(gb)) == 0, "udp: a plain socket binds 239.1.1.1:4791 too");
+	mr.imr_ifindex = (int)if_nametoindex("vy");
+	inet_pton(AF_INET, "239.1.1.1", &mr.imr_multiaddr);
+	CHECK(setsockopt(m, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr)) == 0, "udp: it joins the group on vy");
+	inet_pton(AF_INET, "10.8.0.1", &src.sin_addr);
+	setsockopt(s, IPPROTO_IP, IP_MULTICAST_IF, &src.sin_addr, sizeof(src.sin_addr));
+	setsockopt(s, IPPROTO_IP, IP_MULTICAST_LOOP, &zero, sizeof(zero));
+	bind(s, (struct sockaddr *)&src, sizeof(src));
+	memcpy(payload, &tag, 4);
+	xr_pkt_init(&p, XR_OP_UD_SEND_ONLY);
+	p.sgid = gid_of("10.8.0.1");
+	p.dgid = g;
+	p.ip_version = 4;
+	p.hop_limit = 64;
+	p.sport = 0x1234;
+	p.dqpn = 0xFFFFFF;
+	p.deth.qkey = 1;
+	p.deth.src_qp = 0x42;
+	p.payload = payload;
+	p.payload_len = sizeof(payload);
+	len = xr_pkt_build(&p, fr, sizeof(fr));
+	for (int i = 0; i < 2; i++)
+		CHECK(len > 42 && sendto(s, fr + 42, (size_t)len - 42, 0, (struct sockaddr *)&gb, sizeof(gb)) > 0,
+		      "udp: a group datagram out of vx");
+	usleep(100000);
+	collect(a, &gg, 500);
+	CHECK(tagged(&gg, tag, NULL) == 0, "udp: the link joined on va takes none of vy's (%u)", tagged(&gg, tag, NULL));
+	release(a, &gg);
+	collect(a4, &gg, 500);
+	CHECK(tagged(&gg, tag, NULL) == 0, "udp raw_ip_id: the link joined on va takes none of vy's (%u)",
+	      tagged(&gg, tag, NULL));
+	release(a4, &gg);
+	while (recv(m, b, sizeof(b), MSG_DONTWAIT) > 0)
+		c++;
+	CHECK(c == 2, "udp: the socket that joined on vy got both (%d)", c);
+	close(m);
+	close(s);
+	xr_link_close(a);
+	xr_link_close(a4);
+}
+
 int main(int argc, char **argv)
 {
 	const char *only = argc > 3 ? argv[3] : "all";
@@ -516,6 +581,7 @@ int main(int argc, char **argv)
 		udp_v4();
 		udp_raw_ip_id();
 		udp_v6();
+		udp_other_interface();
 	}
 	if (!strcmp(only, "all") || !strcmp(only, "raw"))
 		raw();

@@ -28,22 +28,9 @@
 #include "xroce/engine.h"
 #include "xroce/regio.h"
 #include "xroce/regmap.h"
+#include "net_check.h"
 
 #define PRIO 3
-static int fails;
-
-#define CHECK(cond, ...)                                   \
-	do {                                               \
-		if (cond) {                                \
-			printf("ok   ");                   \
-		} else {                                   \
-			printf("FAIL ");                   \
-			fails++;                           \
-		}                                          \
-		printf(__VA_ARGS__);                       \
-		printf("\n");                              \
-		fflush(stdout);                            \
-	} while (0)
 
 static uint64_t cnt(struct end *e, enum xr_counter c)
 {

@@ -18,24 +18,9 @@
 #include "xroce/link.h"
 #include "xroce/wire.h"
 
+#include "net_check.h"
+
 #define FRAME_LEN 1000
-static int fails;
-
-#define CHECK(cond, ...)                                   \
-	do {                                               \
-		printf((cond) ? "ok   " : "FAIL ");        \
-		fails += !(cond);                          \
-		printf(__VA_ARGS__);                       \
-		printf("\n");                              \
-		fflush(stdout);                            \
-	} while (0)
-
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 /* n IPv4 frames from b to a's MAC (what the link passes up; the engine's
  * parser would judge the rest). Returns how many the link took. */
