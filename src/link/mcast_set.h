@@ -8,8 +8,10 @@
 #define XR_LINK_MCAST_SET_H
 
 #include <errno.h>
+#include <linux/if_packet.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "../wire/hdr.h"
 #include "xroce/regmap.h"
@@ -67,6 +69,20 @@ static inline struct mcast_group *mcast_set_add(struct mcast_set *s, const xr_gi
 static inline void mcast_set_del(struct mcast_set *s, unsigned i)
 {
 	s->g[i] = s->g[--s->n];
+}
+
+/* The group's MAC joins (or leaves) packet socket fd's memberships on
+ * ifindex, so an interface whose filter drops multicast it was not asked
+ * for passes it; the kernel counts them per socket (two groups of one MAC
+ * each hold it) and drops them with the socket. 0 or -errno. */
+static inline int mcast_packet_membership(int fd, int ifindex, const xr_gid *group, bool join)
+{
+	struct packet_mreq mr = { .mr_ifindex = ifindex, .mr_type = PACKET_MR_MULTICAST, .mr_alen = 6 };
+
+	if (fd < 0)
+		return -ENOTSOCK;
+	xr_gid_mcast_mac(group, mr.mr_address);
+	return setsockopt(fd, SOL_PACKET, join ? PACKET_ADD_MEMBERSHIP : PACKET_DROP_MEMBERSHIP, &mr, sizeof(mr)) ? -errno : 0;
 }
 
 /* Whether a received Ethernet frame (untagged) is sent to a joined group:

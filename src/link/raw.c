@@ -641,22 +641,17 @@ static int raw_rx_backlog(struct xr_link *l, uint32_t *queued, uint32_t *capacit
 #endif
 }
 
-/* A group's MAC joins the socket's memberships: an interface whose filter
- * drops multicast it was not asked for passes it (the link asks for all
- * multicast at open too, but a driver may refuse that). The kernel counts
- * memberships per socket, so two groups of one MAC each hold it. */
+/* A group's MAC joins the socket's memberships (the link asks for all
+ * multicast at open too, but a driver may refuse that). */
 static int raw_mcast(struct xr_link *l, const xr_gid *group, bool join)
 {
 	struct raw_link *r = l->priv;
-	struct packet_mreq mr = { .mr_ifindex = r->ifindex, .mr_type = PACKET_MR_MULTICAST, .mr_alen = 6 };
 	int i, err = 0;
 
 	pthread_mutex_lock(&r->lock);
 	i = join ? mcast_set_can_add(&r->groups, group) : mcast_set_find(&r->groups, group);
 	if (i >= 0) {
-		xr_gid_mcast_mac(group, mr.mr_address);
-		if (setsockopt(r->fd, SOL_PACKET, join ? PACKET_ADD_MEMBERSHIP : PACKET_DROP_MEMBERSHIP, &mr, sizeof(mr)))
-			err = -errno;
+		err = mcast_packet_membership(r->fd, r->ifindex, group, join);
 		if (join && !err)
 			mcast_set_add(&r->groups, group, -1);
 		else if (!join)

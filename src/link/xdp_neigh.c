@@ -9,7 +9,6 @@
  */
 #ifdef XROCE_HAVE_XDP
 #include <errno.h>
-#include <linux/if_packet.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -254,7 +253,6 @@ int xdp_mcast(struct xr_link *l, const xr_gid *group, bool join)
 {
 	struct xdp_link *x = l->priv;
 	struct xdp_sock *s = x->sock;
-	struct packet_mreq mr = { .mr_ifindex = x->ifindex, .mr_type = PACKET_MR_MULTICAST, .mr_alen = 6 };
 	uint8_t one = 1;
 	int i, err = 0;
 
@@ -262,23 +260,18 @@ int xdp_mcast(struct xr_link *l, const xr_gid *group, bool join)
 		return -EINVAL;   /* the filter looks at the link's family only */
 	pthread_mutex_lock(&x->rx_lock);
 	i = join ? mcast_set_can_add(&x->groups, group) : mcast_set_find(&x->groups, group);
-	if (i >= 0) {
-		xr_gid_mcast_mac(group, mr.mr_address);
-		if (join) {
-			if (s->mc_fd < 0 || setsockopt(s->mc_fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)))
-				err = s->mc_fd < 0 ? -ENOTSOCK : -errno;
-			else if (bpf_map_update_elem(s->groups_fd, group->raw, &one, BPF_ANY)) {
-				err = -errno;
-				setsockopt(s->mc_fd, SOL_PACKET, PACKET_DROP_MEMBERSHIP, &mr, sizeof(mr));
-			}
-			if (!err)
-				mcast_set_add(&x->groups, group, -1);
-		} else {
-			bpf_map_delete_elem(s->groups_fd, group->raw);
-			if (s->mc_fd >= 0)
-				setsockopt(s->mc_fd, SOL_PACKET, PACKET_DROP_MEMBERSHIP, &mr, sizeof(mr));
-			mcast_set_del(&x->groups, (unsigned)i);
+	if (i >= 0 && join) {
+		err = mcast_packet_membership(s->mc_fd, x->ifindex, group, true);
+		if (!err && bpf_map_update_elem(s->groups_fd, group->raw, &one, BPF_ANY)) {
+			err = -errno;
+			mcast_packet_membership(s->mc_fd, x->ifindex, group, false);
 		}
+		if (!err)
+			mcast_set_add(&x->groups, group, -1);
+	} else if (i >= 0) {
+		bpf_map_delete_elem(s->groups_fd, group->raw);
+		mcast_packet_membership(s->mc_fd, x->ifindex, group, false);
+		mcast_set_del(&x->groups, (unsigned)i);
 	}
 	pthread_mutex_unlock(&x->rx_lock);
 	return i < 0 ? i : err;

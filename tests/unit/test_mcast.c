@@ -124,6 +124,16 @@ static void m_open(struct mpair *m, bool ipv6)
 	assert_int_equal(h_end_open(&m->p.b, m->p.lb, ipv6 ? "fd00::2" : "10.0.0.2", &o), 0);
 }
 
+/* The end of a test: its QPs (detached), its AH, the pair. */
+static void m_close(struct mpair *m, struct xr_ah *ah, struct xr_qp *const *qps, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(xr_destroy_qp(qps[i]), 0);
+	if (ah)
+		xr_destroy_ah(ah);
+	h_close(&m->p);
+}
+
 static struct xr_ah *group_ah(struct end *from, const char *group)
 {
 	struct xr_ah_attr aa;
@@ -231,11 +241,7 @@ static void test_fan_out_checks_each_qp(void **state)
 	for (unsigned i = 0; i < 3; i++)
 		assert_int_equal(xr_detach_mcast(q[i], &g), 0);
 	assert_int_equal(m.sb->leaves, 1);
-	for (unsigned i = 0; i < 4; i++)
-		xr_destroy_qp(q[i]);
-	xr_destroy_qp(src);
-	xr_destroy_ah(ah);
-	h_close(&m.p);
+	m_close(&m, ah, (struct xr_qp *[]){ q[0], q[1], q[2], q[3], src }, 5);
 }
 
 /* Only QPs that receive (RTR and on) take a group's datagram; a group
@@ -310,12 +316,8 @@ static void test_states_unknown_groups_and_detach(void **state)
 	assert_int_equal(d_ud_send(src, &m.p.a, ah, XR_QPN_MCAST, QKEY, 0, 32, 0, 5), 0);
 	recvs_by_qp(&m.p, &m.p.b, q, 2, got, 100);
 	assert_int_equal(d_counter(&m.p.b, XR_CNT_DROP_NO_MCG), 3);
-	xr_destroy_qp(q[0]);
-	xr_destroy_qp(q[1]);
-	xr_destroy_qp(src);
-	xr_destroy_ah(ah);
 	xr_destroy_ah(other);
-	h_close(&m.p);
+	m_close(&m, ah, (struct xr_qp *[]){ q[0], q[1], src }, 3);
 }
 
 /* The verbs' rules: UD only, groups only, twice is once, no destroy while
@@ -381,9 +383,7 @@ static void test_attach_rules_and_bounds(void **state)
 		assert_int_equal(xr_destroy_qp(qps[i]), 0);
 	}
 	assert_int_equal(m.sb->joins, m.sb->leaves);   /* every group left */
-	xr_destroy_qp(src);
-	xr_destroy_ah(ah);
-	h_close(&m.p);
+	m_close(&m, ah, &src, 1);
 }
 
 /* An IPv6 group: 33:33 and its last four bytes on the wire, delivered. */
@@ -410,10 +410,7 @@ static void test_ipv6_group(void **state)
 	assert_int_equal(got[0], 1);
 	assert_memory_equal(m.sa->sent[(m.sa->nsent - 1) % SPY_KEEP], mac, 6);
 	assert_int_equal(xr_detach_mcast(q, &g), 0);
-	xr_destroy_qp(q);
-	xr_destroy_qp(src);
-	xr_destroy_ah(ah);
-	h_close(&m.p);
+	m_close(&m, ah, (struct xr_qp *[]){ q, src }, 2);
 }
 
 /* Attach and detach while datagrams to the group stream in, with the
@@ -508,9 +505,7 @@ static void test_attach_churn_under_traffic(void **state)
 		xr_destroy_qp(q[j]);
 	}
 	assert_int_equal(m.sb->joins, m.sb->leaves);
-	xr_destroy_qp(src);
-	xr_destroy_ah(ah);
-	h_close(&m.p);
+	m_close(&m, ah, &src, 1);
 }
 
 
@@ -587,10 +582,7 @@ static void test_engine_side_rules(void **state)
 	assert_int_equal(d_counter(&m.p.b, XR_CNT_RX_MCAST), 1);
 	assert_int_equal(xr_regio_write(rb, XR_REG_CTRL, ctrl), 0);
 	assert_int_equal(xr_detach_mcast(q, &g), 0);
-	xr_destroy_qp(q);
-	xr_destroy_qp(src);
-	xr_destroy_ah(ah);
-	h_close(&m.p);
+	m_close(&m, ah, (struct xr_qp *[]){ q, src }, 2);
 }
 
 /* A link that cannot join: the attach fails (EADDRNOTAVAIL) and nothing
@@ -689,11 +681,7 @@ static void test_local_members_get_their_own(void **state)
 	recvs_by_qp(&m.p, &m.p.a, qa, 3, got, 100);
 	assert_int_equal(got[0] + got[1] + got[2], 0);
 	assert_int_equal(d_counter(&m.p.a, XR_CNT_MCAST_LOOPED), 1);
-	for (unsigned i = 0; i < 3; i++)
-		xr_destroy_qp(qa[i]);
-	xr_destroy_qp(qb);
-	xr_destroy_ah(ah);
-	h_close(&m.p);
+	m_close(&m, ah, (struct xr_qp *[]){ qa[0], qa[1], qa[2], qb }, 4);
 }
 
 int main(void)
